@@ -1,0 +1,106 @@
+//! The blob contract the kernel speaks. An embedder maps these operations onto a real
+//! object store (or the simulated GCS) and feeds each result back with its [`BlobOpId`].
+//!
+//! [`BlobOpId`]: crate::ids::BlobOpId
+
+use bytes::Bytes;
+
+/// One operation on the object store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlobOp {
+    /// Create `key` only if it is absent (GCS `ifGenerationMatch=0`, S3 `If-None-Match: *`).
+    Create { key: String, bytes: Bytes },
+    /// Read an object whole.
+    Get { key: String },
+    /// Read an object's metadata only.
+    Stat { key: String },
+    /// Keys under `prefix` strictly after `start_after`, in byte order, at most `limit`.
+    List {
+        prefix: String,
+        start_after: Option<String>,
+        limit: u32,
+    },
+    /// Replace an object only if its current generation is `if_generation` (the freshen).
+    Rewrite {
+        key: String,
+        bytes: Bytes,
+        if_generation: u64,
+    },
+    /// Delete an object only if its current generation is `if_generation`.
+    Delete { key: String, if_generation: u64 },
+}
+
+impl BlobOp {
+    /// The key the operation addresses (the prefix for a listing).
+    pub fn key(&self) -> &str {
+        match self {
+            BlobOp::Create { key, .. }
+            | BlobOp::Get { key }
+            | BlobOp::Stat { key }
+            | BlobOp::Rewrite { key, .. }
+            | BlobOp::Delete { key, .. } => key,
+            BlobOp::List { prefix, .. } => prefix,
+        }
+    }
+
+    /// Bytes the operation uploads.
+    pub fn upload_len(&self) -> usize {
+        match self {
+            BlobOp::Create { bytes, .. } | BlobOp::Rewrite { bytes, .. } => bytes.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// What the store says of one object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectMeta {
+    pub key: String,
+    /// Changes on every write of the name; the fence for conditional rewrites and deletes.
+    pub generation: u64,
+    /// Store-side time this generation was written, microseconds on the store's clock.
+    pub created_at_us: u64,
+    pub size: u64,
+}
+
+/// A successful result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlobOutcome {
+    Created(ObjectMeta),
+    Got { meta: ObjectMeta, bytes: Bytes },
+    Stat(ObjectMeta),
+    /// Entries in key order; `more` when the limit cut the listing short.
+    Listed { entries: Vec<ObjectMeta>, more: bool },
+    Rewritten(ObjectMeta),
+    Deleted,
+}
+
+/// A failed result. Only [`BlobError::Timeout`] leaves the outcome unknown; the kernel
+/// also treats [`BlobError::Unavailable`] on a slot create as possibly applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlobError {
+    /// A create found the name taken.
+    AlreadyExists,
+    /// A conditional rewrite or delete found another generation.
+    PreconditionFailed,
+    NotFound,
+    /// 429: the store refused for rate; nothing happened.
+    Throttled,
+    /// 5xx.
+    Unavailable,
+    /// The caller stopped waiting: the operation may or may not have happened, and may
+    /// still happen later.
+    Timeout,
+}
+
+pub type BlobResult = Result<BlobOutcome, BlobError>;
+
+impl BlobError {
+    /// Worth retrying the same call after a backoff.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            BlobError::Throttled | BlobError::Unavailable | BlobError::Timeout
+        )
+    }
+}

@@ -1,0 +1,124 @@
+//! Every tunable of a replica, with its unit in its name and its source in its doc.
+
+/// A replica's configuration. [`Config::default`] holds the decision record's numbers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Members a batch takes from the queue (record: 16, "Group commit").
+    pub batch_members_max: usize,
+    /// Members a batch takes while the queue holds at least this many (record: up to 32
+    /// "while the queue stays deep"). Equal to `batch_members_max` disables growth.
+    pub batch_members_deep_max: usize,
+    /// Batches built and staged while one slot create is in flight (record: 2; one ahead
+    /// capped batch 16 at 256 to 291 writes/s, three added nothing). 0 to 3.
+    pub batches_ahead_max: usize,
+    /// Writes waiting for a batch beyond which a new write is refused with `Busy`, so a
+    /// caller hears at once instead of timing out (record: the 10 s deadline caps the queue
+    /// at about ten seconds of throughput; 4,096 is about ten seconds at 400 writes/s).
+    pub queue_members_max: usize,
+    /// How long a caller waits for its write (record: 10 s request deadline).
+    pub request_deadline_ms: u64,
+    /// First backoff after a throttled or failed call; doubles per attempt, jittered.
+    pub retry_base_ms: u64,
+    /// Longest backoff between two attempts of one call.
+    pub retry_cap_ms: u64,
+    /// Bytes of recent bodies held for appends, so an append to a hot document reads no
+    /// blob.
+    pub body_cache_bytes_max: usize,
+    /// Slot reads in flight at once while replaying the log at cold start.
+    pub replay_gets_max: usize,
+    /// Keys asked for per listing call.
+    pub list_page_max: u32,
+    /// Deliberate defects, for proving the simulation catches them. Never set outside tests.
+    pub defects: Defects,
+}
+
+/// Defects a test can switch on to show that the checker catches them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Defects {
+    /// Acknowledge a batch's members when its slot create is sent, not when it is confirmed.
+    pub ack_before_confirm: bool,
+    /// Take an ambiguous slot create (timeout, 5xx) as committed without reading the slot.
+    pub skip_ambiguous_read: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            batch_members_max: 16,
+            batch_members_deep_max: 32,
+            batches_ahead_max: 2,
+            queue_members_max: 4_096,
+            request_deadline_ms: 10_000,
+            retry_base_ms: 20,
+            retry_cap_ms: 1_000,
+            body_cache_bytes_max: 32 * 1024 * 1024,
+            replay_gets_max: 16,
+            list_page_max: 1_000,
+            defects: Defects::default(),
+        }
+    }
+}
+
+/// A configuration value out of its range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    BatchMembers,
+    BatchesAhead,
+    QueueMembers,
+    Deadline,
+    Retry,
+    Replay,
+}
+
+impl Config {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let slot_max = crate::format::SLOT_MEMBERS_MAX;
+        if self.batch_members_max == 0
+            || self.batch_members_deep_max < self.batch_members_max
+            || self.batch_members_deep_max > slot_max
+        {
+            return Err(ConfigError::BatchMembers);
+        }
+        if self.batches_ahead_max > 3 {
+            return Err(ConfigError::BatchesAhead);
+        }
+        if self.queue_members_max == 0 {
+            return Err(ConfigError::QueueMembers);
+        }
+        if self.request_deadline_ms == 0 {
+            return Err(ConfigError::Deadline);
+        }
+        if self.retry_base_ms == 0 || self.retry_cap_ms < self.retry_base_ms {
+            return Err(ConfigError::Retry);
+        }
+        if self.replay_gets_max == 0 || self.list_page_max == 0 {
+            return Err(ConfigError::Replay);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_valid_and_holds_the_record_numbers() {
+        let c = Config::default();
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!((c.batch_members_max, c.batch_members_deep_max, c.batches_ahead_max), (16, 32, 2));
+        assert_eq!(c.request_deadline_ms, 10_000);
+    }
+
+    #[test]
+    fn more_than_three_batches_ahead_is_refused() {
+        let c = Config { batches_ahead_max: 4, ..Config::default() };
+        assert_eq!(c.validate(), Err(ConfigError::BatchesAhead));
+    }
+
+    #[test]
+    fn a_deep_batch_smaller_than_a_normal_one_is_refused() {
+        let c = Config { batch_members_deep_max: 8, ..Config::default() };
+        assert_eq!(c.validate(), Err(ConfigError::BatchMembers));
+    }
+}

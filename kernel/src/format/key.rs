@@ -1,0 +1,79 @@
+//! The object key scheme (SPEC 2). Every key of a world lives under its prefix.
+
+use crate::hash::Hash32;
+
+/// Builds and parses a world's object keys.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Keys {
+    /// Empty, or ends with `/`.
+    root: String,
+}
+
+/// Slot names are the first sequence in 16 lowercase hex digits, so byte order is
+/// sequence order.
+const SLOT_DIGITS: usize = 16;
+
+impl Keys {
+    /// `prefix` may be empty; a trailing `/` is optional.
+    pub fn new(prefix: &str) -> Keys {
+        let trimmed = prefix.trim_end_matches('/');
+        let root = if trimmed.is_empty() {
+            String::new()
+        } else {
+            format!("{trimmed}/")
+        };
+        Keys { root }
+    }
+
+    /// The prefix every key of the world starts with.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
+    pub fn marker(&self) -> String {
+        format!("{}marker", self.root)
+    }
+
+    pub fn log_prefix(&self) -> String {
+        format!("{}log/", self.root)
+    }
+
+    pub fn slot(&self, first_sequence: u64) -> String {
+        format!("{}log/{:016x}", self.root, first_sequence)
+    }
+
+    pub fn body(&self, hash: &Hash32) -> String {
+        format!("{}blobs/{}", self.root, hash.to_hex())
+    }
+
+    /// The first sequence a slot key names, or None for a key that is not a slot name.
+    pub fn parse_slot(&self, key: &str) -> Option<u64> {
+        let rest = key.strip_prefix(&self.root)?.strip_prefix("log/")?;
+        if rest.len() != SLOT_DIGITS || !rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            return None;
+        }
+        u64::from_str_radix(rest, 16).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_keys_sort_by_sequence() {
+        let k = Keys::new("worlds/w1/");
+        assert_eq!(k.slot(1), "worlds/w1/log/0000000000000001");
+        assert!(k.slot(0xff) < k.slot(0x100));
+        assert_eq!(k.parse_slot(&k.slot(0xabc)), Some(0xabc));
+        assert_eq!(k.parse_slot("worlds/w1/log/00000000000000AB"), None);
+        assert_eq!(k.parse_slot("worlds/w2/log/0000000000000001"), None);
+    }
+
+    #[test]
+    fn an_empty_prefix_roots_keys_at_the_top() {
+        let k = Keys::new("");
+        assert_eq!(k.marker(), "marker");
+        assert_eq!(k.body(&Hash32::ZERO), format!("blobs/{}", "0".repeat(64)));
+    }
+}

@@ -1,0 +1,15 @@
+//! On-bucket formats (SPEC sections 2 to 6): keys, the frame every object is wrapped in,
+//! the world marker, slots and body blobs. Encoding is deterministic: the same value gives
+//! the same bytes on every machine, which is what lets a slot's hash chain the log.
+
+pub mod body;
+pub mod frame;
+pub mod key;
+pub mod marker;
+pub mod slot;
+
+pub use body::{decode_body, encode_body};
+pub use frame::{DecodeError, Kind};
+pub use key::Keys;
+pub use marker::Marker;
+pub use slot::{Slot, SLOT_MEMBERS_MAX};

@@ -1,0 +1,72 @@
+//! Slots (SPEC 5): one batch of members, created if absent at `log/<first sequence>`.
+//! A slot is never rewritten. Its hash is BLAKE3 of its whole object bytes, and the next
+//! slot names it as `prev_hash`, so the log is a verifiable chain.
+
+use super::frame::{decode_value, encode_value, DecodeError, Kind};
+use crate::hash::Hash32;
+use crate::ids::{StoreId, WorldId};
+use crate::world::entry::SlotMember;
+use serde::{Deserialize, Serialize};
+
+/// No slot may hold more members than this, whatever a committer is configured to.
+pub const SLOT_MEMBERS_MAX: usize = 256;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    pub world_id: WorldId,
+    pub first_sequence: u64,
+    pub store_id: StoreId,
+    /// Hash of the previous slot's object bytes; the marker's for the first slot.
+    pub prev_hash: Hash32,
+    pub members: Vec<SlotMember>,
+}
+
+impl Slot {
+    pub fn last_sequence(&self) -> u64 {
+        self.first_sequence + self.members.len() as u64 - 1
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        debug_assert_eq!(self.shape_problem(), None);
+        encode_value(Kind::Slot, self)
+    }
+
+    /// Decodes and checks the slot's own shape (not its place in a chain).
+    pub fn decode(bytes: &[u8]) -> Result<Slot, DecodeError> {
+        let slot: Slot = decode_value(Kind::Slot, bytes)?;
+        match slot.shape_problem() {
+            Some(problem) => Err(DecodeError::Invalid(problem)),
+            None => Ok(slot),
+        }
+    }
+
+    fn shape_problem(&self) -> Option<&'static str> {
+        if self.first_sequence == 0 {
+            return Some("slot at sequence 0");
+        }
+        if self.members.is_empty() {
+            return Some("slot without members");
+        }
+        if self.members.len() > SLOT_MEMBERS_MAX {
+            return Some("slot with too many members");
+        }
+        for (i, m) in self.members.iter().enumerate() {
+            if m.sequence() != self.first_sequence + i as u64 {
+                return Some("member sequences are not contiguous from the first");
+            }
+            if let Some(p) = m.shape_problem() {
+                return Some(p);
+            }
+        }
+        let mut ops: Vec<_> = self.members.iter().map(|m| m.op_id()).collect();
+        ops.sort();
+        if ops.windows(2).any(|w| w[0] == w[1]) {
+            return Some("one operation id twice in a slot");
+        }
+        None
+    }
+}
+
+pub fn slot_hash(bytes: &[u8]) -> Hash32 {
+    Hash32::of(bytes)
+}

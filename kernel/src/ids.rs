@@ -1,0 +1,76 @@
+//! Identifiers. Each is a newtype so one can never be passed where another is meant.
+
+use core::fmt;
+use serde::{Deserialize, Serialize};
+
+/// Names one world; written into the marker and every slot, so a slot of another world
+/// under the same prefix is refused.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct WorldId(pub [u8; 16]);
+
+/// Names one running store (one replica incarnation). Recorded in every slot it writes.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct StoreId(pub u64);
+
+/// The client's name for one mutation. It settles an uncertain outcome later and makes a
+/// retried mutation idempotent: a committed operation id answers with its first receipt.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct OperationId(pub [u8; 16]);
+
+/// The embedder's correlation id for one request; echoed on its reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// The kernel's id for one blob operation it emitted; the completion carries it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BlobOpId(pub u64);
+
+impl From<u128> for OperationId {
+    fn from(v: u128) -> Self {
+        OperationId(v.to_be_bytes())
+    }
+}
+
+impl OperationId {
+    pub fn as_u128(&self) -> u128 {
+        u128::from_be_bytes(self.0)
+    }
+}
+
+fn hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
+    for b in bytes {
+        write!(f, "{b:02x}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for WorldId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        hex(f, &self.0)
+    }
+}
+impl fmt::Debug for WorldId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WorldId({self})")
+    }
+}
+impl fmt::Display for OperationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        hex(f, &self.0)
+    }
+}
+impl fmt::Debug for OperationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "op:{self}")
+    }
+}
+impl fmt::Display for StoreId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+impl fmt::Debug for StoreId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "store:{self}")
+    }
+}

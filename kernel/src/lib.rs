@@ -1,0 +1,40 @@
+//! slotlog-kernel: the pure state machine behind slotlog.
+//!
+//! A [`Replica`] has no I/O, clock, thread, async or global randomness. Everything enters
+//! as an [`Input`] with the current [`Instant`], and everything leaves as an [`Effect`].
+//!
+//! **The drain rule.** After every call to [`Replica::handle`] or
+//! [`Replica::handle_timeout`], call [`Replica::poll_effect`] until it returns `None` and
+//! carry out each effect (run blob operations, deliver replies, pass commit hints to
+//! peers); then ask [`Replica::poll_timeout`] for the next wake-up and call
+//! `handle_timeout` no earlier than that. A wake-up that comes early or twice is harmless.
+//! Feed every blob completion back with its [`BlobOpId`]; a completion the replica does
+//! not know (say, from before a restart) is ignored.
+//!
+//! Modules own one concept each: `format` (bytes on the bucket), `world` (the rules),
+//! `committer` (the write path), `open` (cold start), `io` (calls and retries).
+
+pub mod blob;
+pub(crate) mod body_cache;
+pub(crate) mod committer;
+pub mod config;
+pub mod effect;
+pub mod format;
+pub mod hash;
+pub mod ids;
+pub(crate) mod io;
+pub(crate) mod open;
+pub mod replica;
+pub mod reply;
+pub mod time;
+pub mod world;
+
+pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
+pub use committer::CommitterStats;
+pub use config::{Config, ConfigError, Defects};
+pub use effect::{Effect, Input, Request};
+pub use hash::Hash32;
+pub use ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};
+pub use replica::{Identity, Replica};
+pub use reply::{FailReason, Reply, WriteError, WriteOk};
+pub use time::Instant;

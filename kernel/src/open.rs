@@ -1,0 +1,180 @@
+//! Opening a world: read the marker (or create it at genesis), then list the log from the
+//! beginning and apply every slot in order. Checkpoints will shorten this later; for now
+//! cold start replays the whole log.
+
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::config::Config;
+use crate::format::{DecodeError, Keys, Marker, Slot};
+use crate::hash::Hash32;
+use crate::ids::{StoreId, WorldId};
+use crate::io::{Call, Io, Purpose};
+use crate::reply::FailReason;
+use crate::time::Instant;
+use crate::world::WorldState;
+use bytes::Bytes;
+use std::collections::{BTreeMap, VecDeque};
+
+pub(crate) struct Opening {
+    keys: Keys,
+    world_id: WorldId,
+    store_id: StoreId,
+    replay_gets_max: usize,
+    list_page_max: u32,
+    world: Option<WorldState>,
+    /// Listed slot names not yet asked for.
+    to_fetch: VecDeque<u64>,
+    /// Slots read but not yet applied (they arrive out of order).
+    fetched: BTreeMap<u64, Bytes>,
+    gets_in_flight: usize,
+    /// The last key the listing returned, and whether more may follow.
+    list_after: Option<String>,
+    listing: bool,
+    list_done: bool,
+    /// When the last listing call was sent: the log was read through its tip as of then.
+    last_list_at: Instant,
+}
+
+/// What a completion did to the opening.
+pub(crate) enum Progress {
+    Working,
+    /// The world is open at this state, the tip as of the instant.
+    Open(WorldState, Instant),
+    Failed(FailReason),
+}
+
+impl Opening {
+    pub fn start(config: &Config, keys: Keys, world_id: WorldId, store_id: StoreId, now: Instant, io: &mut Io) -> Opening {
+        io.issue(now, Purpose::MarkerGet, BlobOp::Get { key: keys.marker() }, 0);
+        Opening {
+            keys,
+            world_id,
+            store_id,
+            replay_gets_max: config.replay_gets_max,
+            list_page_max: config.list_page_max,
+            world: None,
+            to_fetch: VecDeque::new(),
+            fetched: BTreeMap::new(),
+            gets_in_flight: 0,
+            list_after: None,
+            listing: false,
+            list_done: false,
+            last_list_at: now,
+        }
+    }
+
+    pub fn on_done(&mut self, now: Instant, call: Call, result: BlobResult, io: &mut Io) -> Progress {
+        match (&call.purpose, result) {
+            (Purpose::MarkerGet, Ok(BlobOutcome::Got { bytes, .. })) => {
+                let marker = match Marker::decode(&bytes) {
+                    Ok(m) => m,
+                    Err(error) => return self.decode_failed(self.keys.marker(), error),
+                };
+                if marker.world_id != self.world_id {
+                    return Progress::Failed(FailReason::ForeignWorld);
+                }
+                self.world = Some(WorldState::genesis(self.world_id, Hash32::of(&bytes)));
+                self.list_next(now, io);
+            }
+            (Purpose::MarkerGet, Err(BlobError::NotFound)) => {
+                let marker = Marker { world_id: self.world_id, created_by: self.store_id };
+                let op = BlobOp::Create { key: self.keys.marker(), bytes: Bytes::from(marker.encode()) };
+                io.issue(now, Purpose::MarkerCreate, op, 0);
+            }
+            (Purpose::MarkerCreate, Ok(_)) => {
+                let BlobOp::Create { bytes, .. } = &call.op else { unreachable!("a create") };
+                self.world = Some(WorldState::genesis(self.world_id, Hash32::of(bytes)));
+                self.list_next(now, io);
+            }
+            // Taken by a racing genesis, or ours landed despite the error: read what is there.
+            (Purpose::MarkerCreate, Err(e)) if e != BlobError::Throttled => {
+                io.issue(now, Purpose::MarkerGet, BlobOp::Get { key: self.keys.marker() }, 0);
+            }
+            (Purpose::LogList, Ok(BlobOutcome::Listed { entries, more })) => {
+                self.listing = false;
+                self.last_list_at = call.issued_at;
+                for e in &entries {
+                    match self.keys.parse_slot(&e.key) {
+                        Some(sequence) => self.to_fetch.push_back(sequence),
+                        None => return self.decode_failed(e.key.clone(), DecodeError::Foreign),
+                    }
+                }
+                if let Some(last) = entries.last() {
+                    self.list_after = Some(last.key.clone());
+                }
+                self.list_done = !more;
+                self.fetch_more(now, io);
+            }
+            (Purpose::ReplayGet { sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
+                self.gets_in_flight -= 1;
+                self.fetched.insert(*sequence, bytes);
+                if let Some(failed) = self.apply_ready() {
+                    return failed;
+                }
+                self.fetch_more(now, io);
+            }
+            (Purpose::ReplayGet { sequence }, Err(BlobError::NotFound)) => {
+                return Progress::Failed(FailReason::SlotVanished { sequence: *sequence });
+            }
+            _ => io.retry_later(now, call),
+        }
+        self.finished()
+    }
+
+    fn decode_failed(&self, key: String, error: DecodeError) -> Progress {
+        Progress::Failed(FailReason::Decode { key, error })
+    }
+
+    fn list_next(&mut self, now: Instant, io: &mut Io) {
+        self.listing = true;
+        let op = BlobOp::List {
+            prefix: self.keys.log_prefix(),
+            start_after: self.list_after.clone(),
+            limit: self.list_page_max,
+        };
+        io.issue(now, Purpose::LogList, op, 0);
+    }
+
+    fn fetch_more(&mut self, now: Instant, io: &mut Io) {
+        while self.gets_in_flight < self.replay_gets_max {
+            let Some(sequence) = self.to_fetch.pop_front() else { break };
+            self.gets_in_flight += 1;
+            io.issue(now, Purpose::ReplayGet { sequence }, BlobOp::Get { key: self.keys.slot(sequence) }, 0);
+        }
+        // List the next page once this one is nearly read, so the gets keep flowing.
+        if !self.list_done && !self.listing && self.to_fetch.len() < self.replay_gets_max {
+            self.list_next(now, io);
+        }
+    }
+
+    /// Applies fetched slots that continue the chain.
+    fn apply_ready(&mut self) -> Option<Progress> {
+        let world = self.world.as_mut().expect("marker read before the log");
+        while let Some(bytes) = self.fetched.remove(&world.next_sequence()) {
+            let sequence = world.next_sequence();
+            let slot = match Slot::decode(&bytes) {
+                Ok(s) => s,
+                Err(error) => return Some(Progress::Failed(FailReason::Decode { key: self.keys.slot(sequence), error })),
+            };
+            if let Err(e) = world.apply_slot(&slot, Hash32::of(&bytes)) {
+                return Some(Progress::Failed(FailReason::Apply(e)));
+            }
+        }
+        None
+    }
+
+    fn finished(&mut self) -> Progress {
+        let done = self.world.is_some()
+            && self.list_done
+            && self.to_fetch.is_empty()
+            && self.gets_in_flight == 0;
+        if !done {
+            return Progress::Working;
+        }
+        if let Some((&sequence, _)) = self.fetched.first_key_value() {
+            // A listed slot that does not continue the chain: a gap in the log.
+            let expected = self.world.as_ref().expect("checked").next_sequence();
+            return Progress::Failed(FailReason::Apply(crate::world::ApplyError::Gap { expected, found: sequence }));
+        }
+        Progress::Open(self.world.take().expect("checked"), self.last_list_at)
+    }
+}

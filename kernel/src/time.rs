@@ -1,0 +1,72 @@
+//! Explicit time. The kernel never reads a clock: every entry point takes `now`.
+
+use core::ops::{Add, Sub};
+use core::time::Duration;
+
+/// A point in time, in microseconds since an epoch the embedder chooses.
+///
+/// The simulation passes virtual time; the driver passes a monotonic clock. The kernel
+/// only ever compares and offsets instants it was given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant(u64);
+
+impl Instant {
+    pub const ZERO: Instant = Instant(0);
+    pub const MAX: Instant = Instant(u64::MAX);
+
+    pub const fn from_micros(us: u64) -> Self {
+        Instant(us)
+    }
+
+    pub const fn from_millis(ms: u64) -> Self {
+        Instant(ms * 1_000)
+    }
+
+    pub const fn as_micros(self) -> u64 {
+        self.0
+    }
+
+    pub fn as_millis_f64(self) -> f64 {
+        self.0 as f64 / 1_000.0
+    }
+
+    /// Time from `earlier` to `self`, zero when `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Duration {
+        Duration::from_micros(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d.as_micros().min(u64::MAX as u128) as u64))
+    }
+}
+
+impl Sub<Instant> for Instant {
+    type Output = Duration;
+    /// Panics in debug builds when `rhs` is later: callers that may see that use
+    /// [`Instant::saturating_since`].
+    fn sub(self, rhs: Instant) -> Duration {
+        debug_assert!(self.0 >= rhs.0, "instant subtraction went negative");
+        Duration::from_micros(self.0.saturating_sub(rhs.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_saturates_instead_of_wrapping() {
+        assert_eq!(Instant::MAX + Duration::from_secs(1), Instant::MAX);
+    }
+
+    #[test]
+    fn since_is_zero_for_a_later_instant() {
+        let a = Instant::from_millis(5);
+        let b = Instant::from_millis(7);
+        assert_eq!(a.saturating_since(b), Duration::ZERO);
+        assert_eq!(b.saturating_since(a), Duration::from_millis(2));
+    }
+}

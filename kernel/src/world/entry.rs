@@ -1,0 +1,162 @@
+//! What a committed member records: the receipt, the index entry, the version record and
+//! the prune range (SPEC 1.3 and 1.5). These are written into slots byte for byte.
+
+use super::path::Path;
+use super::policy::PolicyRules;
+use crate::hash::Hash32;
+use crate::ids::OperationId;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReceiptKind {
+    Published,
+    Appended,
+    Archived,
+    Unarchived,
+    PolicySet,
+}
+
+/// Proof that an operation committed, and where.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Receipt {
+    pub op_id: OperationId,
+    pub sequence: u64,
+    pub kind: ReceiptKind,
+    /// None for `PolicySet`.
+    pub path: Option<Path>,
+    /// The document's version after the member, or the policy version for `PolicySet`.
+    pub version: u64,
+}
+
+/// A document's current state, as the index holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct IndexEntry {
+    pub path: Path,
+    pub version: u64,
+    /// The oldest retained version.
+    pub first_version: u64,
+    pub archived: bool,
+    pub body_hash: Hash32,
+    pub body_len: u64,
+    /// The sequence of the last member that changed this entry.
+    pub modified_sequence: u64,
+}
+
+/// Whether a version came from a whole-body publish or an append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum VersionKind {
+    Publish,
+    Append,
+}
+
+/// One retained version of a document.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct VersionRecord {
+    pub version: u64,
+    pub sequence: u64,
+    pub op_id: OperationId,
+    pub body_hash: Hash32,
+    pub body_len: u64,
+    pub kind: VersionKind,
+}
+
+/// Versions `first ..= last` of a document, pruned by retention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PruneRange {
+    pub first: u64,
+    pub last: u64,
+}
+
+/// One committed change, exactly as a slot carries it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SlotMember {
+    pub receipt: Receipt,
+    /// The document's new index entry (None for `PolicySet`).
+    pub entry: Option<IndexEntry>,
+    /// The new version record (publish and append only).
+    pub version: Option<VersionRecord>,
+    pub prune: Option<PruneRange>,
+    /// The new rules (`PolicySet` only).
+    pub policy: Option<PolicyRules>,
+}
+
+impl SlotMember {
+    pub fn op_id(&self) -> OperationId {
+        self.receipt.op_id
+    }
+
+    pub fn sequence(&self) -> u64 {
+        self.receipt.sequence
+    }
+
+    /// Internal consistency of one member, independent of any state.
+    pub fn shape_problem(&self) -> Option<&'static str> {
+        let r = &self.receipt;
+        match r.kind {
+            ReceiptKind::PolicySet => {
+                if r.path.is_some() || self.entry.is_some() || self.version.is_some() {
+                    return Some("policy member names a document");
+                }
+                if self.prune.is_some() {
+                    return Some("policy member prunes");
+                }
+                match &self.policy {
+                    None => return Some("policy member without rules"),
+                    Some(rules) if !rules.is_normalized() => {
+                        return Some("policy member with rules not normalized")
+                    }
+                    Some(_) => {}
+                }
+                if r.version == 0 {
+                    return Some("policy member at version 0");
+                }
+            }
+            kind => {
+                let Some(entry) = &self.entry else {
+                    return Some("document member without entry");
+                };
+                if r.path.as_ref() != Some(&entry.path) {
+                    return Some("receipt path differs from entry path");
+                }
+                if entry.version != r.version || entry.modified_sequence != r.sequence {
+                    return Some("entry does not match receipt");
+                }
+                if entry.version == 0 || entry.first_version == 0 || entry.first_version > entry.version {
+                    return Some("entry versions out of order");
+                }
+                if self.policy.is_some() {
+                    return Some("document member carries rules");
+                }
+                let versioned = matches!(kind, ReceiptKind::Published | ReceiptKind::Appended);
+                match (&self.version, versioned) {
+                    (Some(v), true) => {
+                        if v.version != r.version
+                            || v.sequence != r.sequence
+                            || v.op_id != r.op_id
+                            || v.body_hash != entry.body_hash
+                            || v.body_len != entry.body_len
+                            || entry.archived
+                        {
+                            return Some("version record does not match entry");
+                        }
+                    }
+                    (None, false) => {
+                        if self.prune.is_some() {
+                            return Some("archive flip prunes");
+                        }
+                        if entry.archived != (kind == ReceiptKind::Archived) {
+                            return Some("archive flag does not match receipt");
+                        }
+                    }
+                    _ => return Some("version record presence does not match kind"),
+                }
+                if let Some(p) = self.prune {
+                    if p.first > p.last || p.last + 1 != entry.first_version {
+                        return Some("prune range does not end below first version");
+                    }
+                }
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,257 @@
+//! The rules of SPEC 1.4: what one mutation does to a state. Pure: the caller supplies the
+//! view and, for appends, the current body.
+
+use super::entry::{IndexEntry, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord};
+use super::mutation::{Expected, Mutation};
+use super::path::Path;
+use super::policy::{PolicyRules, Policy};
+use super::verdict::{Invalid, Rejection};
+use super::view::{topology_block, StateView};
+use crate::hash::Hash32;
+use crate::ids::OperationId;
+use bytes::Bytes;
+
+/// A mutation whose input has been checked: paths normalized, the policy normalized.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValidMutation {
+    Publish { path: Path, body: Bytes, body_hash: Hash32, expected: Expected },
+    Append { path: Path, bytes: Bytes, expected: Expected },
+    SetArchived { path: Path, archived: bool, expected: Expected },
+    SetPolicy { rules: PolicyRules, expected: Expected },
+}
+
+impl ValidMutation {
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            ValidMutation::Publish { path, .. }
+            | ValidMutation::Append { path, .. }
+            | ValidMutation::SetArchived { path, .. } => Some(path),
+            ValidMutation::SetPolicy { .. } => None,
+        }
+    }
+
+    /// Bytes the mutation carries from the client.
+    pub fn payload_len(&self) -> usize {
+        match self {
+            ValidMutation::Publish { body, .. } => body.len(),
+            ValidMutation::Append { bytes, .. } => bytes.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// SPEC 1.4 check 1 (and 1 for `set_policy`): input validity, whatever the state.
+pub fn validate(m: &Mutation) -> Result<ValidMutation, Invalid> {
+    Ok(match m {
+        Mutation::Publish { path, body, expected } => ValidMutation::Publish {
+            path: Path::parse(path).map_err(Invalid::Path)?,
+            body_hash: Hash32::of(body),
+            body: body.clone(),
+            expected: *expected,
+        },
+        Mutation::Append { path, bytes, expected } => ValidMutation::Append {
+            path: Path::parse(path).map_err(Invalid::Path)?,
+            bytes: bytes.clone(),
+            expected: *expected,
+        },
+        Mutation::SetArchived { path, archived, expected } => ValidMutation::SetArchived {
+            path: Path::parse(path).map_err(Invalid::Path)?,
+            archived: *archived,
+            expected: *expected,
+        },
+        Mutation::SetPolicy { policy, expected } => ValidMutation::SetPolicy {
+            rules: PolicyRules::from_body(policy).map_err(Invalid::Policy)?,
+            expected: *expected,
+        },
+    })
+}
+
+/// How a mutation comes out against one state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Evaluation {
+    /// A member for the next slot, with the new body when it made one.
+    Applied { member: SlotMember, body: Option<Bytes> },
+    Unchanged { version: u64 },
+    Duplicate(Receipt),
+    Rejected(Rejection),
+    /// An append needs the current body with this hash; evaluate again once it is known.
+    NeedsBody(Hash32),
+}
+
+/// Judges `m` against `view`. `body_of` returns a body by hash when the caller holds it.
+pub fn evaluate(
+    view: &impl StateView,
+    op_id: OperationId,
+    m: &ValidMutation,
+    body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
+) -> Evaluation {
+    if let Some(r) = view.receipt(&op_id) {
+        return Evaluation::Duplicate(r.clone());
+    }
+    let sequence = view.sequence() + 1;
+    let policy = view.policy();
+    let ValidMutation::SetPolicy { rules, expected } = m else {
+        return evaluate_document(view, op_id, m, sequence, body_of);
+    };
+    // The policy always exists: `Version(0)` holds at genesis, `Absent` only until the
+    // first set, and a conflict names no version while none was set (SPEC 1.4).
+    let holds = match expected {
+        Expected::Any => true,
+        Expected::Absent => policy.version == 0,
+        Expected::Version(n) => policy.version == *n,
+    };
+    if !holds {
+        let current = (policy.version > 0).then_some(policy.version);
+        return Evaluation::Rejected(Rejection::Conflict { current });
+    }
+    if *rules == policy.rules {
+        return Evaluation::Unchanged { version: policy.version };
+    }
+    let version = policy.version + 1;
+    Evaluation::Applied {
+        member: SlotMember {
+            receipt: Receipt { op_id, sequence, kind: ReceiptKind::PolicySet, path: None, version },
+            entry: None,
+            version: None,
+            prune: None,
+            policy: Some(rules.clone()),
+        },
+        body: None,
+    }
+}
+
+fn evaluate_document(
+    view: &impl StateView,
+    op_id: OperationId,
+    m: &ValidMutation,
+    sequence: u64,
+    body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
+) -> Evaluation {
+    let path = m.path().expect("document mutation");
+    let policy: &Policy = view.policy();
+    if let Some(prefix) = policy.rules.read_only_prefix_of(path) {
+        return Evaluation::Rejected(Rejection::ReadOnly { prefix: prefix.clone() });
+    }
+    let current = view.entry(path.as_str());
+    let expected = match m {
+        ValidMutation::Publish { expected, .. }
+        | ValidMutation::Append { expected, .. }
+        | ValidMutation::SetArchived { expected, .. } => *expected,
+        ValidMutation::SetPolicy { .. } => unreachable!("handled by evaluate"),
+    };
+    if let Err(current) = check_expected(expected, current.map(|e| e.version)) {
+        return Evaluation::Rejected(Rejection::Conflict { current });
+    }
+    if let ValidMutation::SetArchived { archived, .. } = m {
+        let Some(entry) = current else {
+            return Evaluation::Rejected(Rejection::NotFound);
+        };
+        if entry.archived == *archived {
+            return Evaluation::Unchanged { version: entry.version };
+        }
+        let kind = if *archived { ReceiptKind::Archived } else { ReceiptKind::Unarchived };
+        return Evaluation::Applied {
+            member: SlotMember {
+                receipt: Receipt { op_id, sequence, kind, path: Some(path.clone()), version: entry.version },
+                entry: Some(IndexEntry { archived: *archived, modified_sequence: sequence, ..entry.clone() }),
+                version: None,
+                prune: None,
+                policy: None,
+            },
+            body: None,
+        };
+    }
+    if current.is_some_and(|e| e.archived) {
+        return Evaluation::Rejected(Rejection::Archived);
+    }
+    if current.is_none() {
+        if let Some(blocking) = topology_block(view, path) {
+            return Evaluation::Rejected(Rejection::Topology { blocking: blocking.clone() });
+        }
+    }
+    let max = policy.rules.body_bytes_max;
+    let new_len = match m {
+        ValidMutation::Append { bytes, .. } => current.map_or(0, |e| e.body_len) + bytes.len() as u64,
+        _ => m.payload_len() as u64,
+    };
+    if new_len > max {
+        return Evaluation::Rejected(Rejection::TooLarge { size: new_len, max });
+    }
+    let (body, body_hash, kind) = match m {
+        ValidMutation::Publish { body, body_hash, .. } => {
+            if current.is_some_and(|e| e.body_hash == *body_hash) {
+                return Evaluation::Unchanged { version: current.expect("checked").version };
+            }
+            (body.clone(), *body_hash, VersionKind::Publish)
+        }
+        ValidMutation::Append { bytes, .. } => {
+            if let Some(e) = current {
+                if bytes.is_empty() {
+                    return Evaluation::Unchanged { version: e.version };
+                }
+            }
+            let body = match current {
+                None => bytes.clone(),
+                Some(e) => {
+                    let Some(base) = body_of(&e.body_hash) else {
+                        return Evaluation::NeedsBody(e.body_hash);
+                    };
+                    debug_assert_eq!(base.len() as u64, e.body_len);
+                    let mut joined = Vec::with_capacity(base.len() + bytes.len());
+                    joined.extend_from_slice(&base);
+                    joined.extend_from_slice(bytes);
+                    Bytes::from(joined)
+                }
+            };
+            let hash = Hash32::of(&body);
+            (body, hash, VersionKind::Append)
+        }
+        _ => unreachable!("archive flips returned above"),
+    };
+    let version = current.map_or(1, |e| e.version + 1);
+    let first = current.map_or(1, |e| e.first_version);
+    let retention = u64::from(policy.rules.retention_versions);
+    let (prune, first_version) = if version - first + 1 > retention {
+        let last = version - retention;
+        (Some(PruneRange { first, last }), last + 1)
+    } else {
+        (None, first)
+    };
+    let receipt_kind = match kind {
+        VersionKind::Publish => ReceiptKind::Published,
+        VersionKind::Append => ReceiptKind::Appended,
+    };
+    let body_len = body.len() as u64;
+    Evaluation::Applied {
+        member: SlotMember {
+            receipt: Receipt { op_id, sequence, kind: receipt_kind, path: Some(path.clone()), version },
+            entry: Some(IndexEntry {
+                path: path.clone(),
+                version,
+                first_version,
+                archived: false,
+                body_hash,
+                body_len,
+                modified_sequence: sequence,
+            }),
+            version: Some(VersionRecord { version, sequence, op_id, body_hash, body_len, kind }),
+            prune,
+            policy: None,
+        },
+        body: Some(body),
+    }
+}
+
+/// Ok when `expected` holds for a thing at `current` (None: absent); Err with `current`.
+fn check_expected(expected: Expected, current: Option<u64>) -> Result<(), Option<u64>> {
+    let holds = match expected {
+        Expected::Any => true,
+        Expected::Absent => current.is_none(),
+        Expected::Version(n) => current == Some(n),
+    };
+    if holds {
+        Ok(())
+    } else {
+        Err(current)
+    }
+}

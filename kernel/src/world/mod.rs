@@ -1,0 +1,20 @@
+//! The world: documents by path, versions, policy, receipts, and the rules that decide
+//! what a mutation does (docs/SPEC.md section 1).
+
+pub mod entry;
+pub mod evaluate;
+pub mod mutation;
+pub mod path;
+pub mod policy;
+pub mod state;
+pub mod verdict;
+pub mod view;
+
+pub use entry::{IndexEntry, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord};
+pub use evaluate::{evaluate, validate, Evaluation, ValidMutation};
+pub use mutation::{Expected, Mutation, PolicyBody, Write};
+pub use path::{Path, PathProblem};
+pub use policy::{Policy, PolicyProblem, PolicyRules};
+pub use state::{ApplyError, Document, WorldState};
+pub use verdict::{Invalid, Rejection};
+pub use view::{Layered, Overlay, StateView};

@@ -1,0 +1,175 @@
+//! Normalized document paths (SPEC 1.1).
+
+use core::fmt;
+use serde::{Deserialize, Serialize};
+
+/// A path segment longer than this is invalid.
+pub const SEGMENT_BYTES_MAX: usize = 255;
+/// A normalized path longer than this is invalid.
+pub const PATH_BYTES_MAX: usize = 1024;
+
+/// Why a raw path is not a document path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PathProblem {
+    Empty,
+    DotSegment,
+    ControlCharacter,
+    SegmentTooLong,
+    TooLong,
+}
+
+/// A normalized path: `/` then non-empty segments joined by `/`. Only [`Path::parse`] and
+/// decoding (which re-checks) make one, so every `Path` in the kernel is normalized.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Path(String);
+
+impl Path {
+    pub fn parse(raw: &str) -> Result<Path, PathProblem> {
+        let segments: Vec<&str> = raw.split('/').filter(|s| !s.is_empty()).collect();
+        if segments.is_empty() {
+            return Err(PathProblem::Empty);
+        }
+        if segments.iter().any(|s| *s == "." || *s == "..") {
+            return Err(PathProblem::DotSegment);
+        }
+        if raw.chars().any(|c| (c as u32) < 0x20 || c as u32 == 0x7f) {
+            return Err(PathProblem::ControlCharacter);
+        }
+        if segments.iter().any(|s| s.len() > SEGMENT_BYTES_MAX) {
+            return Err(PathProblem::SegmentTooLong);
+        }
+        let mut normalized = String::with_capacity(raw.len() + 1);
+        for s in &segments {
+            normalized.push('/');
+            normalized.push_str(s);
+        }
+        if normalized.len() > PATH_BYTES_MAX {
+            return Err(PathProblem::TooLong);
+        }
+        Ok(Path(normalized))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// True when `self` equals `prefix` or lies below it.
+    pub fn is_under(&self, prefix: &Path) -> bool {
+        self.0 == prefix.0 || self.is_descendant_of(prefix)
+    }
+
+    /// True when `self` lies strictly below `ancestor`.
+    pub fn is_descendant_of(&self, ancestor: &Path) -> bool {
+        self.0.len() > ancestor.0.len()
+            && self.0.starts_with(&ancestor.0)
+            && self.0.as_bytes()[ancestor.0.len()] == b'/'
+    }
+
+    /// Proper ancestors, shortest first: `/a/b/c` gives `/a`, `/a/b`.
+    pub fn ancestors(&self) -> impl Iterator<Item = &str> {
+        let s = self.0.as_str();
+        s.match_indices('/')
+            .map(|(i, _)| i)
+            .filter(|&i| i > 0)
+            .map(move |i| &s[..i])
+    }
+
+    /// The smallest string that sorts after every descendant's prefix: descendants are the
+    /// keys in `[self + "/", self + "0")` (`'0'` follows `'/'` in byte order).
+    pub fn descendant_bounds(&self) -> (String, String) {
+        (format!("{}/", self.0), format!("{}0", self.0))
+    }
+}
+
+impl TryFrom<String> for Path {
+    type Error = &'static str;
+    fn try_from(s: String) -> Result<Path, Self::Error> {
+        match Path::parse(&s) {
+            Ok(p) if p.0 == s => Ok(p),
+            _ => Err("path is not normalized"),
+        }
+    }
+}
+
+impl From<Path> for String {
+    fn from(p: Path) -> String {
+        p.0
+    }
+}
+
+impl core::borrow::Borrow<str> for Path {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Path {
+        Path::parse(s).unwrap()
+    }
+
+    #[test]
+    fn normalization_drops_empty_segments() {
+        assert_eq!(p("notes//a.md/").as_str(), "/notes/a.md");
+        assert_eq!(p("a").as_str(), "/a");
+    }
+
+    #[test]
+    fn problems_are_reported_in_spec_order() {
+        assert_eq!(Path::parse("//"), Err(PathProblem::Empty));
+        assert_eq!(Path::parse("/a/../b\u{1}"), Err(PathProblem::DotSegment));
+        assert_eq!(Path::parse("/a\u{7f}"), Err(PathProblem::ControlCharacter));
+        let long = "x".repeat(256);
+        assert_eq!(Path::parse(&format!("/{long}\u{1}")), Err(PathProblem::ControlCharacter));
+        assert_eq!(Path::parse(&format!("/{long}")), Err(PathProblem::SegmentTooLong));
+        assert!(Path::parse(&format!("/{}", "x".repeat(255))).is_ok());
+    }
+
+    #[test]
+    fn a_path_of_1024_bytes_is_valid_and_1025_is_not() {
+        let seg = "y".repeat(200);
+        let mut s = String::new();
+        while s.len() + 201 <= 1024 {
+            s.push('/');
+            s.push_str(&seg);
+        }
+        let pad = 1024 - s.len() - 1;
+        s.push('/');
+        s.push_str(&"z".repeat(pad));
+        assert_eq!(s.len(), 1024);
+        assert!(Path::parse(&s).is_ok());
+        s.push('z');
+        assert_eq!(Path::parse(&s), Err(PathProblem::TooLong));
+    }
+
+    #[test]
+    fn ancestry_needs_a_segment_boundary() {
+        assert!(p("/a.md/b.md").is_descendant_of(&p("/a.md")));
+        assert!(!p("/a.mdx").is_descendant_of(&p("/a.md")));
+        assert!(p("/a.md").is_under(&p("/a.md")));
+        let anc: Vec<&str> = p("/a/b/c").ancestors().collect();
+        assert_eq!(anc, vec!["/a", "/a/b"]);
+    }
+
+    #[test]
+    fn decoding_refuses_a_path_that_is_not_normalized() {
+        assert!(Path::try_from("/a//b".to_string()).is_err());
+        assert!(Path::try_from("/a/b".to_string()).is_ok());
+    }
+}

@@ -1,0 +1,250 @@
+//! The world as a replica holds it: every document's entry and retained version records,
+//! the policy, the committed receipts, and the tip of the chain. Changed only by applying
+//! slots in order, so two replicas that applied the same log hold the same state.
+
+use super::entry::{IndexEntry, Receipt, SlotMember, VersionRecord};
+use super::path::Path;
+use super::policy::Policy;
+use super::view::StateView;
+use crate::format::Slot;
+use crate::hash::Hash32;
+use crate::ids::{OperationId, WorldId};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Document {
+    pub entry: IndexEntry,
+    /// Retained versions, oldest first.
+    pub versions: VecDeque<VersionRecord>,
+}
+
+/// Why a slot cannot be applied on this state. Any of these means the log is not the one
+/// this replica holds, or two implementations disagree; the replica fails closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApplyError {
+    ForeignWorld { found: WorldId },
+    /// The slot does not start at the next sequence.
+    Gap { expected: u64, found: u64 },
+    /// The slot does not name this state's tip as its predecessor.
+    ChainBreak { sequence: u64 },
+    /// A member does not follow from the state (named rule).
+    Inconsistent { sequence: u64, rule: &'static str },
+}
+
+#[derive(Clone, Debug)]
+pub struct WorldState {
+    world_id: WorldId,
+    documents: BTreeMap<Path, Document>,
+    policy: Policy,
+    receipts: BTreeMap<OperationId, Receipt>,
+    /// Current body hash to the documents that hold it.
+    by_hash: BTreeMap<Hash32, BTreeSet<Path>>,
+    sequence: u64,
+    tip_hash: Hash32,
+    slots_applied: u64,
+}
+
+impl WorldState {
+    /// The state at genesis; `marker_hash` anchors the chain.
+    pub fn genesis(world_id: WorldId, marker_hash: Hash32) -> WorldState {
+        WorldState {
+            world_id,
+            documents: BTreeMap::new(),
+            policy: Policy::default(),
+            receipts: BTreeMap::new(),
+            by_hash: BTreeMap::new(),
+            sequence: 0,
+            tip_hash: marker_hash,
+            slots_applied: 0,
+        }
+    }
+
+    pub fn world_id(&self) -> WorldId {
+        self.world_id
+    }
+
+    /// Hash of the newest slot applied (the marker's at genesis).
+    pub fn tip_hash(&self) -> Hash32 {
+        self.tip_hash
+    }
+
+    /// The first sequence of the next slot: its name.
+    pub fn next_sequence(&self) -> u64 {
+        self.sequence + 1
+    }
+
+    pub fn slots_applied(&self) -> u64 {
+        self.slots_applied
+    }
+
+    pub fn document(&self, path: &Path) -> Option<&Document> {
+        self.documents.get(path)
+    }
+
+    pub fn documents(&self) -> impl Iterator<Item = (&Path, &Document)> {
+        self.documents.iter()
+    }
+
+    pub fn document_count(&self) -> usize {
+        self.documents.len()
+    }
+
+    /// Documents whose current body has this hash, in path order.
+    pub fn paths_with_body(&self, hash: &Hash32) -> impl Iterator<Item = &Path> {
+        self.by_hash.get(hash).into_iter().flat_map(|s| s.iter())
+    }
+
+    /// Verifies `slot` continues this state's chain and applies every member.
+    pub fn apply_slot(&mut self, slot: &Slot, slot_hash: Hash32) -> Result<(), ApplyError> {
+        if slot.world_id != self.world_id {
+            return Err(ApplyError::ForeignWorld { found: slot.world_id });
+        }
+        if slot.first_sequence != self.next_sequence() {
+            return Err(ApplyError::Gap {
+                expected: self.next_sequence(),
+                found: slot.first_sequence,
+            });
+        }
+        if slot.prev_hash != self.tip_hash {
+            return Err(ApplyError::ChainBreak { sequence: slot.first_sequence });
+        }
+        // Check every member before changing anything, so a refused slot leaves no trace.
+        let mut scratch = super::view::Overlay::new(self.sequence);
+        for m in &slot.members {
+            let layers = [&scratch];
+            let view = super::view::Layered::new(self, &layers);
+            if let Some(rule) = member_problem(&view, m) {
+                return Err(ApplyError::Inconsistent { sequence: m.sequence(), rule });
+            }
+            scratch.apply(m);
+        }
+        for m in &slot.members {
+            self.apply_member(m);
+        }
+        self.tip_hash = slot_hash;
+        self.slots_applied += 1;
+        debug_assert_eq!(self.sequence, slot.last_sequence());
+        Ok(())
+    }
+
+    fn apply_member(&mut self, m: &SlotMember) {
+        debug_assert_eq!(m.sequence(), self.sequence + 1);
+        self.sequence = m.sequence();
+        self.receipts.insert(m.op_id(), m.receipt.clone());
+        if let Some(rules) = &m.policy {
+            self.policy = Policy {
+                version: m.receipt.version,
+                rules: rules.clone(),
+            };
+        }
+        let Some(entry) = &m.entry else { return };
+        let old_hash = self.documents.get(&entry.path).map(|d| d.entry.body_hash);
+        let doc = self
+            .documents
+            .entry(entry.path.clone())
+            .or_insert_with(|| Document {
+                entry: entry.clone(),
+                versions: VecDeque::new(),
+            });
+        doc.entry = entry.clone();
+        if let Some(v) = &m.version {
+            doc.versions.push_back(v.clone());
+        }
+        while doc.versions.front().is_some_and(|v| v.version < entry.first_version) {
+            doc.versions.pop_front();
+        }
+        if let Some(old_hash) = old_hash.filter(|h| *h != entry.body_hash) {
+            if let Some(set) = self.by_hash.get_mut(&old_hash) {
+                set.remove(&entry.path);
+                if set.is_empty() {
+                    self.by_hash.remove(&old_hash);
+                }
+            }
+        }
+        self.by_hash
+            .entry(entry.body_hash)
+            .or_default()
+            .insert(entry.path.clone());
+    }
+}
+
+/// Whether a member follows from the state it is applied to. The committer builds members
+/// that pass by construction; a peer's member that fails means the log diverged.
+fn member_problem(view: &impl StateView, m: &SlotMember) -> Option<&'static str> {
+    if m.sequence() != view.sequence() + 1 {
+        return Some("member out of sequence");
+    }
+    if view.receipt(&m.op_id()).is_some() {
+        return Some("operation id committed twice");
+    }
+    if let Some(_rules) = &m.policy {
+        if m.receipt.version != view.policy().version + 1 {
+            return Some("policy version does not follow");
+        }
+        return None;
+    }
+    let entry = m.entry.as_ref()?;
+    match (view.entry(entry.path.as_str()), &m.version) {
+        (None, Some(v)) => {
+            if v.version != 1 || entry.first_version != 1 {
+                return Some("a new document does not start at version 1");
+            }
+            if super::view::topology_block(view, &entry.path).is_some() {
+                return Some("a new document breaks topology");
+            }
+        }
+        (None, None) => return Some("an archive flip on an absent document"),
+        (Some(old), Some(v)) => {
+            if v.version != old.version + 1 {
+                return Some("a version does not follow the current one");
+            }
+            if old.archived {
+                return Some("a write to an archived document");
+            }
+            let expected_first = match m.prune {
+                Some(p) if p.first != old.first_version => return Some("prune does not start at the first version"),
+                Some(p) => p.last + 1,
+                None => old.first_version,
+            };
+            if entry.first_version != expected_first {
+                return Some("first version does not follow the prune");
+            }
+        }
+        (Some(old), None) => {
+            if entry.version != old.version
+                || entry.body_hash != old.body_hash
+                || entry.first_version != old.first_version
+                || entry.archived == old.archived
+            {
+                return Some("an archive flip changes more than the flag");
+            }
+        }
+    }
+    None
+}
+
+impl StateView for WorldState {
+    fn entry(&self, path: &str) -> Option<&IndexEntry> {
+        self.documents.get(path).map(|d| &d.entry)
+    }
+
+    fn first_descendant(&self, path: &Path) -> Option<&Path> {
+        let (lo, hi) = path.descendant_bounds();
+        self.documents
+            .range::<str, _>((std::ops::Bound::Included(lo.as_str()), std::ops::Bound::Excluded(hi.as_str())))
+            .next()
+            .map(|(p, _)| p)
+    }
+
+    fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
+        self.receipts.get(op_id)
+    }
+
+    fn sequence(&self) -> u64 {
+        self.sequence
+    }
+}

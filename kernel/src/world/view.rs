@@ -1,0 +1,124 @@
+//! Reading a state that may not be committed yet. A batch is built against the tip plus
+//! the batches staged before it plus its own earlier members: the confirmed
+//! [`WorldState`](super::state::WorldState) under a stack of [`Overlay`]s.
+
+use super::entry::{IndexEntry, Receipt, SlotMember};
+use super::path::Path;
+use super::policy::Policy;
+use crate::ids::OperationId;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// What evaluating a mutation needs to read.
+pub trait StateView {
+    fn entry(&self, path: &str) -> Option<&IndexEntry>;
+    /// The descendant of `path` that sorts first in byte order.
+    fn first_descendant(&self, path: &Path) -> Option<&Path>;
+    fn policy(&self) -> &Policy;
+    fn receipt(&self, op_id: &OperationId) -> Option<&Receipt>;
+    /// The last sequence the view includes.
+    fn sequence(&self) -> u64;
+}
+
+/// The document that stops `path` from being created (SPEC 1.1): the ancestor, else the
+/// first descendant.
+pub fn topology_block<'a>(view: &'a impl StateView, path: &Path) -> Option<&'a Path> {
+    for ancestor in path.ancestors() {
+        if let Some(e) = view.entry(ancestor) {
+            return Some(&e.path);
+        }
+    }
+    view.first_descendant(path)
+}
+
+/// The changes of uncommitted members, on top of some base.
+#[derive(Clone, Debug, Default)]
+pub struct Overlay {
+    entries: BTreeMap<Path, IndexEntry>,
+    policy: Option<Policy>,
+    receipts: BTreeMap<OperationId, Receipt>,
+    /// The last sequence this overlay includes (its base's when empty).
+    sequence: u64,
+}
+
+impl Overlay {
+    pub fn new(base_sequence: u64) -> Overlay {
+        Overlay {
+            sequence: base_sequence,
+            ..Overlay::default()
+        }
+    }
+
+    pub fn apply(&mut self, m: &SlotMember) {
+        debug_assert_eq!(m.sequence(), self.sequence + 1);
+        self.sequence = m.sequence();
+        self.receipts.insert(m.op_id(), m.receipt.clone());
+        if let Some(rules) = &m.policy {
+            self.policy = Some(Policy {
+                version: m.receipt.version,
+                rules: rules.clone(),
+            });
+        }
+        if let Some(e) = &m.entry {
+            self.entries.insert(e.path.clone(), e.clone());
+        }
+    }
+
+    pub fn sequence(&self) -> u64 {
+        self.sequence
+    }
+}
+
+/// A base state under overlays; later overlays shadow earlier ones.
+pub struct Layered<'a, B: StateView> {
+    base: &'a B,
+    layers: &'a [&'a Overlay],
+}
+
+impl<'a, B: StateView> Layered<'a, B> {
+    pub fn new(base: &'a B, layers: &'a [&'a Overlay]) -> Self {
+        debug_assert!(layers.windows(2).all(|w| w[0].sequence <= w[1].sequence));
+        Layered { base, layers }
+    }
+}
+
+impl<B: StateView> StateView for Layered<'_, B> {
+    fn entry(&self, path: &str) -> Option<&IndexEntry> {
+        self.layers
+            .iter()
+            .rev()
+            .find_map(|l| l.entries.get(path))
+            .or_else(|| self.base.entry(path))
+    }
+
+    fn first_descendant(&self, path: &Path) -> Option<&Path> {
+        let (lo, hi) = path.descendant_bounds();
+        let in_layers = self.layers.iter().filter_map(|l| {
+            l.entries
+                .range::<str, _>((Bound::Included(lo.as_str()), Bound::Excluded(hi.as_str())))
+                .next()
+                .map(|(p, _)| p)
+        });
+        in_layers.chain(self.base.first_descendant(path)).min()
+    }
+
+    fn policy(&self) -> &Policy {
+        self.layers
+            .iter()
+            .rev()
+            .find_map(|l| l.policy.as_ref())
+            .unwrap_or_else(|| self.base.policy())
+    }
+
+    fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
+        self.layers
+            .iter()
+            .rev()
+            .find_map(|l| l.receipts.get(op_id))
+            .or_else(|| self.base.receipt(op_id))
+    }
+
+    fn sequence(&self) -> u64 {
+        self.layers.last().map_or(self.base.sequence(), |l| l.sequence)
+    }
+}

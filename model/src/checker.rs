@@ -1,0 +1,430 @@
+//! The checker: after every run it reads the whole log and the clients' history and
+//! reports every breach of the guarantees (docs/GUARANTEES.md). It trusts nothing the
+//! replicas computed: the chain is verified from the marker, every member is replayed
+//! through the reference model, and every answer is judged against the model at the
+//! state it names.
+
+use crate::history::{ClientOp, History, Outcome, StoredObject};
+use crate::{ModelInvalid, ModelPolicyBody, ModelReceipt, ModelRejection, ModelWorld, PathProblem, PolicyProblem, ReceiptKind, Verdict};
+use slotlog_kernel::format::{Keys, Marker, Slot};
+use slotlog_kernel::hash::Hash32;
+use slotlog_kernel::ids::{OperationId, WorldId};
+use slotlog_kernel::reply::{WriteError, WriteOk};
+use slotlog_kernel::time::Instant;
+use slotlog_kernel::world::{self as kw, SlotMember, WorldState};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Violations past this many are counted, not listed.
+const VIOLATIONS_LISTED_MAX: usize = 50;
+
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    pub violations: Vec<String>,
+    pub violations_total: usize,
+    pub slots: u64,
+    pub members: u64,
+    pub tip_sequence: u64,
+    /// Acknowledged commits missing from the log.
+    pub lost: u64,
+    pub uncertain_committed: u64,
+    pub uncertain_absent: u64,
+    pub crashed_committed: u64,
+    pub crashed_absent: u64,
+    /// Answers that were not commits (rejected, unchanged, duplicate) judged at a state.
+    pub answers_judged: u64,
+}
+
+impl CheckReport {
+    fn violation(&mut self, v: String) {
+        self.violations_total += 1;
+        if self.violations.len() < VIOLATIONS_LISTED_MAX {
+            self.violations.push(v);
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.violations_total == 0
+    }
+}
+
+struct SlotSpan {
+    first: u64,
+    last: u64,
+    created_at: Instant,
+}
+
+/// Checks a run: `objects` is every object under the world's prefix.
+pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id: WorldId) -> CheckReport {
+    let mut r = CheckReport::default();
+    let Some(marker_obj) = objects.iter().find(|o| o.key == keys.marker()) else {
+        if history.ops.iter().any(|op| matches!(op.outcome, Outcome::Answered { result: Ok(_), .. })) {
+            r.violation("writes were acknowledged but the world has no marker".into());
+        }
+        return r;
+    };
+    match Marker::decode(&marker_obj.bytes) {
+        Ok(m) if m.world_id == world_id => {}
+        Ok(_) => r.violation("the marker names another world".into()),
+        Err(e) => r.violation(format!("the marker does not decode: {e:?}")),
+    }
+
+    // 1. The chain: contiguous, every slot naming its predecessor, from the marker.
+    let mut prev_hash = Hash32::of(&marker_obj.bytes);
+    let mut next = 1u64;
+    let mut slots: Vec<(Slot, Instant)> = Vec::new();
+    let mut auditor = WorldState::genesis(world_id, prev_hash);
+    let log_prefix = keys.log_prefix();
+    for o in objects.iter().filter(|o| o.key.starts_with(&log_prefix)) {
+        let Some(sequence) = keys.parse_slot(&o.key) else {
+            r.violation(format!("{} in the log is not a slot name", o.key));
+            continue;
+        };
+        let slot = match Slot::decode(&o.bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                r.violation(format!("slot {sequence} does not decode: {e:?}"));
+                break;
+            }
+        };
+        if slot.first_sequence != sequence {
+            r.violation(format!("slot named {sequence} starts at {}", slot.first_sequence));
+            break;
+        }
+        if sequence != next {
+            r.violation(format!("gap in the log: expected slot {next}, found {sequence}"));
+            break;
+        }
+        if slot.prev_hash != prev_hash {
+            r.violation(format!("chain break at slot {sequence}"));
+            break;
+        }
+        if slot.world_id != world_id {
+            r.violation(format!("slot {sequence} names another world"));
+            break;
+        }
+        if let Some((_, t)) = slots.last() {
+            if o.created_at < *t {
+                r.violation(format!("slot {sequence} was created before its predecessor"));
+            }
+        }
+        if let Err(e) = auditor.apply_slot(&slot, Hash32::of(&o.bytes)) {
+            r.violation(format!("slot {sequence} does not apply on the kernel's state: {e:?}"));
+            break;
+        }
+        prev_hash = Hash32::of(&o.bytes);
+        next = slot.last_sequence() + 1;
+        slots.push((slot, o.created_at));
+    }
+    r.slots = slots.len() as u64;
+    r.tip_sequence = next - 1;
+    let spans: Vec<SlotSpan> = slots
+        .iter()
+        .map(|(s, t)| SlotSpan { first: s.first_sequence, last: s.last_sequence(), created_at: *t })
+        .collect();
+
+    // 2. Index what clients issued.
+    let mut by_op: BTreeMap<OperationId, Vec<usize>> = BTreeMap::new();
+    for (i, op) in history.ops.iter().enumerate() {
+        by_op.entry(op.op_id).or_default().push(i);
+    }
+    // Answers judged at a state, by the sequence they name.
+    let mut judged_at: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, op) in history.ops.iter().enumerate() {
+        if let Some(at) = judged_sequence(op) {
+            if at > r.tip_sequence {
+                r.violation(format!("{:?} was answered at sequence {at}, past the log's tip", op.op_id));
+            } else {
+                judged_at.entry(at).or_default().push(i);
+            }
+        }
+        if let Outcome::Answered { result: Err(WriteError::Invalid(inv)), .. } = &op.outcome {
+            match ModelWorld::new().evaluate(op.op_id, &op.mutation) {
+                Verdict::Invalid(m) if m == invalid_to_model(inv) => {}
+                other => r.violation(format!("{:?} answered Invalid({inv:?}); the model says {other:?}", op.op_id)),
+            }
+        }
+        if op.outcome == Outcome::Unanswered {
+            r.violation(format!("{:?} on replica {} was never answered", op.op_id, op.replica));
+        }
+    }
+
+    // 3. Replay the log through the model, judging each answer at the state it names.
+    let mut model = ModelWorld::new();
+    let mut committed: BTreeMap<OperationId, u64> = BTreeMap::new();
+    let judge_at = |model: &ModelWorld, at: u64, r: &mut CheckReport| {
+        for &i in judged_at.get(&at).into_iter().flatten() {
+            let op = &history.ops[i];
+            r.answers_judged += 1;
+            judge_answer(model, op, r);
+            if !judged_in_time(&spans, at, op) {
+                r.violation(format!(
+                    "{:?} was judged at sequence {at}, a state that was not the tip while it was in flight",
+                    op.op_id
+                ));
+            }
+        }
+    };
+    judge_at(&model, 0, &mut r);
+    for (slot, created_at) in &slots {
+        for m in &slot.members {
+            r.members += 1;
+            let op_id = m.op_id();
+            let Some(indices) = by_op.get(&op_id) else {
+                // The model cannot replay a member without its request; later members on
+                // the same path will differ too, but this is the finding.
+                r.violation(format!("slot {} holds {op_id:?}, which no client issued", slot.first_sequence));
+                judge_at(&model, m.sequence(), &mut r);
+                continue;
+            };
+            let op = &history.ops[indices[0]];
+            match model.apply(op_id, &op.mutation) {
+                Verdict::Applied(applied) => {
+                    if let Some(diff) = member_differs(m, &applied) {
+                        r.violation(format!("member {} ({op_id:?}) differs from the model: {diff}", m.sequence()));
+                    }
+                }
+                other => r.violation(format!(
+                    "member {} ({op_id:?}) is in the log, but the model says {other:?}",
+                    m.sequence()
+                )),
+            }
+            if committed.insert(op_id, m.sequence()).is_some() {
+                r.violation(format!("{op_id:?} is committed twice"));
+            }
+            for &i in indices {
+                judge_commit(&history.ops[i], m, *created_at, &mut r);
+            }
+            judge_at(&model, m.sequence(), &mut r);
+        }
+    }
+
+    // 4. Every acknowledged write is in the log; every unknown outcome is settled.
+    for op in &history.ops {
+        let in_log = committed.contains_key(&op.op_id);
+        match &op.outcome {
+            Outcome::Answered { result: Ok(WriteOk::Committed(receipt)), .. } => {
+                if !in_log {
+                    r.lost += 1;
+                    r.violation(format!("{:?} was acknowledged at sequence {} but is not in the log", op.op_id, receipt.sequence));
+                }
+            }
+            Outcome::Answered { result: Err(WriteError::Uncertain { .. }), .. } => {
+                if in_log {
+                    r.uncertain_committed += 1;
+                } else {
+                    r.uncertain_absent += 1;
+                }
+            }
+            Outcome::Crashed => {
+                if in_log {
+                    r.crashed_committed += 1;
+                } else {
+                    r.crashed_absent += 1;
+                }
+            }
+            Outcome::Preloaded if !in_log => {
+                r.violation(format!("preloaded {:?} is not in the log", op.op_id));
+            }
+            _ => {}
+        }
+    }
+
+    // 5. Commit order respects real time: a write acknowledged before another began has
+    //    the smaller sequence.
+    let mut acked: Vec<(u64, Instant, Instant)> = history
+        .ops
+        .iter()
+        .filter_map(|op| match &op.outcome {
+            Outcome::Answered { at, result: Ok(WriteOk::Committed(rc)) } => Some((rc.sequence, op.invoked_at, *at)),
+            _ => None,
+        })
+        .collect();
+    acked.sort();
+    let mut earliest_answer_after = Instant::MAX;
+    for &(sequence, invoked, answered) in acked.iter().rev() {
+        if earliest_answer_after < invoked {
+            r.violation(format!("sequence {sequence} began after a write with a larger sequence was acknowledged"));
+            break;
+        }
+        earliest_answer_after = earliest_answer_after.min(answered);
+    }
+
+    // 6. The kernel's replay of the log holds what the model holds.
+    compare_states(&auditor, &model, &mut r);
+    r
+}
+
+/// The sequence a non-commit answer names.
+fn judged_sequence(op: &ClientOp) -> Option<u64> {
+    match &op.outcome {
+        Outcome::Answered { result, .. } => match result {
+            Ok(WriteOk::Unchanged { at_sequence, .. }) | Ok(WriteOk::Duplicate { at_sequence, .. }) => Some(*at_sequence),
+            Err(WriteError::Rejected { at_sequence, .. }) => Some(*at_sequence),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A state at `at` is the tip from the creation of the slot holding `at` until the
+/// creation of the slot holding `at + 1`; a member inside a slot is placed at that slot's
+/// creation. The answer stands if that interval meets the request's time in flight.
+fn judged_in_time(spans: &[SlotSpan], at: u64, op: &ClientOp) -> bool {
+    let Some(answered) = op.answered_at() else { return false };
+    let holding = |s: u64| spans.iter().find(|sp| sp.first <= s && s <= sp.last);
+    let from = if at == 0 { Instant::ZERO } else { holding(at).map_or(Instant::MAX, |sp| sp.created_at) };
+    let until = holding(at + 1).map_or(Instant::MAX, |sp| sp.created_at);
+    from <= answered && until >= op.invoked_at
+}
+
+fn judge_answer(model: &ModelWorld, op: &ClientOp, r: &mut CheckReport) {
+    let Outcome::Answered { result, .. } = &op.outcome else { return };
+    let verdict = model.evaluate(op.op_id, &op.mutation);
+    let agrees = match (result, &verdict) {
+        (Ok(WriteOk::Unchanged { version, .. }), Verdict::Unchanged { version: v }) => version == v,
+        (Ok(WriteOk::Duplicate { receipt, .. }), Verdict::Duplicate(mr)) => receipt_to_model(receipt) == *mr,
+        (Err(WriteError::Rejected { rejection, .. }), Verdict::Rejected(mr)) => rejection_to_model(rejection) == *mr,
+        _ => false,
+    };
+    if !agrees {
+        r.violation(format!("{:?} was answered {result:?}; at that state the model says {verdict:?}", op.op_id));
+    }
+}
+
+fn judge_commit(op: &ClientOp, m: &SlotMember, created_at: Instant, r: &mut CheckReport) {
+    match &op.outcome {
+        Outcome::Answered { at, result } => match result {
+            Ok(WriteOk::Committed(receipt)) => {
+                if *receipt != m.receipt {
+                    r.violation(format!("{:?} was acknowledged with {receipt:?}, the log holds {:?}", op.op_id, m.receipt));
+                }
+                if created_at < op.invoked_at || created_at > *at {
+                    r.violation(format!("{:?}'s slot was created outside the time its write was in flight", op.op_id));
+                }
+            }
+            // A retry of a committed operation id answers with the first receipt.
+            Ok(WriteOk::Duplicate { receipt, .. }) => {
+                if *receipt != m.receipt {
+                    r.violation(format!("{:?} was answered duplicate of {receipt:?}, the log holds {:?}", op.op_id, m.receipt));
+                }
+            }
+            Err(WriteError::Uncertain { .. }) => {}
+            other => r.violation(format!("{:?} was answered {other:?}, yet the log commits it at {}", op.op_id, m.sequence())),
+        },
+        Outcome::Crashed | Outcome::Preloaded | Outcome::Unanswered => {}
+    }
+}
+
+fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<String> {
+    if receipt_to_model(&m.receipt) != a.receipt {
+        return Some(format!("receipt {:?} against {:?}", m.receipt, a.receipt));
+    }
+    match &m.entry {
+        Some(e) => {
+            if e.archived != a.archived
+                || Some(e.body_hash.0) != a.body_hash
+                || e.body_len != a.body_len
+                || e.first_version != a.first_version
+            {
+                return Some(format!("entry {e:?} against {a:?}"));
+            }
+        }
+        None if a.receipt.kind != ReceiptKind::PolicySet => return Some("no entry".into()),
+        None => {}
+    }
+    if m.version.is_some() != a.new_version {
+        return Some("version record presence".into());
+    }
+    if m.prune.map(|p| (p.first, p.last)) != a.prune {
+        return Some(format!("prune {:?} against {:?}", m.prune, a.prune));
+    }
+    let policy = m.policy.as_ref().map(|p| ModelPolicyBody {
+        retention_versions: p.retention_versions,
+        body_bytes_max: p.body_bytes_max,
+        read_only_prefixes: p.read_only_prefixes.iter().map(|x| x.to_string()).collect(),
+    });
+    if policy != a.policy {
+        return Some(format!("policy {policy:?} against {:?}", a.policy));
+    }
+    None
+}
+
+fn compare_states(kernel: &WorldState, model: &ModelWorld, r: &mut CheckReport) {
+    let model_docs: BTreeSet<String> = model.documents().map(|(p, _)| p.to_string()).collect();
+    if model_docs.len() != kernel.document_count() {
+        r.violation(format!(
+            "replaying the log, the kernel holds {} documents and the model {}",
+            kernel.document_count(),
+            model_docs.len()
+        ));
+    }
+    for (path, doc) in kernel.documents() {
+        let Some(md) = model.document(path.as_str()) else {
+            r.violation(format!("the kernel holds {path} and the model does not"));
+            continue;
+        };
+        let e = &doc.entry;
+        if e.version != md.version
+            || e.first_version != md.first_version
+            || e.archived != md.archived
+            || e.body_hash.0 != md.body_hash
+            || e.modified_sequence != md.modified_sequence
+        {
+            r.violation(format!("{path}: the kernel holds {e:?}, the model {md:?}"));
+        }
+        let kv: Vec<u64> = doc.versions.iter().map(|v| v.version).collect();
+        let mv: Vec<u64> = model.versions(path.as_str()).iter().map(|v| v.version).collect();
+        if kv != mv {
+            r.violation(format!("{path}: the kernel retains versions {kv:?}, the model {mv:?}"));
+        }
+    }
+}
+
+pub fn receipt_to_model(r: &kw::Receipt) -> ModelReceipt {
+    ModelReceipt {
+        op_id: r.op_id,
+        sequence: r.sequence,
+        kind: match r.kind {
+            kw::ReceiptKind::Published => ReceiptKind::Published,
+            kw::ReceiptKind::Appended => ReceiptKind::Appended,
+            kw::ReceiptKind::Archived => ReceiptKind::Archived,
+            kw::ReceiptKind::Unarchived => ReceiptKind::Unarchived,
+            kw::ReceiptKind::PolicySet => ReceiptKind::PolicySet,
+        },
+        path: r.path.as_ref().map(|p| p.to_string()),
+        version: r.version,
+    }
+}
+
+pub fn rejection_to_model(r: &kw::Rejection) -> ModelRejection {
+    match r {
+        kw::Rejection::Conflict { current } => ModelRejection::Conflict { current: *current },
+        kw::Rejection::Topology { blocking } => ModelRejection::Topology { blocking: blocking.to_string() },
+        kw::Rejection::ReadOnly { prefix } => ModelRejection::ReadOnly { prefix: prefix.to_string() },
+        kw::Rejection::TooLarge { size, max } => ModelRejection::TooLarge { size: *size, max: *max },
+        kw::Rejection::Archived => ModelRejection::Archived,
+        kw::Rejection::NotFound => ModelRejection::NotFound,
+    }
+}
+
+fn path_problem_to_model(p: &kw::PathProblem) -> PathProblem {
+    match p {
+        kw::PathProblem::Empty => PathProblem::Empty,
+        kw::PathProblem::DotSegment => PathProblem::DotSegment,
+        kw::PathProblem::ControlCharacter => PathProblem::ControlCharacter,
+        kw::PathProblem::SegmentTooLong => PathProblem::SegmentTooLong,
+        kw::PathProblem::TooLong => PathProblem::TooLong,
+    }
+}
+
+pub fn invalid_to_model(i: &kw::Invalid) -> ModelInvalid {
+    match i {
+        kw::Invalid::Path(p) => ModelInvalid::Path(path_problem_to_model(p)),
+        kw::Invalid::Policy(p) => ModelInvalid::Policy(match p {
+            kw::PolicyProblem::Retention => PolicyProblem::Retention,
+            kw::PolicyProblem::BodyMax => PolicyProblem::BodyMax,
+            kw::PolicyProblem::TooManyPrefixes => PolicyProblem::TooManyPrefixes,
+            kw::PolicyProblem::Prefix(pp) => PolicyProblem::Prefix(path_problem_to_model(pp)),
+        }),
+    }
+}

@@ -1,0 +1,22 @@
+//! slotlog-model: the reference model: a plain sequential specification of a world; the
+//! checker that judges runs lives beside it.
+//!
+//! The model follows docs/SPEC.md section 1 independently of the kernel, as simply as it
+//! can be written, so that when the two disagree in simulation the SPEC can decide which
+//! one is wrong.
+
+pub mod checker;
+pub mod document;
+pub mod history;
+pub mod path;
+pub mod policy;
+pub mod verdict;
+pub mod world;
+
+pub use document::{body_hash, ModelDocument, ModelVersion};
+pub use path::{normalize_path, PathProblem};
+pub use policy::{normalize_policy, ModelPolicy, ModelPolicyBody, PolicyProblem};
+pub use verdict::{ModelApplied, ModelInvalid, ModelReceipt, ModelRejection, ReceiptKind, Verdict};
+pub use world::ModelWorld;
+pub use checker::{check, CheckReport};
+pub use history::{ClientOp, History, Outcome, StoredObject};

@@ -1,0 +1,92 @@
+//! The answers the model gives (SPEC 1.4, 1.5): a verdict per mutation, and the receipt
+//! an applied member leaves behind.
+
+use crate::path::PathProblem;
+use crate::policy::{ModelPolicyBody, PolicyProblem};
+use slotlog_kernel::ids::OperationId;
+
+/// The outcome of evaluating one mutation against one state: exactly one of the five
+/// kinds of SPEC 1.4.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// It becomes a member with the next sequence.
+    Applied(ModelApplied),
+    /// A success that changes nothing: the document's version, or the policy version for
+    /// `set_policy`.
+    Unchanged { version: u64 },
+    /// The operation id is already committed: the receipt of the member that committed
+    /// it first.
+    Duplicate(ModelReceipt),
+    /// A precondition failed against the state.
+    Rejected(ModelRejection),
+    /// The input is wrong whatever the state.
+    Invalid(ModelInvalid),
+}
+
+/// What an applied member did, in enough detail to compare with the kernel's member
+/// record field by field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelApplied {
+    pub receipt: ModelReceipt,
+    /// The document's archived flag after the member (false for `set_policy`).
+    pub archived: bool,
+    /// The document's current body hash after the member (None for `set_policy`).
+    pub body_hash: Option<[u8; 32]>,
+    /// The document's current body length after the member (0 for `set_policy`).
+    pub body_len: u64,
+    /// The document's first retained version after the member (0 for `set_policy`).
+    pub first_version: u64,
+    /// The inclusive version range this write pruned (SPEC 1.3), if any.
+    pub prune: Option<(u64, u64)>,
+    /// A version record was added (publish and append).
+    pub new_version: bool,
+    /// The new normalized policy (`set_policy` only).
+    pub policy: Option<ModelPolicyBody>,
+}
+
+/// SPEC 1.5: what an applied member answers with, then and on every duplicate after.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelReceipt {
+    pub op_id: OperationId,
+    pub sequence: u64,
+    pub kind: ReceiptKind,
+    /// The normalized path; None for `PolicySet`.
+    pub path: Option<String>,
+    /// The document's version after the member, or the new policy version.
+    pub version: u64,
+}
+
+/// The kind of an applied member (and of a version record: `Published` or `Appended`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReceiptKind {
+    Published,
+    Appended,
+    Archived,
+    Unarchived,
+    PolicySet,
+}
+
+/// Why a mutation was refused against a state, with the data SPEC 1.4 says it carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelRejection {
+    /// The expected version failed; `current` is the document's (or policy's) version,
+    /// None when the document is absent (or the policy version is 0).
+    Conflict { current: Option<u64> },
+    /// Creating the path would make one document an ancestor of another.
+    Topology { blocking: String },
+    /// The path is under this read-only prefix.
+    ReadOnly { prefix: String },
+    /// The new body is `size` bytes, over the policy's `max`.
+    TooLarge { size: u64, max: u64 },
+    /// The document is archived and refuses writes.
+    Archived,
+    /// `set_archived` on a path with no document.
+    NotFound,
+}
+
+/// Why a mutation is invalid whatever the state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelInvalid {
+    Path(PathProblem),
+    Policy(PolicyProblem),
+}

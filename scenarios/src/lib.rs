@@ -1,0 +1,9 @@
+//! slotlog-scenarios: named, seeded scenarios over the simulated cluster, their reports,
+//! and sweeps over many seeds. The `slotlog` binary is a thin command line over this.
+
+pub mod report;
+pub mod scenario;
+pub mod sweep;
+
+pub use report::Report;
+pub use scenario::{run_scenario, Overrides, Scenario, SCENARIOS};

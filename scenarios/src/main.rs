@@ -1,0 +1,163 @@
+//! `slotlog`: run, sweep and list the seeded simulation scenarios.
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use slotlog_scenarios::scenario::{Overrides, Scenario, SCENARIOS};
+use slotlog_scenarios::{run_scenario, sweep::sweep};
+use slotlog_sim::gcs::ProfileKind;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "slotlog", about = "slotlog's seeded multi-replica simulation", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone, Debug, Default)]
+struct RunFlags {
+    /// Replicas (stores) writing the world.
+    #[arg(long)]
+    replicas: Option<usize>,
+    /// Virtual seconds the clients send writes for.
+    #[arg(long)]
+    duration_s: Option<f64>,
+    /// Store profile: gcs, gcs-shaped or fast.
+    #[arg(long)]
+    profile: Option<ProfileKind>,
+    /// Members per batch (fixes the batch size: no growth while deep).
+    #[arg(long)]
+    batch_max: Option<usize>,
+    /// Batches built and staged ahead of the slot create in flight (0 to 3).
+    #[arg(long)]
+    ahead: Option<usize>,
+    /// Open-loop arrival rate, writes per second in total.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Closed-loop writers per replica.
+    #[arg(long)]
+    writers: Option<usize>,
+}
+
+impl RunFlags {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            replicas: self.replicas,
+            duration_s: self.duration_s,
+            profile: self.profile,
+            batch_max: self.batch_max,
+            ahead: self.ahead,
+            rate: self.rate,
+            writers: self.writers,
+            defects: Default::default(),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the scenarios.
+    List,
+    /// Run one scenario for one seed and report.
+    Run {
+        scenario: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print one JSON object instead of the readable report.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        flags: RunFlags,
+    },
+    /// Run a scenario (or `all`) over a range of seeds; exit 1 on any failure.
+    Sweep {
+        scenario: String,
+        /// Seeds as A..B, both included.
+        #[arg(long, default_value = "1..200")]
+        seeds: String,
+        /// Threads; defaults to the machine's cores.
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[command(flatten)]
+        flags: RunFlags,
+    },
+}
+
+fn scenarios_named(name: &str) -> Option<Vec<&'static Scenario>> {
+    if name == "all" {
+        return Some(SCENARIOS.iter().collect());
+    }
+    Scenario::find(name).map(|s| vec![s])
+}
+
+fn parse_seeds(s: &str) -> Option<std::ops::RangeInclusive<u64>> {
+    let (a, b) = s.split_once("..")?;
+    let (a, b) = (a.trim().parse().ok()?, b.trim_start_matches('=').trim().parse().ok()?);
+    (a <= b).then_some(a..=b)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::List => {
+            for s in SCENARIOS {
+                println!("{:<10} {}", s.name, s.about);
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Run { scenario, seed, json, flags } => {
+            let Some(s) = Scenario::find(&scenario) else {
+                eprintln!("unknown scenario {scenario:?}; `slotlog list` names them");
+                return ExitCode::from(2);
+            };
+            let report = run_scenario(s, seed, &flags.overrides());
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report).expect("a report serializes"));
+            } else {
+                print!("{}", report.text());
+            }
+            if report.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Command::Sweep { scenario, seeds, jobs, flags } => {
+            let Some(list) = scenarios_named(&scenario) else {
+                eprintln!("unknown scenario {scenario:?}; `slotlog list` names them, or use `all`");
+                return ExitCode::from(2);
+            };
+            let Some(range) = parse_seeds(&seeds) else {
+                eprintln!("--seeds takes A..B with A <= B, got {seeds:?}");
+                return ExitCode::from(2);
+            };
+            let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let total = list.len() as u64 * (range.end() - range.start() + 1);
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} ({msg})")
+                    .expect("a valid template"),
+            );
+            let failed = std::sync::atomic::AtomicUsize::new(0);
+            let overrides = flags.overrides();
+            let result = sweep(&list, range, &overrides, jobs, &|r| {
+                if !r.passed() {
+                    failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    bar.println(format!("FAIL {} seed {}: {}", r.scenario, r.seed, r.violations.first().map_or("", |v| v.as_str())));
+                }
+                bar.set_message(format!("{} failed", failed.load(std::sync::atomic::Ordering::Relaxed)));
+                bar.inc(1);
+            });
+            bar.finish();
+            println!("{} runs, {} failed", result.runs, result.failures.len());
+            for f in &result.failures {
+                println!("  replay: {}", f.report.repro);
+            }
+            if result.failures.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

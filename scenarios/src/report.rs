@@ -1,0 +1,230 @@
+//! One run's report: what was offered and answered, latency, throughput against the
+//! bound, per-replica share, store calls, the checker's verdict and the trace hash.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use slotlog_kernel::reply::WriteError;
+use slotlog_model::{CheckReport, Outcome};
+use slotlog_sim::{ClusterConfig, RunResult};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Latency {
+    pub p50: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PerReplica {
+    pub replica: usize,
+    pub acked: u64,
+    pub slots_won: u64,
+    pub slots_lost: u64,
+    pub crashes: u32,
+    pub failed: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Store {
+    pub creates: u64,
+    pub gets: u64,
+    pub stats: u64,
+    pub lists: u64,
+    pub deletes: u64,
+    pub throttled: u64,
+    pub unavailable: u64,
+    pub timeouts: u64,
+    pub late_creates: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub seed: u64,
+    pub profile: String,
+    pub replicas: usize,
+    pub batch_max: usize,
+    pub ahead: usize,
+    pub virtual_s: f64,
+    pub wall_s: f64,
+    /// Writes clients sent.
+    pub offered: u64,
+    /// Answered with success: committed, unchanged or duplicate.
+    pub acked: u64,
+    /// Answered with a precondition failure (a correct answer, not a fault).
+    pub rejected: u64,
+    /// Refused at once because the queue was full.
+    pub refused: u64,
+    /// Deadline passed with the outcome unknown.
+    pub uncertain: u64,
+    /// Deadline passed before the write was ever sent: not applied.
+    pub expired: u64,
+    /// Lost with a crashed replica before any answer.
+    pub crashed: u64,
+    /// Acknowledged commits missing from the log.
+    pub lost: u64,
+    pub violations: Vec<String>,
+    pub violations_total: usize,
+    /// Successful answers per second of workload time.
+    pub throughput_wps: f64,
+    pub latency_ms: Latency,
+    /// Slots in the log, and the average members per slot the run's writers made.
+    pub slots: u64,
+    pub members_per_slot: f64,
+    /// Slots won per second: the log's serial create rate.
+    pub slots_per_s: f64,
+    pub per_replica: Vec<PerReplica>,
+    pub store: Store,
+    pub trace_hash: String,
+    pub repro: String,
+}
+
+impl Report {
+    pub fn new(
+        scenario: &str,
+        seed: u64,
+        config: &ClusterConfig,
+        result: &RunResult,
+        check: &CheckReport,
+        wall_s: f64,
+        repro: String,
+    ) -> Report {
+        let mut latency = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
+        let (mut offered, mut acked, mut rejected, mut refused, mut uncertain, mut expired, mut crashed) = (0, 0, 0, 0, 0, 0, 0);
+        let mut acked_by = vec![0u64; config.replicas];
+        let mut acked_in_window = 0u64;
+        for op in &result.history.ops {
+            if op.outcome == Outcome::Preloaded {
+                continue;
+            }
+            offered += 1;
+            match &op.outcome {
+                Outcome::Answered { at, result: r } => match r {
+                    Ok(_) => {
+                        acked += 1;
+                        acked_by[op.replica] += 1;
+                        if *at <= result.workload_end {
+                            acked_in_window += 1;
+                        }
+                        let us = at.saturating_since(op.invoked_at).as_micros() as u64;
+                        latency.record(us.max(1)).expect("latency within bounds");
+                    }
+                    Err(WriteError::Rejected { .. }) => rejected += 1,
+                    Err(WriteError::Busy { .. }) => refused += 1,
+                    Err(WriteError::Uncertain { .. }) => uncertain += 1,
+                    Err(WriteError::Expired { .. }) => expired += 1,
+                    Err(WriteError::Invalid(_)) | Err(WriteError::Failed(_)) => refused += 1,
+                },
+                Outcome::Crashed => crashed += 1,
+                Outcome::Unanswered | Outcome::Preloaded => {}
+            }
+        }
+        let ms = |q: f64| latency.value_at_quantile(q) as f64 / 1_000.0;
+        let window_s = result.workload_end.as_micros() as f64 / 1e6;
+        let slots_won: u64 = result.replicas.iter().map(|r| r.stats.slots_won).sum();
+        let members: u64 = result.replicas.iter().map(|r| r.stats.members_committed).sum();
+        let mut violations = check.violations.clone();
+        for (i, r) in result.replicas.iter().enumerate() {
+            if let Some(f) = &r.failed {
+                violations.push(format!("replica {i} failed closed: {f:?}"));
+            }
+        }
+        if result.unsettled > 0 {
+            violations.push(format!("{} writes were still unanswered when the settle time ran out", result.unsettled));
+        }
+        Report {
+            scenario: scenario.to_string(),
+            seed,
+            profile: config.gcs.profile.kind.to_string(),
+            replicas: config.replicas,
+            batch_max: config.kernel.batch_members_max.max(config.kernel.batch_members_deep_max),
+            ahead: config.kernel.batches_ahead_max,
+            virtual_s: result.end.as_micros() as f64 / 1e6,
+            wall_s,
+            offered,
+            acked,
+            rejected,
+            refused,
+            uncertain,
+            expired,
+            crashed,
+            lost: check.lost,
+            violations_total: check.violations_total + violations.len() - check.violations.len(),
+            violations,
+            throughput_wps: acked_in_window as f64 / window_s,
+            latency_ms: Latency { p50: ms(0.5), p99: ms(0.99), p999: ms(0.999), max: latency.max() as f64 / 1_000.0 },
+            slots: check.slots,
+            members_per_slot: if slots_won == 0 { 0.0 } else { members as f64 / slots_won as f64 },
+            slots_per_s: slots_won as f64 / window_s,
+            per_replica: result
+                .replicas
+                .iter()
+                .enumerate()
+                .map(|(i, r)| PerReplica {
+                    replica: i,
+                    acked: acked_by[i],
+                    slots_won: r.stats.slots_won,
+                    slots_lost: r.stats.slots_lost,
+                    crashes: r.crashes,
+                    failed: r.failed.as_ref().map(|f| format!("{f:?}")),
+                })
+                .collect(),
+            store: Store {
+                creates: result.store.creates,
+                gets: result.store.gets,
+                stats: result.store.stats,
+                lists: result.store.lists,
+                deletes: result.store.deletes,
+                throttled: result.store.throttled,
+                unavailable: result.store.unavailable,
+                timeouts: result.store.timeouts,
+                late_creates: result.store.late_creates,
+            },
+            trace_hash: result.trace_hash.to_hex(),
+            repro,
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// The readable report.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        s += &format!("scenario {} seed {} ({} profile, {} replicas, batch {}, {} ahead)\n", self.scenario, self.seed, self.profile, self.replicas, self.batch_max, self.ahead);
+        s += &format!("  virtual {:.1} s in {:.2} s wall\n", self.virtual_s, self.wall_s);
+        s += &format!(
+            "  writes   offered {}  acked {}  rejected {}  refused {}  uncertain {}  expired {}  crashed {}  lost {}\n",
+            self.offered, self.acked, self.rejected, self.refused, self.uncertain, self.expired, self.crashed, self.lost
+        );
+        s += &format!(
+            "  rate     {:.1} writes/s  ({} slots, {:.1} slots/s in series, {:.1} members a slot)\n",
+            self.throughput_wps, self.slots, self.slots_per_s, self.members_per_slot
+        );
+        s += &format!(
+            "  latency  p50 {:.1} ms  p99 {:.1} ms  p999 {:.1} ms  max {:.1} ms\n",
+            self.latency_ms.p50, self.latency_ms.p99, self.latency_ms.p999, self.latency_ms.max
+        );
+        for r in &self.per_replica {
+            s += &format!("  replica {}  acked {}  slots won {}  lost {}  crashes {}\n", r.replica, r.acked, r.slots_won, r.slots_lost, r.crashes);
+        }
+        let st = &self.store;
+        s += &format!(
+            "  store    creates {}  gets {}  stats {}  lists {}  throttled {}  unavailable {}  timeouts {} (late creates {})\n",
+            st.creates, st.gets, st.stats, st.lists, st.throttled, st.unavailable, st.timeouts, st.late_creates
+        );
+        s += &format!("  trace    {}\n", self.trace_hash);
+        if self.passed() {
+            s += "  checker  passed\n";
+        } else {
+            s += &format!("  checker  {} violations:\n", self.violations_total);
+            for v in &self.violations {
+                s += &format!("    - {v}\n");
+            }
+            s += &format!("  replay with: {}\n", self.repro);
+        }
+        s
+    }
+}

@@ -1,0 +1,12 @@
+//! slotlog-sim: the simulated GCS ([`gcs`]) and the deterministic multi-replica harness
+//! ([`cluster`]) that drives kernels against it with seeded workloads ([`workload`]),
+//! crashes and restarts. Pure and single-threaded: a run is a function of its seed.
+
+pub mod cluster;
+pub mod gcs;
+pub(crate) mod math;
+pub(crate) mod rng;
+pub mod workload;
+
+pub use cluster::{run, ClusterConfig, Crashes, ReplicaReport, RunResult};
+pub use workload::{Arrivals, Generator, Mix, Workload};

@@ -1,0 +1,346 @@
+//! What simulated clients ask for: arrivals (open or closed loop) and a mix of mutations
+//! drawn against what the clients have learned of the world from their answers.
+
+use crate::rng::SimRng;
+use bytes::Bytes;
+use slotlog_kernel::ids::OperationId;
+use slotlog_kernel::reply::{WriteError, WriteOk};
+use slotlog_kernel::world::{Expected, Mutation, PolicyBody, Rejection, Write};
+use std::collections::BTreeMap;
+
+/// How requests arrive.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arrivals {
+    /// Poisson arrivals at this total rate, each to a replica drawn evenly among the live.
+    Open { rate_per_s: f64 },
+    /// This many writers per replica, each sending its next write when the last is answered.
+    Closed { writers_per_replica: usize },
+}
+
+/// Relative weights of each kind of write.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mix {
+    /// Publish to a new path.
+    pub create: u32,
+    /// Publish a new body to a known path, no precondition.
+    pub blind_update: u32,
+    /// Publish to a known path expecting the version last seen.
+    pub expected_update: u32,
+    /// Append to a known path.
+    pub append: u32,
+    /// Archive or unarchive a known path.
+    pub archive_flip: u32,
+    /// Change retention or the read-only prefixes.
+    pub policy_flip: u32,
+    /// Create a parent or a child of a small set of path pairs (`/pc/k.md`, `/pc/k.md/c.md`).
+    pub parent_child: u32,
+    /// Publish the body last seen again (an unchanged write when nobody wrote since).
+    pub republish: u32,
+}
+
+impl Mix {
+    /// The record's model: 30% creates, 70% blind updates.
+    pub fn creates_and_blind_updates() -> Mix {
+        Mix { create: 30, blind_update: 70, ..Mix::default() }
+    }
+
+    /// Every kind of write, for contention on a few documents.
+    pub fn contended() -> Mix {
+        Mix {
+            create: 8,
+            blind_update: 12,
+            expected_update: 26,
+            append: 18,
+            archive_flip: 8,
+            policy_flip: 4,
+            parent_child: 14,
+            republish: 10,
+        }
+    }
+
+    fn total(&self) -> u32 {
+        self.create
+            + self.blind_update
+            + self.expected_update
+            + self.append
+            + self.archive_flip
+            + self.policy_flip
+            + self.parent_child
+            + self.republish
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub arrivals: Arrivals,
+    pub mix: Mix,
+    /// Body sizes, uniform in this inclusive range.
+    pub body_bytes_min: u32,
+    pub body_bytes_max: u32,
+    /// When set, creates draw from this many paths only (so they collide), and updates go
+    /// to the known documents among them.
+    pub hot_paths: Option<u32>,
+    /// Parent/child pairs the `parent_child` writes race over.
+    pub parent_child_pairs: u32,
+}
+
+impl Workload {
+    pub fn new(arrivals: Arrivals, mix: Mix) -> Workload {
+        Workload {
+            arrivals,
+            mix,
+            body_bytes_min: 256,
+            body_bytes_max: 2_048,
+            hot_paths: None,
+            parent_child_pairs: 8,
+        }
+    }
+}
+
+/// What clients believe of one document: the last version they heard of.
+#[derive(Clone, Debug)]
+struct Known {
+    version: u64,
+    archived: bool,
+    /// The body of that version, by its recipe (nonce, length).
+    body: Option<(u64, u32)>,
+}
+
+/// Draws writes and learns from their answers. One per run, shared by all clients, so
+/// that clients on different replicas aim at the same documents.
+pub struct Generator {
+    workload: Workload,
+    rng: SimRng,
+    next_op: u64,
+    next_doc: u64,
+    next_nonce: u64,
+    /// Paths some answer showed exist, with what was last heard of them.
+    known: BTreeMap<String, Known>,
+    known_order: Vec<String>,
+    policy_version: u64,
+    read_only: bool,
+    /// Body recipes of publishes not yet answered, so an answer can teach the body too.
+    recipes: BTreeMap<OperationId, (u64, u32)>,
+}
+
+/// Op ids of generated writes are counted from here; preloaded ones from 1.
+const GENERATED_OP_BASE: u128 = 1 << 64;
+
+impl Generator {
+    pub fn new(workload: Workload, seed: u64) -> Generator {
+        Generator {
+            workload,
+            rng: SimRng::derive(seed, "slotlog-sim workload"),
+            next_op: 0,
+            next_doc: 0,
+            next_nonce: 1,
+            known: BTreeMap::new(),
+            known_order: Vec::new(),
+            policy_version: 0,
+            read_only: false,
+            recipes: BTreeMap::new(),
+        }
+    }
+
+    /// The body a recipe stands for: deterministic bytes, cheap to make again.
+    pub fn body(nonce: u64, len: u32) -> Bytes {
+        let mut out = vec![0u8; len as usize];
+        let mut xof = blake3::Hasher::new().update(&nonce.to_le_bytes()).finalize_xof();
+        xof.fill(&mut out);
+        Bytes::from(out)
+    }
+
+    fn fresh_body(&mut self) -> (u64, u32, Bytes) {
+        let nonce = self.next_nonce;
+        self.next_nonce += 1;
+        let span = u64::from(self.workload.body_bytes_max - self.workload.body_bytes_min) + 1;
+        let len = self.workload.body_bytes_min + self.rng.below(span) as u32;
+        (nonce, len, Generator::body(nonce, len))
+    }
+
+    /// Documents written before the run, so updates have something to aim at.
+    pub fn preload(&mut self, count: usize) -> Vec<(Write, Bytes)> {
+        (0..count)
+            .map(|i| {
+                let path = format!("/seed/{i:06}.md");
+                let (nonce, len, body) = self.fresh_body();
+                self.learn(&path, 1, Some(false), Some((nonce, len)));
+                let op_id = OperationId::from(i as u128 + 1);
+                let m = Mutation::Publish { path, body: body.clone(), expected: Expected::Any };
+                (Write { op_id, mutation: m }, body)
+            })
+            .collect()
+    }
+
+    pub fn next_write(&mut self) -> Write {
+        self.next_op += 1;
+        let op_id = OperationId::from(GENERATED_OP_BASE + u128::from(self.next_op));
+        let (mutation, recipe) = self.next_mutation();
+        if let Some(recipe) = recipe {
+            self.recipes.insert(op_id, recipe);
+        }
+        Write { op_id, mutation }
+    }
+
+    /// A mutation, and the recipe of the body it publishes.
+    fn next_mutation(&mut self) -> (Mutation, Option<(u64, u32)>) {
+        let mix = self.workload.mix.clone();
+        let mut pick = self.rng.below(u64::from(mix.total().max(1))) as u32;
+        let mut take = |w: u32| {
+            if pick < w {
+                true
+            } else {
+                pick -= w;
+                false
+            }
+        };
+        let have_known = !self.known_order.is_empty();
+        if take(mix.create) || !have_known {
+            return self.create();
+        }
+        if take(mix.blind_update) {
+            let path = self.known_path();
+            let (nonce, len, body) = self.fresh_body();
+            return (Mutation::Publish { path, body, expected: Expected::Any }, Some((nonce, len)));
+        }
+        if take(mix.expected_update) {
+            let path = self.known_path();
+            let version = self.known[&path].version;
+            let (nonce, len, body) = self.fresh_body();
+            let m = Mutation::Publish { path, body, expected: Expected::Version(version) };
+            return (m, Some((nonce, len)));
+        }
+        if take(mix.append) {
+            let path = self.known_path();
+            let (_, len, bytes) = self.fresh_body();
+            let bytes = bytes.slice(..(len as usize).min(64));
+            return (Mutation::Append { path, bytes, expected: Expected::Any }, None);
+        }
+        if take(mix.archive_flip) {
+            let path = self.known_path();
+            let k = &self.known[&path];
+            let archived = !k.archived;
+            let expected = if self.rng.chance(0.5) { Expected::Version(k.version) } else { Expected::Any };
+            return (Mutation::SetArchived { path, archived, expected }, None);
+        }
+        if take(mix.policy_flip) {
+            return (self.policy_flip(), None);
+        }
+        if take(mix.parent_child) {
+            let k = self.rng.below(u64::from(self.workload.parent_child_pairs.max(1)));
+            let path = if self.rng.chance(0.5) { format!("/pc/{k}.md") } else { format!("/pc/{k}.md/c.md") };
+            let (nonce, len, body) = self.fresh_body();
+            return (Mutation::Publish { path, body, expected: Expected::Absent }, Some((nonce, len)));
+        }
+        // Republish what was last seen: unchanged unless someone wrote since.
+        let path = self.known_path();
+        match self.known[&path].body {
+            Some((nonce, len)) => {
+                let m = Mutation::Publish { path, body: Generator::body(nonce, len), expected: Expected::Any };
+                (m, Some((nonce, len)))
+            }
+            None => self.create(),
+        }
+    }
+
+    fn create(&mut self) -> (Mutation, Option<(u64, u32)>) {
+        let path = match self.workload.hot_paths {
+            Some(n) => {
+                let k = self.rng.below(u64::from(n.max(1)));
+                if self.read_only && self.rng.chance(0.2) {
+                    format!("/ro/{k}.md")
+                } else {
+                    format!("/hot/{k}.md")
+                }
+            }
+            None => {
+                self.next_doc += 1;
+                format!("/docs/{:08}.md", self.next_doc)
+            }
+        };
+        let (nonce, len, body) = self.fresh_body();
+        let expected = if self.workload.hot_paths.is_some() && self.rng.chance(0.5) { Expected::Absent } else { Expected::Any };
+        (Mutation::Publish { path, body, expected }, Some((nonce, len)))
+    }
+
+    fn policy_flip(&mut self) -> Mutation {
+        self.read_only = !self.read_only;
+        let retention_versions = 2 + self.rng.below(6) as u32;
+        let read_only_prefixes = if self.read_only { vec!["/ro".to_string()] } else { Vec::new() };
+        let expected = if self.rng.chance(0.5) { Expected::Version(self.policy_version) } else { Expected::Any };
+        Mutation::SetPolicy {
+            policy: PolicyBody { retention_versions, body_bytes_max: 1 << 20, read_only_prefixes },
+            expected,
+        }
+    }
+
+    fn known_path(&mut self) -> String {
+        let i = self.rng.below(self.known_order.len() as u64) as usize;
+        self.known_order[i].clone()
+    }
+
+    /// Records what an answer showed; `archived` None when it did not show the flag.
+    fn learn(&mut self, path: &str, version: u64, archived: Option<bool>, body: Option<(u64, u32)>) {
+        match self.known.get_mut(path) {
+            Some(k) => {
+                if version < k.version {
+                    return;
+                }
+                if version > k.version || body.is_some() {
+                    k.body = body;
+                }
+                k.version = version;
+                if let Some(a) = archived {
+                    k.archived = a;
+                }
+            }
+            None => {
+                let known = Known { version, archived: archived.unwrap_or(false), body };
+                self.known.insert(path.to_string(), known);
+                self.known_order.push(path.to_string());
+            }
+        }
+    }
+
+    /// Learn from an answer to a write this generator made.
+    pub fn observe(&mut self, w: &Write, result: &Result<WriteOk, WriteError>) {
+        let m = &w.mutation;
+        let recipe = self.recipes.remove(&w.op_id);
+        let Some(path) = m.raw_path() else {
+            match result {
+                Ok(WriteOk::Committed(r)) => self.policy_version = self.policy_version.max(r.version),
+                Err(WriteError::Rejected { rejection: Rejection::Conflict { current }, .. }) => {
+                    self.policy_version = current.unwrap_or(0);
+                }
+                _ => {}
+            }
+            return;
+        };
+        let version = match result {
+            Ok(WriteOk::Committed(r)) => r.version,
+            Ok(WriteOk::Unchanged { version, .. }) => *version,
+            Err(WriteError::Rejected { rejection: Rejection::Conflict { current: Some(v) }, .. }) => {
+                return self.learn(path, *v, None, None);
+            }
+            Err(WriteError::Rejected { rejection: Rejection::Archived, .. }) => {
+                if let Some(k) = self.known.get_mut(path) {
+                    k.archived = true;
+                }
+                return;
+            }
+            _ => return,
+        };
+        // After a write succeeds the document holds what it asked for.
+        let (archived, body) = match m {
+            Mutation::SetArchived { archived, .. } => (*archived, self.known.get(path).and_then(|k| k.body)),
+            Mutation::Append { .. } => (false, None),
+            _ => (false, recipe),
+        };
+        self.learn(path, version, Some(archived), body);
+    }
+
+    /// A write that will never be answered (its replica crashed).
+    pub fn forget(&mut self, op_id: &OperationId) {
+        self.recipes.remove(op_id);
+    }
+}
