@@ -15,17 +15,9 @@ pub enum BlobOp {
     /// Read an object's metadata only.
     Stat { key: String },
     /// Keys under `prefix` strictly after `start_after`, in byte order, at most `limit`.
-    List {
-        prefix: String,
-        start_after: Option<String>,
-        limit: u32,
-    },
+    List { prefix: String, start_after: Option<String>, limit: u32 },
     /// Replace an object only if its current generation is `if_generation` (the freshen).
-    Rewrite {
-        key: String,
-        bytes: Bytes,
-        if_generation: u64,
-    },
+    Rewrite { key: String, bytes: Bytes, if_generation: u64 },
     /// Delete an object only if its current generation is `if_generation`.
     Delete { key: String, if_generation: u64 },
 }
@@ -67,10 +59,16 @@ pub struct ObjectMeta {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BlobOutcome {
     Created(ObjectMeta),
-    Got { meta: ObjectMeta, bytes: Bytes },
+    Got {
+        meta: ObjectMeta,
+        bytes: Bytes,
+    },
     Stat(ObjectMeta),
     /// Entries in key order; `more` when the limit cut the listing short.
-    Listed { entries: Vec<ObjectMeta>, more: bool },
+    Listed {
+        entries: Vec<ObjectMeta>,
+        more: bool,
+    },
     Rewritten(ObjectMeta),
     Deleted,
 }
@@ -98,9 +96,6 @@ pub type BlobResult = Result<BlobOutcome, BlobError>;
 impl BlobError {
     /// Worth retrying the same call after a backoff.
     pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            BlobError::Throttled | BlobError::Unavailable | BlobError::Timeout
-        )
+        matches!(self, BlobError::Throttled | BlobError::Unavailable | BlobError::Timeout)
     }
 }

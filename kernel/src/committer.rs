@@ -187,7 +187,14 @@ impl Committer {
     }
 
     /// Admits a validated write, or refuses it at once.
-    pub fn submit(&mut self, now: Instant, request: RequestId, op_id: OperationId, mutation: ValidMutation, io: &mut Io) {
+    pub fn submit(
+        &mut self,
+        now: Instant,
+        request: RequestId,
+        op_id: OperationId,
+        mutation: ValidMutation,
+        io: &mut Io,
+    ) {
         if let Some(reason) = &self.failed {
             reply(io, request, Err(WriteError::Failed(reason.clone())));
             return;
@@ -390,9 +397,7 @@ impl Committer {
             batch.built.push(Built { pending: p, judged, at_sequence });
         }
         if !batch.members.is_empty() {
-            let prev_hash = ahead
-                .iter()
-                .fold(world.tip_hash(), |h, b| b.tip_hash_after(h));
+            let prev_hash = ahead.iter().fold(world.tip_hash(), |h, b| b.tip_hash_after(h));
             let slot = Slot {
                 world_id: world.world_id(),
                 first_sequence: batch.base_sequence + 1,
@@ -442,7 +447,12 @@ impl Committer {
                 } else {
                     let sequence = world_sequence + 1;
                     self.head_call = true;
-                    io.issue(now, Purpose::TipStat { sequence }, BlobOp::Stat { key: self.keys.slot(sequence) }, 0);
+                    io.issue(
+                        now,
+                        Purpose::TipStat { sequence },
+                        BlobOp::Stat { key: self.keys.slot(sequence) },
+                        0,
+                    );
                     false
                 }
             }
@@ -534,7 +544,13 @@ impl Committer {
             Err(error) => return self.fail(FailReason::Decode { key, error }, io),
         };
         if slot.first_sequence != sequence {
-            return self.fail(FailReason::Decode { key, error: crate::format::DecodeError::Invalid("slot under another name") }, io);
+            return self.fail(
+                FailReason::Decode {
+                    key,
+                    error: crate::format::DecodeError::Invalid("slot under another name"),
+                },
+                io,
+            );
         }
         let world = self.world.as_mut().expect("open");
         if let Err(e) = world.apply_slot(&slot, Hash32::of(bytes)) {
@@ -591,7 +607,9 @@ impl Committer {
             Ok(BlobOutcome::Got { bytes, .. }) => {
                 let body = match crate::format::decode_body(&bytes, &hash) {
                     Ok(b) => Bytes::from(b),
-                    Err(error) => return self.fail(FailReason::Decode { key: self.keys.body(&hash), error }, io),
+                    Err(error) => {
+                        return self.fail(FailReason::Decode { key: self.keys.body(&hash), error }, io)
+                    }
                 };
                 self.body_cache.insert(hash, body.clone());
                 // The last batch may wait on this body; a stale read is harmless, since a
@@ -652,9 +670,13 @@ fn answer_batch(batch: &mut Batch, deadlines: &mut BTreeSet<(Instant, RequestId)
                 slot_index += 1;
                 Ok(WriteOk::Committed(receipt))
             }
-            Judged::Unchanged { version } => Ok(WriteOk::Unchanged { version: *version, at_sequence: b.at_sequence }),
+            Judged::Unchanged { version } => {
+                Ok(WriteOk::Unchanged { version: *version, at_sequence: b.at_sequence })
+            }
             Judged::Duplicate(r) => Ok(WriteOk::Duplicate { receipt: r.clone(), at_sequence: b.at_sequence }),
-            Judged::Rejected(r) => Err(WriteError::Rejected { rejection: r.clone(), at_sequence: b.at_sequence }),
+            Judged::Rejected(r) => {
+                Err(WriteError::Rejected { rejection: r.clone(), at_sequence: b.at_sequence })
+            }
         };
         if !b.pending.answered {
             b.pending.answered = true;

@@ -14,9 +14,15 @@ pub enum Request {
 /// One input to [`Replica::handle`](crate::Replica::handle).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
-    Request { id: RequestId, request: Request },
+    Request {
+        id: RequestId,
+        request: Request,
+    },
     /// The completion of a blob operation the replica emitted.
-    BlobDone { id: BlobOpId, result: BlobResult },
+    BlobDone {
+        id: BlobOpId,
+        result: BlobResult,
+    },
 }
 
 /// One output, drained with [`Replica::poll_effect`](crate::Replica::poll_effect).

@@ -17,15 +17,27 @@ pub(crate) enum Purpose {
     MarkerGet,
     MarkerCreate,
     LogList,
-    ReplayGet { sequence: u64 },
-    BodyCreate { hash: Hash32 },
-    BodyGet { hash: Hash32 },
+    ReplayGet {
+        sequence: u64,
+    },
+    BodyCreate {
+        hash: Hash32,
+    },
+    BodyGet {
+        hash: Hash32,
+    },
     /// The head batch's slot create at this name.
-    SlotCreate { sequence: u64 },
+    SlotCreate {
+        sequence: u64,
+    },
     /// Read the slot at this name: to settle an ambiguous create, or the one we lost to.
-    SlotGet { sequence: u64 },
+    SlotGet {
+        sequence: u64,
+    },
     /// Is the slot after the tip absent? (metadata only)
-    TipStat { sequence: u64 },
+    TipStat {
+        sequence: u64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -81,10 +93,7 @@ impl Io {
     pub fn retry_later(&mut self, now: Instant, call: Call) {
         let due = now + self.backoff(call.attempt);
         self.retry_serial += 1;
-        self.retries.insert(
-            (due, self.retry_serial),
-            Call { attempt: call.attempt + 1, ..call },
-        );
+        self.retries.insert((due, self.retry_serial), Call { attempt: call.attempt + 1, ..call });
     }
 
     /// Delay before attempt `attempt + 1`: base doubled per attempt, capped, then a

@@ -29,6 +29,11 @@ pub mod reply;
 pub mod time;
 pub mod world;
 
+#[cfg(test)]
+mod committer_tests;
+#[cfg(test)]
+mod testkit;
+
 pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
 pub use committer::CommitterStats;
 pub use config::{Config, ConfigError, Defects};

@@ -43,7 +43,14 @@ pub(crate) enum Progress {
 }
 
 impl Opening {
-    pub fn start(config: &Config, keys: Keys, world_id: WorldId, store_id: StoreId, now: Instant, io: &mut Io) -> Opening {
+    pub fn start(
+        config: &Config,
+        keys: Keys,
+        world_id: WorldId,
+        store_id: StoreId,
+        now: Instant,
+        io: &mut Io,
+    ) -> Opening {
         io.issue(now, Purpose::MarkerGet, BlobOp::Get { key: keys.marker() }, 0);
         Opening {
             keys,
@@ -94,6 +101,10 @@ impl Opening {
                 self.last_list_at = call.issued_at;
                 for e in &entries {
                     match self.keys.parse_slot(&e.key) {
+                        Some(0) => {
+                            return self
+                                .decode_failed(e.key.clone(), DecodeError::Invalid("slot at sequence 0"))
+                        }
                         Some(sequence) => self.to_fetch.push_back(sequence),
                         None => return self.decode_failed(e.key.clone(), DecodeError::Foreign),
                     }
@@ -153,7 +164,12 @@ impl Opening {
             let sequence = world.next_sequence();
             let slot = match Slot::decode(&bytes) {
                 Ok(s) => s,
-                Err(error) => return Some(Progress::Failed(FailReason::Decode { key: self.keys.slot(sequence), error })),
+                Err(error) => {
+                    return Some(Progress::Failed(FailReason::Decode {
+                        key: self.keys.slot(sequence),
+                        error,
+                    }))
+                }
             };
             if let Err(e) = world.apply_slot(&slot, Hash32::of(&bytes)) {
                 return Some(Progress::Failed(FailReason::Apply(e)));
@@ -163,17 +179,18 @@ impl Opening {
     }
 
     fn finished(&mut self) -> Progress {
-        let done = self.world.is_some()
-            && self.list_done
-            && self.to_fetch.is_empty()
-            && self.gets_in_flight == 0;
+        let done =
+            self.world.is_some() && self.list_done && self.to_fetch.is_empty() && self.gets_in_flight == 0;
         if !done {
             return Progress::Working;
         }
         if let Some((&sequence, _)) = self.fetched.first_key_value() {
             // A listed slot that does not continue the chain: a gap in the log.
             let expected = self.world.as_ref().expect("checked").next_sequence();
-            return Progress::Failed(FailReason::Apply(crate::world::ApplyError::Gap { expected, found: sequence }));
+            return Progress::Failed(FailReason::Apply(crate::world::ApplyError::Gap {
+                expected,
+                found: sequence,
+            }));
         }
         Progress::Open(self.world.take().expect("checked"), self.last_list_at)
     }

@@ -37,26 +37,20 @@ impl Replica {
     pub fn new(config: Config, identity: Identity, now: Instant) -> Result<Replica, ConfigError> {
         config.validate()?;
         let keys = Keys::new(&identity.prefix);
-        let mut io = Io::new(
-            ChaCha8Rng::seed_from_u64(identity.rng_seed),
-            config.retry_base_ms,
-            config.retry_cap_ms,
-        );
-        let opening = Opening::start(&config, keys.clone(), identity.world_id, identity.store_id, now, &mut io);
-        Ok(Replica {
-            io,
-            opening: Some(opening),
-            committer: Committer::new(config, keys, identity.store_id),
-        })
+        let mut io =
+            Io::new(ChaCha8Rng::seed_from_u64(identity.rng_seed), config.retry_base_ms, config.retry_cap_ms);
+        let opening =
+            Opening::start(&config, keys.clone(), identity.world_id, identity.store_id, now, &mut io);
+        Ok(Replica { io, opening: Some(opening), committer: Committer::new(config, keys, identity.store_id) })
     }
 
     pub fn handle(&mut self, now: Instant, input: Input) {
         match input {
             Input::Request { id, request: Request::Write(w) } => match validate(&w.mutation) {
-                Err(invalid) => self.io.effects.push_back(Effect::Reply {
-                    id,
-                    reply: Reply::Write(Err(WriteError::Invalid(invalid))),
-                }),
+                Err(invalid) => self
+                    .io
+                    .effects
+                    .push_back(Effect::Reply { id, reply: Reply::Write(Err(WriteError::Invalid(invalid))) }),
                 Ok(valid) => self.committer.submit(now, id, w.op_id, valid, &mut self.io),
             },
             Input::BlobDone { id, result } => {

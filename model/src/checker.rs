@@ -5,7 +5,10 @@
 //! state it names.
 
 use crate::history::{ClientOp, History, Outcome, StoredObject};
-use crate::{ModelInvalid, ModelPolicyBody, ModelReceipt, ModelRejection, ModelWorld, PathProblem, PolicyProblem, ReceiptKind, Verdict};
+use crate::{
+    ModelInvalid, ModelPolicyBody, ModelReceipt, ModelRejection, ModelWorld, PathProblem, PolicyProblem,
+    ReceiptKind, Verdict,
+};
 use slotlog_kernel::format::{Keys, Marker, Slot};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
@@ -140,7 +143,9 @@ pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id:
         if let Outcome::Answered { result: Err(WriteError::Invalid(inv)), .. } = &op.outcome {
             match ModelWorld::new().evaluate(op.op_id, &op.mutation) {
                 Verdict::Invalid(m) if m == invalid_to_model(inv) => {}
-                other => r.violation(format!("{:?} answered Invalid({inv:?}); the model says {other:?}", op.op_id)),
+                other => {
+                    r.violation(format!("{:?} answered Invalid({inv:?}); the model says {other:?}", op.op_id))
+                }
             }
         }
         if op.outcome == Outcome::Unanswered {
@@ -180,7 +185,10 @@ pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id:
             match model.apply(op_id, &op.mutation) {
                 Verdict::Applied(applied) => {
                     if let Some(diff) = member_differs(m, &applied) {
-                        r.violation(format!("member {} ({op_id:?}) differs from the model: {diff}", m.sequence()));
+                        r.violation(format!(
+                            "member {} ({op_id:?}) differs from the model: {diff}",
+                            m.sequence()
+                        ));
                     }
                 }
                 other => r.violation(format!(
@@ -205,7 +213,10 @@ pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id:
             Outcome::Answered { result: Ok(WriteOk::Committed(receipt)), .. } => {
                 if !in_log {
                     r.lost += 1;
-                    r.violation(format!("{:?} was acknowledged at sequence {} but is not in the log", op.op_id, receipt.sequence));
+                    r.violation(format!(
+                        "{:?} was acknowledged at sequence {} but is not in the log",
+                        op.op_id, receipt.sequence
+                    ));
                 }
             }
             Outcome::Answered { result: Err(WriteError::Uncertain { .. }), .. } => {
@@ -235,7 +246,9 @@ pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id:
         .ops
         .iter()
         .filter_map(|op| match &op.outcome {
-            Outcome::Answered { at, result: Ok(WriteOk::Committed(rc)) } => Some((rc.sequence, op.invoked_at, *at)),
+            Outcome::Answered { at, result: Ok(WriteOk::Committed(rc)) } => {
+                Some((rc.sequence, op.invoked_at, *at))
+            }
             _ => None,
         })
         .collect();
@@ -243,7 +256,9 @@ pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id:
     let mut earliest_answer_after = Instant::MAX;
     for &(sequence, invoked, answered) in acked.iter().rev() {
         if earliest_answer_after < invoked {
-            r.violation(format!("sequence {sequence} began after a write with a larger sequence was acknowledged"));
+            r.violation(format!(
+                "sequence {sequence} began after a write with a larger sequence was acknowledged"
+            ));
             break;
         }
         earliest_answer_after = earliest_answer_after.min(answered);
@@ -258,7 +273,9 @@ pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id:
 fn judged_sequence(op: &ClientOp) -> Option<u64> {
     match &op.outcome {
         Outcome::Answered { result, .. } => match result {
-            Ok(WriteOk::Unchanged { at_sequence, .. }) | Ok(WriteOk::Duplicate { at_sequence, .. }) => Some(*at_sequence),
+            Ok(WriteOk::Unchanged { at_sequence, .. }) | Ok(WriteOk::Duplicate { at_sequence, .. }) => {
+                Some(*at_sequence)
+            }
             Err(WriteError::Rejected { at_sequence, .. }) => Some(*at_sequence),
             _ => None,
         },
@@ -283,11 +300,16 @@ fn judge_answer(model: &ModelWorld, op: &ClientOp, r: &mut CheckReport) {
     let agrees = match (result, &verdict) {
         (Ok(WriteOk::Unchanged { version, .. }), Verdict::Unchanged { version: v }) => version == v,
         (Ok(WriteOk::Duplicate { receipt, .. }), Verdict::Duplicate(mr)) => receipt_to_model(receipt) == *mr,
-        (Err(WriteError::Rejected { rejection, .. }), Verdict::Rejected(mr)) => rejection_to_model(rejection) == *mr,
+        (Err(WriteError::Rejected { rejection, .. }), Verdict::Rejected(mr)) => {
+            rejection_to_model(rejection) == *mr
+        }
         _ => false,
     };
     if !agrees {
-        r.violation(format!("{:?} was answered {result:?}; at that state the model says {verdict:?}", op.op_id));
+        r.violation(format!(
+            "{:?} was answered {result:?}; at that state the model says {verdict:?}",
+            op.op_id
+        ));
     }
 }
 
@@ -296,20 +318,33 @@ fn judge_commit(op: &ClientOp, m: &SlotMember, created_at: Instant, r: &mut Chec
         Outcome::Answered { at, result } => match result {
             Ok(WriteOk::Committed(receipt)) => {
                 if *receipt != m.receipt {
-                    r.violation(format!("{:?} was acknowledged with {receipt:?}, the log holds {:?}", op.op_id, m.receipt));
+                    r.violation(format!(
+                        "{:?} was acknowledged with {receipt:?}, the log holds {:?}",
+                        op.op_id, m.receipt
+                    ));
                 }
                 if created_at < op.invoked_at || created_at > *at {
-                    r.violation(format!("{:?}'s slot was created outside the time its write was in flight", op.op_id));
+                    r.violation(format!(
+                        "{:?}'s slot was created outside the time its write was in flight",
+                        op.op_id
+                    ));
                 }
             }
             // A retry of a committed operation id answers with the first receipt.
             Ok(WriteOk::Duplicate { receipt, .. }) => {
                 if *receipt != m.receipt {
-                    r.violation(format!("{:?} was answered duplicate of {receipt:?}, the log holds {:?}", op.op_id, m.receipt));
+                    r.violation(format!(
+                        "{:?} was answered duplicate of {receipt:?}, the log holds {:?}",
+                        op.op_id, m.receipt
+                    ));
                 }
             }
             Err(WriteError::Uncertain { .. }) => {}
-            other => r.violation(format!("{:?} was answered {other:?}, yet the log commits it at {}", op.op_id, m.sequence())),
+            other => r.violation(format!(
+                "{:?} was answered {other:?}, yet the log commits it at {}",
+                op.op_id,
+                m.sequence()
+            )),
         },
         Outcome::Crashed | Outcome::Preloaded | Outcome::Unanswered => {}
     }

@@ -60,10 +60,7 @@ pub(crate) struct StoredDocument {
 
 impl StoredDocument {
     fn current(&self) -> &StoredVersion {
-        let last = self
-            .versions
-            .last()
-            .expect("a document always retains its current version");
+        let last = self.versions.last().expect("a document always retains its current version");
         assert_eq!(last.record.version, self.version);
         last
     }

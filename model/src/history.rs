@@ -9,7 +9,10 @@ use slotlog_kernel::world::Mutation;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    Answered { at: Instant, result: Result<WriteOk, WriteError> },
+    Answered {
+        at: Instant,
+        result: Result<WriteOk, WriteError>,
+    },
     /// The replica crashed before answering: the write may or may not be in the log.
     Crashed,
     /// Written into the log before the run started (a seeded world).

@@ -74,10 +74,7 @@ pub fn is_ancestor(q: &str, p: &str) -> bool {
 pub fn ancestors(p: &str) -> impl Iterator<Item = &str> {
     // `/` is ASCII, so every index it is found at is a char boundary. Index 0 is the
     // leading `/`, which would give the empty string, not a path.
-    p.match_indices('/')
-        .map(|(i, _)| i)
-        .filter(|&i| i > 0)
-        .map(move |i| &p[..i])
+    p.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0).map(move |i| &p[..i])
 }
 
 #[cfg(test)]
@@ -121,19 +118,8 @@ mod tests {
 
     #[test]
     fn control_characters_are_invalid() {
-        for raw in [
-            "/a\u{0}b",
-            "/\u{1}",
-            "/a/\u{1f}",
-            "/a\u{7f}",
-            "\n/a",
-            "/a/b\t",
-        ] {
-            assert_eq!(
-                normalize_path(raw),
-                Err(PathProblem::ControlCharacter),
-                "{raw:?}"
-            );
+        for raw in ["/a\u{0}b", "/\u{1}", "/a/\u{1f}", "/a\u{7f}", "\n/a", "/a/b\t"] {
+            assert_eq!(normalize_path(raw), Err(PathProblem::ControlCharacter), "{raw:?}");
         }
     }
 
@@ -151,10 +137,7 @@ mod tests {
         assert_eq!(normalize_path(&ok).unwrap(), format!("/{ok}"));
         let long = "s".repeat(256);
         assert_eq!(normalize_path(&long), Err(PathProblem::SegmentTooLong));
-        assert_eq!(
-            normalize_path(&format!("/a/{long}/b")),
-            Err(PathProblem::SegmentTooLong)
-        );
+        assert_eq!(normalize_path(&format!("/a/{long}/b")), Err(PathProblem::SegmentTooLong));
     }
 
     #[test]
@@ -207,24 +190,15 @@ mod tests {
         // Dot segment (3) before control character (4), even when the control comes first.
         assert_eq!(normalize_path("/a\u{1}/.."), Err(PathProblem::DotSegment));
         // Dot segment (3) before segment length (5).
-        assert_eq!(
-            normalize_path(&format!("/{long_segment}/.")),
-            Err(PathProblem::DotSegment)
-        );
+        assert_eq!(normalize_path(&format!("/{long_segment}/.")), Err(PathProblem::DotSegment));
         // Control character (4) before segment length (5).
-        assert_eq!(
-            normalize_path(&format!("/{long_segment}/\u{7f}")),
-            Err(PathProblem::ControlCharacter)
-        );
+        assert_eq!(normalize_path(&format!("/{long_segment}/\u{7f}")), Err(PathProblem::ControlCharacter));
         // Segment length (5) before total length (6).
         let long_path = format!("{}/{long_segment}", path_of_len(1024));
         assert_eq!(normalize_path(&long_path), Err(PathProblem::SegmentTooLong));
         // Total length with a control character: control (4) first.
         let long_path = format!("{}/\u{0}", path_of_len(1024));
-        assert_eq!(
-            normalize_path(&long_path),
-            Err(PathProblem::ControlCharacter)
-        );
+        assert_eq!(normalize_path(&long_path), Err(PathProblem::ControlCharacter));
     }
 
     #[test]

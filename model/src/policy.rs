@@ -55,10 +55,7 @@ impl ModelPolicyBody {
     /// The read-only prefix that refuses a mutation of the normalized path `path`: the
     /// first prefix, in normalized (byte) order, that `path` is under.
     pub fn read_only_prefix_of(&self, path: &str) -> Option<&str> {
-        self.read_only_prefixes
-            .iter()
-            .find(|q| is_under(path, q))
-            .map(|q| q.as_str())
+        self.read_only_prefixes.iter().find(|q| is_under(path, q)).map(|q| q.as_str())
     }
 }
 
@@ -125,8 +122,7 @@ mod tests {
 
     #[test]
     fn policy_prefixes_are_normalized_sorted_and_deduplicated() {
-        let n =
-            normalize_policy(&body(3, 10, &["z/", "/a/b", "a", "//a//", "/a/b/", "B"])).unwrap();
+        let n = normalize_policy(&body(3, 10, &["z/", "/a/b", "a", "//a//", "/a/b/", "B"])).unwrap();
         assert_eq!(n.retention_versions, 3);
         assert_eq!(n.body_bytes_max, 10);
         // Byte order: uppercase sorts before lowercase; `/a` before `/a/b`.
@@ -164,87 +160,43 @@ mod tests {
 
     #[test]
     fn retention_must_be_between_1_and_1_000_000() {
-        assert_eq!(
-            normalize_policy(&body(0, 0, &[])),
-            Err(PolicyProblem::Retention)
-        );
+        assert_eq!(normalize_policy(&body(0, 0, &[])), Err(PolicyProblem::Retention));
         assert!(normalize_policy(&body(1, 0, &[])).is_ok());
         assert!(normalize_policy(&body(1_000_000, 0, &[])).is_ok());
-        assert_eq!(
-            normalize_policy(&body(1_000_001, 0, &[])),
-            Err(PolicyProblem::Retention)
-        );
-        assert_eq!(
-            normalize_policy(&body(u32::MAX, 0, &[])),
-            Err(PolicyProblem::Retention)
-        );
+        assert_eq!(normalize_policy(&body(1_000_001, 0, &[])), Err(PolicyProblem::Retention));
+        assert_eq!(normalize_policy(&body(u32::MAX, 0, &[])), Err(PolicyProblem::Retention));
     }
 
     #[test]
     fn body_max_must_be_at_most_64_mib() {
-        assert_eq!(
-            normalize_policy(&body(1, 0, &[])).unwrap().body_bytes_max,
-            0
-        );
+        assert_eq!(normalize_policy(&body(1, 0, &[])).unwrap().body_bytes_max, 0);
         assert!(normalize_policy(&body(1, 67_108_864, &[])).is_ok());
-        assert_eq!(
-            normalize_policy(&body(1, 67_108_865, &[])),
-            Err(PolicyProblem::BodyMax)
-        );
-        assert_eq!(
-            normalize_policy(&body(1, u64::MAX, &[])),
-            Err(PolicyProblem::BodyMax)
-        );
+        assert_eq!(normalize_policy(&body(1, 67_108_865, &[])), Err(PolicyProblem::BodyMax));
+        assert_eq!(normalize_policy(&body(1, u64::MAX, &[])), Err(PolicyProblem::BodyMax));
     }
 
     #[test]
     fn at_most_64_prefixes() {
         let names: Vec<String> = (0..65).map(|i| format!("/p{i}")).collect();
         let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
-        assert_eq!(
-            normalize_policy(&body(1, 0, &refs[..64]))
-                .unwrap()
-                .read_only_prefixes
-                .len(),
-            64
-        );
-        assert_eq!(
-            normalize_policy(&body(1, 0, &refs)),
-            Err(PolicyProblem::TooManyPrefixes)
-        );
+        assert_eq!(normalize_policy(&body(1, 0, &refs[..64])).unwrap().read_only_prefixes.len(), 64);
+        assert_eq!(normalize_policy(&body(1, 0, &refs)), Err(PolicyProblem::TooManyPrefixes));
     }
 
     #[test]
     fn prefix_count_is_taken_before_deduplication() {
         let same = vec!["/a"; 65];
-        assert_eq!(
-            normalize_policy(&body(1, 0, &same)),
-            Err(PolicyProblem::TooManyPrefixes)
-        );
+        assert_eq!(normalize_policy(&body(1, 0, &same)), Err(PolicyProblem::TooManyPrefixes));
         let same = vec!["/a"; 64];
-        assert_eq!(
-            normalize_policy(&body(1, 0, &same))
-                .unwrap()
-                .read_only_prefixes,
-            vec!["/a"]
-        );
+        assert_eq!(normalize_policy(&body(1, 0, &same)).unwrap().read_only_prefixes, vec!["/a"]);
     }
 
     #[test]
     fn policy_checks_run_in_order_retention_body_max_count_prefix() {
         let many_bad = vec!["/"; 65];
-        assert_eq!(
-            normalize_policy(&body(0, u64::MAX, &many_bad)),
-            Err(PolicyProblem::Retention)
-        );
-        assert_eq!(
-            normalize_policy(&body(1, u64::MAX, &many_bad)),
-            Err(PolicyProblem::BodyMax)
-        );
-        assert_eq!(
-            normalize_policy(&body(1, 0, &many_bad)),
-            Err(PolicyProblem::TooManyPrefixes)
-        );
+        assert_eq!(normalize_policy(&body(0, u64::MAX, &many_bad)), Err(PolicyProblem::Retention));
+        assert_eq!(normalize_policy(&body(1, u64::MAX, &many_bad)), Err(PolicyProblem::BodyMax));
+        assert_eq!(normalize_policy(&body(1, 0, &many_bad)), Err(PolicyProblem::TooManyPrefixes));
         assert_eq!(
             normalize_policy(&body(1, 0, &many_bad[..64])),
             Err(PolicyProblem::Prefix(PathProblem::Empty))

@@ -5,9 +5,7 @@
 use crate::document::{body_hash, ModelDocument, ModelVersion, StoredDocument, StoredVersion};
 use crate::path::{ancestors, normalize_path};
 use crate::policy::{normalize_policy, ModelPolicy, ModelPolicyBody};
-use crate::verdict::{
-    ModelApplied, ModelInvalid, ModelReceipt, ModelRejection, ReceiptKind, Verdict,
-};
+use crate::verdict::{ModelApplied, ModelInvalid, ModelReceipt, ModelRejection, ReceiptKind, Verdict};
 use bytes::Bytes;
 use slotlog_kernel::ids::OperationId;
 use slotlog_kernel::world::mutation::{Expected, Mutation, PolicyBody};
@@ -77,9 +75,7 @@ impl ModelWorld {
 
     /// Every document, in path byte order, so listings compare directly with the kernel's.
     pub fn documents(&self) -> impl Iterator<Item = (&str, ModelDocument)> + '_ {
-        self.documents
-            .iter()
-            .map(|(path, doc)| (path.as_str(), doc.snapshot()))
+        self.documents.iter().map(|(path, doc)| (path.as_str(), doc.snapshot()))
     }
 
     /// The retained version records of a document, oldest first; empty when absent.
@@ -94,10 +90,7 @@ impl ModelWorld {
     /// was pruned (or never written). The current body is `body(path, doc.version)`.
     pub fn body(&self, path: &str, version: u64) -> Option<&[u8]> {
         let doc = self.documents.get(path)?;
-        doc.versions
-            .iter()
-            .find(|v| v.record.version == version)
-            .map(|v| &v.body[..])
+        doc.versions.iter().find(|v| v.record.version == version).map(|v| &v.body[..])
     }
 
     /// The policy in force and its version.
@@ -115,24 +108,16 @@ impl ModelWorld {
 
     fn judge(&self, op_id: OperationId, m: &Mutation) -> (Verdict, Option<Change>) {
         match m {
-            Mutation::Publish {
-                path,
-                body,
-                expected,
-            } => self.judge_write(op_id, path, WriteKind::Publish(body), *expected),
-            Mutation::Append {
-                path,
-                bytes,
-                expected,
-            } => self.judge_write(op_id, path, WriteKind::Append(bytes), *expected),
-            Mutation::SetArchived {
-                path,
-                archived,
-                expected,
-            } => self.judge_set_archived(op_id, path, *archived, *expected),
-            Mutation::SetPolicy { policy, expected } => {
-                self.judge_set_policy(op_id, policy, *expected)
+            Mutation::Publish { path, body, expected } => {
+                self.judge_write(op_id, path, WriteKind::Publish(body), *expected)
             }
+            Mutation::Append { path, bytes, expected } => {
+                self.judge_write(op_id, path, WriteKind::Append(bytes), *expected)
+            }
+            Mutation::SetArchived { path, archived, expected } => {
+                self.judge_set_archived(op_id, path, *archived, *expected)
+            }
+            Mutation::SetPolicy { policy, expected } => self.judge_set_policy(op_id, policy, *expected),
         }
     }
 
@@ -155,9 +140,7 @@ impl ModelWorld {
         }
         // 3. Read-only prefix.
         if let Some(prefix) = self.policy.body.read_only_prefix_of(&path) {
-            return rejected(ModelRejection::ReadOnly {
-                prefix: prefix.to_string(),
-            });
+            return rejected(ModelRejection::ReadOnly { prefix: prefix.to_string() });
         }
         let doc = self.documents.get(&path);
         // 4. Expected version.
@@ -203,10 +186,7 @@ impl ModelWorld {
         let old_first = doc.map_or(1, |d| d.first_version);
         let retention = u64::from(self.policy.body.retention_versions);
         let (first_version, prune) = if version - old_first + 1 > retention {
-            (
-                version - retention + 1,
-                Some((old_first, version - retention)),
-            )
+            (version - retention + 1, Some((old_first, version - retention)))
         } else {
             (old_first, None)
         };
@@ -226,10 +206,7 @@ impl ModelWorld {
             new_version: true,
             policy: None,
         };
-        (
-            Verdict::Applied(applied),
-            Some(Change::Write { body: new_body }),
-        )
+        (Verdict::Applied(applied), Some(Change::Write { body: new_body }))
     }
 
     /// `set_archived`: SPEC 1.4 checks 1 to 5, 9 and 10 (6 to 8 concern writes only).
@@ -251,9 +228,7 @@ impl ModelWorld {
         }
         // 3. Read-only prefix.
         if let Some(prefix) = self.policy.body.read_only_prefix_of(&path) {
-            return rejected(ModelRejection::ReadOnly {
-                prefix: prefix.to_string(),
-            });
+            return rejected(ModelRejection::ReadOnly { prefix: prefix.to_string() });
         }
         let doc = self.documents.get(&path);
         // 4. Expected version.
@@ -266,12 +241,7 @@ impl ModelWorld {
         };
         // 9. Flag already as requested.
         if doc.archived == archived {
-            return (
-                Verdict::Unchanged {
-                    version: doc.version,
-                },
-                None,
-            );
+            return (Verdict::Unchanged { version: doc.version }, None);
         }
         // 10. Applied: the flag flips; version, first version and body stay.
         let current = doc.snapshot();
@@ -279,11 +249,7 @@ impl ModelWorld {
             receipt: ModelReceipt {
                 op_id,
                 sequence: self.sequence + 1,
-                kind: if archived {
-                    ReceiptKind::Archived
-                } else {
-                    ReceiptKind::Unarchived
-                },
+                kind: if archived { ReceiptKind::Archived } else { ReceiptKind::Unarchived },
                 path: Some(path),
                 version: doc.version,
             },
@@ -295,10 +261,7 @@ impl ModelWorld {
             new_version: false,
             policy: None,
         };
-        (
-            Verdict::Applied(applied),
-            Some(Change::Archive { archived }),
-        )
+        (Verdict::Applied(applied), Some(Change::Archive { archived }))
     }
 
     /// `set_policy`: SPEC 1.4 policy checks 1 to 5. Read-only prefixes do not apply.
@@ -378,28 +341,18 @@ impl ModelWorld {
     /// Make an applied verdict true of the state.
     fn commit(&mut self, applied: &ModelApplied, change: Change) {
         let receipt = &applied.receipt;
-        assert_eq!(
-            receipt.sequence,
-            self.sequence + 1,
-            "sequences are contiguous"
-        );
+        assert_eq!(receipt.sequence, self.sequence + 1, "sequences are contiguous");
         self.sequence = receipt.sequence;
         let previous = self.committed.insert(receipt.op_id, receipt.clone());
         assert!(previous.is_none(), "an operation id commits once");
 
         match change {
             Change::Policy { body } => {
-                self.policy = ModelPolicy {
-                    version: receipt.version,
-                    body,
-                };
+                self.policy = ModelPolicy { version: receipt.version, body };
             }
             Change::Archive { archived } => {
                 let path = receipt.path.as_ref().expect("archive flips name a path");
-                let doc = self
-                    .documents
-                    .get_mut(path)
-                    .expect("archive flips need a document");
+                let doc = self.documents.get_mut(path).expect("archive flips need a document");
                 doc.archived = archived;
                 doc.modified_sequence = receipt.sequence;
             }
@@ -413,16 +366,13 @@ impl ModelWorld {
                     body_len: applied.body_len,
                     kind: receipt.kind,
                 };
-                let doc = self
-                    .documents
-                    .entry(path)
-                    .or_insert_with(|| StoredDocument {
-                        version: 0,
-                        first_version: 1,
-                        archived: false,
-                        modified_sequence: 0,
-                        versions: Vec::new(),
-                    });
+                let doc = self.documents.entry(path).or_insert_with(|| StoredDocument {
+                    version: 0,
+                    first_version: 1,
+                    archived: false,
+                    modified_sequence: 0,
+                    versions: Vec::new(),
+                });
                 doc.version = receipt.version;
                 doc.first_version = applied.first_version;
                 doc.archived = false;
@@ -469,27 +419,15 @@ mod tests {
     }
 
     fn publish(path: &str, body: &[u8], expected: Expected) -> Mutation {
-        Mutation::Publish {
-            path: path.to_string(),
-            body: Bytes::copy_from_slice(body),
-            expected,
-        }
+        Mutation::Publish { path: path.to_string(), body: Bytes::copy_from_slice(body), expected }
     }
 
     fn append(path: &str, bytes: &[u8], expected: Expected) -> Mutation {
-        Mutation::Append {
-            path: path.to_string(),
-            bytes: Bytes::copy_from_slice(bytes),
-            expected,
-        }
+        Mutation::Append { path: path.to_string(), bytes: Bytes::copy_from_slice(bytes), expected }
     }
 
     fn set_archived(path: &str, archived: bool, expected: Expected) -> Mutation {
-        Mutation::SetArchived {
-            path: path.to_string(),
-            archived,
-            expected,
-        }
+        Mutation::SetArchived { path: path.to_string(), archived, expected }
     }
 
     fn policy_body(retention: u32, max: u64, prefixes: &[&str]) -> PolicyBody {
@@ -501,10 +439,7 @@ mod tests {
     }
 
     fn set_policy(retention: u32, max: u64, prefixes: &[&str], expected: Expected) -> Mutation {
-        Mutation::SetPolicy {
-            policy: policy_body(retention, max, prefixes),
-            expected,
-        }
+        Mutation::SetPolicy { policy: policy_body(retention, max, prefixes), expected }
     }
 
     fn default_policy_with(prefixes: &[&str]) -> Mutation {
@@ -533,10 +468,7 @@ mod tests {
 
     impl W {
         fn new() -> Self {
-            W {
-                world: ModelWorld::new(),
-                next: 1_000_000,
-            }
+            W { world: ModelWorld::new(), next: 1_000_000 }
         }
         fn apply(&mut self, m: Mutation) -> Verdict {
             self.next += 1;
@@ -547,11 +479,8 @@ mod tests {
         }
     }
 
-    const ALL_DOC_KINDS: [fn(&str, Expected) -> Mutation; 3] = [
-        |p, e| publish(p, b"new", e),
-        |p, e| append(p, b"new", e),
-        |p, e| set_archived(p, true, e),
-    ];
+    const ALL_DOC_KINDS: [fn(&str, Expected) -> Mutation; 3] =
+        [|p, e| publish(p, b"new", e), |p, e| append(p, b"new", e), |p, e| set_archived(p, true, e)];
 
     // ------------------------------------------------------------ genesis, sequences
 
@@ -573,26 +502,12 @@ mod tests {
         let mut w = W::new();
         assert_eq!(w.ok(publish("/a", b"1", Expected::Any)).receipt.sequence, 1);
         // Unchanged, rejected and invalid take no sequence.
-        assert_eq!(
-            w.apply(publish("/a", b"1", Expected::Any)),
-            Verdict::Unchanged { version: 1 }
-        );
-        assert!(matches!(
-            w.apply(publish("/a", b"2", Expected::Absent)),
-            Verdict::Rejected(_)
-        ));
-        assert!(matches!(
-            w.apply(publish("", b"2", Expected::Any)),
-            Verdict::Invalid(_)
-        ));
+        assert_eq!(w.apply(publish("/a", b"1", Expected::Any)), Verdict::Unchanged { version: 1 });
+        assert!(matches!(w.apply(publish("/a", b"2", Expected::Absent)), Verdict::Rejected(_)));
+        assert!(matches!(w.apply(publish("", b"2", Expected::Any)), Verdict::Invalid(_)));
         assert_eq!(w.world.sequence(), 1);
         assert_eq!(w.ok(append("/b", b"x", Expected::Any)).receipt.sequence, 2);
-        assert_eq!(
-            w.ok(set_archived("/b", true, Expected::Any))
-                .receipt
-                .sequence,
-            3
-        );
+        assert_eq!(w.ok(set_archived("/b", true, Expected::Any)).receipt.sequence, 3);
         assert_eq!(w.ok(default_policy_with(&["/z"])).receipt.sequence, 4);
         assert_eq!(w.world.sequence(), 4);
     }
@@ -736,14 +651,7 @@ mod tests {
         w.ok(publish("/a", b"y", Expected::Any));
         w.ok(append("/a", b"z", Expected::Any));
         let kinds: Vec<_> = w.world.versions("/a").iter().map(|v| v.kind).collect();
-        assert_eq!(
-            kinds,
-            vec![
-                ReceiptKind::Appended,
-                ReceiptKind::Published,
-                ReceiptKind::Appended
-            ]
-        );
+        assert_eq!(kinds, vec![ReceiptKind::Appended, ReceiptKind::Published, ReceiptKind::Appended]);
         assert_eq!(w.world.body("/a", 3), Some(&b"yz"[..]));
     }
 
@@ -820,10 +728,7 @@ mod tests {
         let first = applied(w.apply(op(1), &publish("/a", b"x", Expected::Any))).receipt;
         applied(w.apply(op(2), &publish("/a", b"y", Expected::Any)));
         applied(w.apply(op(3), &set_archived("/a", true, Expected::Any)));
-        assert_eq!(
-            w.evaluate(op(1), &publish("/a", b"z", Expected::Any)),
-            Verdict::Duplicate(first)
-        );
+        assert_eq!(w.evaluate(op(1), &publish("/a", b"z", Expected::Any)), Verdict::Duplicate(first));
         assert_eq!(w.receipt(op(2)).unwrap().version, 2);
         assert_eq!(w.receipt(op(3)).unwrap().kind, ReceiptKind::Archived);
     }
@@ -834,33 +739,14 @@ mod tests {
         // whose first answer was not a commit can still apply later.
         let mut w = ModelWorld::new();
         applied(w.apply(op(1), &publish("/a", b"x", Expected::Any)));
-        assert_eq!(
-            w.apply(op(2), &publish("/a", b"x", Expected::Any)),
-            Verdict::Unchanged { version: 1 }
-        );
-        assert!(matches!(
-            w.apply(op(3), &publish("/a", b"y", Expected::Absent)),
-            Verdict::Rejected(_)
-        ));
-        assert!(matches!(
-            w.apply(op(4), &publish("/", b"y", Expected::Any)),
-            Verdict::Invalid(_)
-        ));
+        assert_eq!(w.apply(op(2), &publish("/a", b"x", Expected::Any)), Verdict::Unchanged { version: 1 });
+        assert!(matches!(w.apply(op(3), &publish("/a", b"y", Expected::Absent)), Verdict::Rejected(_)));
+        assert!(matches!(w.apply(op(4), &publish("/", b"y", Expected::Any)), Verdict::Invalid(_)));
         for n in 2..=4 {
             assert_eq!(w.receipt(op(n)), None);
         }
-        assert_eq!(
-            applied(w.apply(op(2), &publish("/a", b"y", Expected::Any)))
-                .receipt
-                .sequence,
-            2
-        );
-        assert_eq!(
-            applied(w.apply(op(3), &publish("/a", b"z", Expected::Version(2))))
-                .receipt
-                .sequence,
-            3
-        );
+        assert_eq!(applied(w.apply(op(2), &publish("/a", b"y", Expected::Any))).receipt.sequence, 2);
+        assert_eq!(applied(w.apply(op(3), &publish("/a", b"z", Expected::Version(2)))).receipt.sequence, 3);
     }
 
     #[test]
@@ -869,10 +755,7 @@ mod tests {
         let first = applied(w.apply(op(1), &publish("/ro/a", b"x", Expected::Any))).receipt;
         applied(w.apply(op(2), &default_policy_with(&["/ro"])));
         for make in ALL_DOC_KINDS {
-            assert_eq!(
-                w.evaluate(op(1), &make("/ro/a", Expected::Any)),
-                Verdict::Duplicate(first.clone())
-            );
+            assert_eq!(w.evaluate(op(1), &make("/ro/a", Expected::Any)), Verdict::Duplicate(first.clone()));
         }
     }
 
@@ -901,9 +784,7 @@ mod tests {
             for path in ["/ro", "/ro/a", "ro//b/c"] {
                 assert_eq!(
                     rejection(w.apply(make(path, Expected::Any))),
-                    ModelRejection::ReadOnly {
-                        prefix: "/ro".to_string()
-                    }
+                    ModelRejection::ReadOnly { prefix: "/ro".to_string() }
                 );
             }
         }
@@ -924,9 +805,7 @@ mod tests {
         w.ok(default_policy_with(&["/a/b", "/a"]));
         assert_eq!(
             rejection(w.apply(publish("/a/b/c", b"x", Expected::Any))),
-            ModelRejection::ReadOnly {
-                prefix: "/a".to_string()
-            }
+            ModelRejection::ReadOnly { prefix: "/a".to_string() }
         );
     }
 
@@ -948,9 +827,7 @@ mod tests {
         let mut w = W::new();
         w.ok(publish("/ro/a", b"x", Expected::Any));
         w.ok(default_policy_with(&["/ro"]));
-        let ro = ModelRejection::ReadOnly {
-            prefix: "/ro".to_string(),
-        };
+        let ro = ModelRejection::ReadOnly { prefix: "/ro".to_string() };
         for make in ALL_DOC_KINDS {
             // Both an existing document with a failing precondition and an absent one.
             assert_eq!(rejection(w.apply(make("/ro/a", Expected::Absent))), ro);
@@ -966,39 +843,19 @@ mod tests {
         w.ok(set_archived("/ro/arch", true, Expected::Any));
         w.ok(publish("/ro/doc", b"x", Expected::Any));
         w.ok(default_policy_with(&["/ro"]));
-        let ro = ModelRejection::ReadOnly {
-            prefix: "/ro".to_string(),
-        };
+        let ro = ModelRejection::ReadOnly { prefix: "/ro".to_string() };
         // NotFound (5)
-        assert_eq!(
-            rejection(w.apply(set_archived("/ro/none", true, Expected::Any))),
-            ro
-        );
+        assert_eq!(rejection(w.apply(set_archived("/ro/none", true, Expected::Any))), ro);
         // Archived (6)
-        assert_eq!(
-            rejection(w.apply(publish("/ro/arch", b"y", Expected::Any))),
-            ro
-        );
+        assert_eq!(rejection(w.apply(publish("/ro/arch", b"y", Expected::Any))), ro);
         // Topology (7)
-        assert_eq!(
-            rejection(w.apply(append("/ro/doc/sub", b"y", Expected::Any))),
-            ro
-        );
+        assert_eq!(rejection(w.apply(append("/ro/doc/sub", b"y", Expected::Any))), ro);
         // TooLarge (8)
         let big = vec![0u8; 5_000_000];
-        assert_eq!(
-            rejection(w.apply(publish("/ro/new", &big, Expected::Any))),
-            ro
-        );
+        assert_eq!(rejection(w.apply(publish("/ro/new", &big, Expected::Any))), ro);
         // Unchanged (9)
-        assert_eq!(
-            rejection(w.apply(publish("/ro/doc", b"x", Expected::Any))),
-            ro
-        );
-        assert_eq!(
-            rejection(w.apply(set_archived("/ro/arch", true, Expected::Any))),
-            ro
-        );
+        assert_eq!(rejection(w.apply(publish("/ro/doc", b"x", Expected::Any))), ro);
+        assert_eq!(rejection(w.apply(set_archived("/ro/arch", true, Expected::Any))), ro);
     }
 
     // ------------------------------------------------------------ 4. expected version
@@ -1111,14 +968,8 @@ mod tests {
         let mut w = W::new();
         w.ok(publish("/a", b"x", Expected::Any));
         w.ok(set_archived("/a", true, Expected::Any));
-        assert_eq!(
-            rejection(w.apply(publish("/a", b"y", Expected::Any))),
-            ModelRejection::Archived
-        );
-        assert_eq!(
-            rejection(w.apply(append("/a", b"y", Expected::Version(1)))),
-            ModelRejection::Archived
-        );
+        assert_eq!(rejection(w.apply(publish("/a", b"y", Expected::Any))), ModelRejection::Archived);
+        assert_eq!(rejection(w.apply(append("/a", b"y", Expected::Version(1)))), ModelRejection::Archived);
         assert_eq!(w.world.document("/a").unwrap().version, 1);
     }
 
@@ -1143,19 +994,10 @@ mod tests {
         w.ok(publish("/a", b"x", Expected::Any));
         w.ok(set_archived("/a", true, Expected::Any));
         // The same body would be Unchanged (9); a huge one TooLarge (8).
-        assert_eq!(
-            rejection(w.apply(publish("/a", b"x", Expected::Any))),
-            ModelRejection::Archived
-        );
-        assert_eq!(
-            rejection(w.apply(append("/a", b"", Expected::Any))),
-            ModelRejection::Archived
-        );
+        assert_eq!(rejection(w.apply(publish("/a", b"x", Expected::Any))), ModelRejection::Archived);
+        assert_eq!(rejection(w.apply(append("/a", b"", Expected::Any))), ModelRejection::Archived);
         let big = vec![1u8; 4_194_305];
-        assert_eq!(
-            rejection(w.apply(publish("/a", &big, Expected::Any))),
-            ModelRejection::Archived
-        );
+        assert_eq!(rejection(w.apply(publish("/a", &big, Expected::Any))), ModelRejection::Archived);
     }
 
     // ------------------------------------------------------------ 7. topology
@@ -1168,9 +1010,7 @@ mod tests {
             for path in ["/a/b/c", "/a/b/c/d/e"] {
                 assert_eq!(
                     rejection(w.apply(make(path, Expected::Any))),
-                    ModelRejection::Topology {
-                        blocking: "/a/b".to_string()
-                    }
+                    ModelRejection::Topology { blocking: "/a/b".to_string() }
                 );
             }
         }
@@ -1188,9 +1028,7 @@ mod tests {
         for make in [ALL_DOC_KINDS[0], ALL_DOC_KINDS[1]] {
             assert_eq!(
                 rejection(w.apply(make("/a", Expected::Any))),
-                ModelRejection::Topology {
-                    blocking: "/a/B/deep".to_string()
-                }
+                ModelRejection::Topology { blocking: "/a/B/deep".to_string() }
             );
         }
     }
@@ -1215,15 +1053,11 @@ mod tests {
         w.ok(set_archived("/a/b", true, Expected::Any));
         assert_eq!(
             rejection(w.apply(publish("/a", b"y", Expected::Any))),
-            ModelRejection::Topology {
-                blocking: "/a/b".to_string()
-            }
+            ModelRejection::Topology { blocking: "/a/b".to_string() }
         );
         assert_eq!(
             rejection(w.apply(publish("/a/b/c", b"y", Expected::Any))),
-            ModelRejection::Topology {
-                blocking: "/a/b".to_string()
-            }
+            ModelRejection::Topology { blocking: "/a/b".to_string() }
         );
     }
 
@@ -1253,15 +1087,11 @@ mod tests {
         let big = vec![1u8; 4_194_305];
         assert_eq!(
             rejection(w.apply(publish("/a/b", &big, Expected::Any))),
-            ModelRejection::Topology {
-                blocking: "/a".to_string()
-            }
+            ModelRejection::Topology { blocking: "/a".to_string() }
         );
         assert_eq!(
             rejection(w.apply(append("/a/b", &big, Expected::Absent))),
-            ModelRejection::Topology {
-                blocking: "/a".to_string()
-            }
+            ModelRejection::Topology { blocking: "/a".to_string() }
         );
     }
 
@@ -1285,10 +1115,7 @@ mod tests {
         w.ok(publish("/ok", &vec![7u8; 4_194_304], Expected::Any));
         assert_eq!(
             rejection(w.apply(publish("/big", &vec![7u8; 4_194_305], Expected::Any))),
-            ModelRejection::TooLarge {
-                size: 4_194_305,
-                max: 4_194_304
-            }
+            ModelRejection::TooLarge { size: 4_194_305, max: 4_194_304 }
         );
     }
 
@@ -1342,10 +1169,7 @@ mod tests {
         let mut w = W::new();
         w.ok(publish("/a", b"x", Expected::Any));
         w.ok(publish("/a", b"y", Expected::Any));
-        assert_eq!(
-            w.apply(publish("a/", b"y", Expected::Version(2))),
-            Verdict::Unchanged { version: 2 }
-        );
+        assert_eq!(w.apply(publish("a/", b"y", Expected::Version(2))), Verdict::Unchanged { version: 2 });
         assert_eq!(w.world.sequence(), 2);
         assert_eq!(w.world.versions("/a").len(), 2);
         assert_eq!(w.world.document("/a").unwrap().modified_sequence, 2);
@@ -1363,20 +1187,11 @@ mod tests {
     fn append_of_no_bytes_is_unchanged() {
         let mut w = W::new();
         w.ok(publish("/a", b"x", Expected::Any));
-        assert_eq!(
-            w.apply(append("/a", b"", Expected::Any)),
-            Verdict::Unchanged { version: 1 }
-        );
+        assert_eq!(w.apply(append("/a", b"", Expected::Any)), Verdict::Unchanged { version: 1 });
         // Also for an empty document.
         w.ok(append("/e", b"", Expected::Any));
-        assert_eq!(
-            w.apply(append("/e", b"", Expected::Version(1))),
-            Verdict::Unchanged { version: 1 }
-        );
-        assert_eq!(
-            w.apply(publish("/e", b"", Expected::Version(1))),
-            Verdict::Unchanged { version: 1 }
-        );
+        assert_eq!(w.apply(append("/e", b"", Expected::Version(1))), Verdict::Unchanged { version: 1 });
+        assert_eq!(w.apply(publish("/e", b"", Expected::Version(1))), Verdict::Unchanged { version: 1 });
         assert_eq!(w.world.sequence(), 2);
     }
 
@@ -1385,10 +1200,7 @@ mod tests {
         let mut w = W::new();
         w.ok(publish("/a", b"x", Expected::Any));
         w.ok(publish("/a", b"y", Expected::Any));
-        assert_eq!(
-            w.apply(set_archived("/a", false, Expected::Any)),
-            Verdict::Unchanged { version: 2 }
-        );
+        assert_eq!(w.apply(set_archived("/a", false, Expected::Any)), Verdict::Unchanged { version: 2 });
         w.ok(set_archived("/a", true, Expected::Any));
         assert_eq!(
             w.apply(set_archived("/a", true, Expected::Version(2))),
@@ -1567,13 +1379,7 @@ mod tests {
                 policy: Some(normalized.clone()),
             }
         );
-        assert_eq!(
-            w.policy(),
-            &ModelPolicy {
-                version: 1,
-                body: normalized
-            }
-        );
+        assert_eq!(w.policy(), &ModelPolicy { version: 1, body: normalized });
         let b = applied(w.apply(op(10), &set_policy(6, 1000, &[], Expected::Version(1))));
         assert_eq!(b.receipt.version, 2);
         assert_eq!(w.policy().version, 2);
@@ -1583,28 +1389,16 @@ mod tests {
     fn set_policy_with_an_invalid_policy_is_invalid() {
         let w = ModelWorld::new();
         let cases = [
-            (
-                set_policy(0, 1, &[], Expected::Any),
-                PolicyProblem::Retention,
-            ),
-            (
-                set_policy(1, 67_108_865, &[], Expected::Any),
-                PolicyProblem::BodyMax,
-            ),
-            (
-                set_policy(1, 1, &vec!["/a"; 65], Expected::Any),
-                PolicyProblem::TooManyPrefixes,
-            ),
+            (set_policy(0, 1, &[], Expected::Any), PolicyProblem::Retention),
+            (set_policy(1, 67_108_865, &[], Expected::Any), PolicyProblem::BodyMax),
+            (set_policy(1, 1, &vec!["/a"; 65], Expected::Any), PolicyProblem::TooManyPrefixes),
             (
                 set_policy(1, 1, &["/a", "/b/./c"], Expected::Any),
                 PolicyProblem::Prefix(PathProblem::DotSegment),
             ),
         ];
         for (m, problem) in cases {
-            assert_eq!(
-                w.evaluate(op(1), &m),
-                Verdict::Invalid(ModelInvalid::Policy(problem))
-            );
+            assert_eq!(w.evaluate(op(1), &m), Verdict::Invalid(ModelInvalid::Policy(problem)));
         }
     }
 
@@ -1629,10 +1423,7 @@ mod tests {
         );
         // And an op id first committed by a document mutation.
         let doc = applied(w.apply(op(2), &publish("/d", b"x", Expected::Any))).receipt;
-        assert_eq!(
-            w.apply(op(2), &set_policy(9, 9, &[], Expected::Any)),
-            Verdict::Duplicate(doc)
-        );
+        assert_eq!(w.apply(op(2), &set_policy(9, 9, &[], Expected::Any)), Verdict::Duplicate(doc));
         assert_eq!(w.policy().version, 1);
     }
 
@@ -1645,10 +1436,7 @@ mod tests {
             Verdict::Rejected(ModelRejection::Conflict { current: None })
         );
         // V = 0: Absent and Version(0) both hold.
-        assert!(matches!(
-            w.evaluate(op(1), &set_policy(9, 9, &[], Expected::Absent)),
-            Verdict::Applied(_)
-        ));
+        assert!(matches!(w.evaluate(op(1), &set_policy(9, 9, &[], Expected::Absent)), Verdict::Applied(_)));
         assert!(matches!(
             w.evaluate(op(1), &set_policy(9, 9, &[], Expected::Version(0))),
             Verdict::Applied(_)
@@ -1680,10 +1468,7 @@ mod tests {
         applied(w.apply(op(2), &set_policy(3, 10, &["/b", "/a"], Expected::Any)));
         // Equal after normalization: other order, other spelling, duplicates.
         assert_eq!(
-            w.apply(
-                op(3),
-                &set_policy(3, 10, &["a/", "//b", "/a"], Expected::Version(1))
-            ),
+            w.apply(op(3), &set_policy(3, 10, &["a/", "//b", "/a"], Expected::Version(1))),
             Verdict::Unchanged { version: 1 }
         );
         assert_eq!(w.sequence(), 1);
@@ -1724,12 +1509,7 @@ mod tests {
         assert!(w.world.document("/notes/a.md").is_some());
         assert!(w.world.document("notes//a.md/").is_none());
         // A raw spelling of the same path reaches the same document on write.
-        assert_eq!(
-            w.ok(publish("/notes/a.md/", b"y", Expected::Version(1)))
-                .receipt
-                .version,
-            2
-        );
+        assert_eq!(w.ok(publish("/notes/a.md/", b"y", Expected::Version(1))).receipt.version, 2);
     }
 
     #[test]

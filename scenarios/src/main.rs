@@ -143,7 +143,12 @@ fn main() -> ExitCode {
             let result = sweep(&list, range, &overrides, jobs, &|r| {
                 if !r.passed() {
                     failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    bar.println(format!("FAIL {} seed {}: {}", r.scenario, r.seed, r.violations.first().map_or("", |v| v.as_str())));
+                    bar.println(format!(
+                        "FAIL {} seed {}: {}",
+                        r.scenario,
+                        r.seed,
+                        r.violations.first().map_or("", |v| v.as_str())
+                    ));
                 }
                 bar.set_message(format!("{} failed", failed.load(std::sync::atomic::Ordering::Relaxed)));
                 bar.inc(1);

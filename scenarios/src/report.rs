@@ -91,7 +91,8 @@ impl Report {
         repro: String,
     ) -> Report {
         let mut latency = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
-        let (mut offered, mut acked, mut rejected, mut refused, mut uncertain, mut expired, mut crashed) = (0, 0, 0, 0, 0, 0, 0);
+        let (mut offered, mut acked, mut rejected, mut refused, mut uncertain, mut expired, mut crashed) =
+            (0, 0, 0, 0, 0, 0, 0);
         let mut acked_by = vec![0u64; config.replicas];
         let mut acked_in_window = 0u64;
         for op in &result.history.ops {
@@ -131,7 +132,10 @@ impl Report {
             }
         }
         if result.unsettled > 0 {
-            violations.push(format!("{} writes were still unanswered when the settle time ran out", result.unsettled));
+            violations.push(format!(
+                "{} writes were still unanswered when the settle time ran out",
+                result.unsettled
+            ));
         }
         Report {
             scenario: scenario.to_string(),
@@ -153,7 +157,12 @@ impl Report {
             violations_total: check.violations_total + violations.len() - check.violations.len(),
             violations,
             throughput_wps: acked_in_window as f64 / window_s,
-            latency_ms: Latency { p50: ms(0.5), p99: ms(0.99), p999: ms(0.999), max: latency.max() as f64 / 1_000.0 },
+            latency_ms: Latency {
+                p50: ms(0.5),
+                p99: ms(0.99),
+                p999: ms(0.999),
+                max: latency.max() as f64 / 1_000.0,
+            },
             slots: check.slots,
             members_per_slot: if slots_won == 0 { 0.0 } else { members as f64 / slots_won as f64 },
             slots_per_s: slots_won as f64 / window_s,
@@ -193,7 +202,10 @@ impl Report {
     /// The readable report.
     pub fn text(&self) -> String {
         let mut s = String::new();
-        s += &format!("scenario {} seed {} ({} profile, {} replicas, batch {}, {} ahead)\n", self.scenario, self.seed, self.profile, self.replicas, self.batch_max, self.ahead);
+        s += &format!(
+            "scenario {} seed {} ({} profile, {} replicas, batch {}, {} ahead)\n",
+            self.scenario, self.seed, self.profile, self.replicas, self.batch_max, self.ahead
+        );
         s += &format!("  virtual {:.1} s in {:.2} s wall\n", self.virtual_s, self.wall_s);
         s += &format!(
             "  writes   offered {}  acked {}  rejected {}  refused {}  uncertain {}  expired {}  crashed {}  lost {}\n",
@@ -208,7 +220,10 @@ impl Report {
             self.latency_ms.p50, self.latency_ms.p99, self.latency_ms.p999, self.latency_ms.max
         );
         for r in &self.per_replica {
-            s += &format!("  replica {}  acked {}  slots won {}  lost {}  crashes {}\n", r.replica, r.acked, r.slots_won, r.slots_lost, r.crashes);
+            s += &format!(
+                "  replica {}  acked {}  slots won {}  lost {}  crashes {}\n",
+                r.replica, r.acked, r.slots_won, r.slots_lost, r.crashes
+            );
         }
         let st = &self.store;
         s += &format!(

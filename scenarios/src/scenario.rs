@@ -149,7 +149,8 @@ fn single(seed: u64) -> ClusterConfig {
 }
 
 fn saturate(seed: u64) -> ClusterConfig {
-    let workload = Workload::new(Arrivals::Closed { writers_per_replica: 256 }, Mix::creates_and_blind_updates());
+    let workload =
+        Workload::new(Arrivals::Closed { writers_per_replica: 256 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 1, GcsConfig::of(ProfileKind::Gcs), workload);
     c.duration_ms = 30_000;
     c.preload_documents = 2_000;
@@ -157,7 +158,8 @@ fn saturate(seed: u64) -> ClusterConfig {
 }
 
 fn race(seed: u64) -> ClusterConfig {
-    let workload = Workload::new(Arrivals::Closed { writers_per_replica: 64 }, Mix::creates_and_blind_updates());
+    let workload =
+        Workload::new(Arrivals::Closed { writers_per_replica: 64 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::GcsShaped), workload);
     c.duration_ms = 20_000;
     c.preload_documents = 2_000;
@@ -165,7 +167,15 @@ fn race(seed: u64) -> ClusterConfig {
 }
 
 fn faults(seed: u64) -> ClusterConfig {
-    let mix = Mix { create: 20, blind_update: 40, expected_update: 15, append: 15, archive_flip: 5, republish: 5, ..Mix::default() };
+    let mix = Mix {
+        create: 20,
+        blind_update: 40,
+        expected_update: 15,
+        append: 15,
+        archive_flip: 5,
+        republish: 5,
+        ..Mix::default()
+    };
     let workload = Workload::new(Arrivals::Open { rate_per_s: 120.0 }, mix);
     let gcs = GcsConfig::of(ProfileKind::Gcs).with_faults(Faults::high());
     let mut c = ClusterConfig::new(seed, 3, gcs, workload);
@@ -175,7 +185,10 @@ fn faults(seed: u64) -> ClusterConfig {
 }
 
 fn crash(seed: u64) -> ClusterConfig {
-    let workload = Workload::new(Arrivals::Open { rate_per_s: 150.0 }, Mix { create: 30, blind_update: 50, expected_update: 10, append: 10, ..Mix::default() });
+    let workload = Workload::new(
+        Arrivals::Open { rate_per_s: 150.0 },
+        Mix { create: 30, blind_update: 50, expected_update: 10, append: 10, ..Mix::default() },
+    );
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
     c.duration_ms = 20_000;
     c.preload_documents = 200;

@@ -24,10 +24,8 @@ pub fn sweep(
     jobs: usize,
     progress: &(dyn Fn(&Report) + Sync),
 ) -> SweepResult {
-    let work: Vec<(&Scenario, u64)> = scenarios
-        .iter()
-        .flat_map(|s| seeds.clone().map(move |seed| (*s, seed)))
-        .collect();
+    let work: Vec<(&Scenario, u64)> =
+        scenarios.iter().flat_map(|s| seeds.clone().map(move |seed| (*s, seed))).collect();
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
     std::thread::scope(|scope| {

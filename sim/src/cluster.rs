@@ -94,12 +94,23 @@ pub struct RunResult {
 #[derive(Clone, Debug)]
 enum Event {
     /// A client sends a write: an open-loop arrival, or a closed-loop writer's next.
-    Arrival { writer: Option<usize> },
-    Apply { ticket: u64 },
-    Reply { ticket: u64 },
-    Wake { node: usize, incarnation: u32 },
+    Arrival {
+        writer: Option<usize>,
+    },
+    Apply {
+        ticket: u64,
+    },
+    Reply {
+        ticket: u64,
+    },
+    Wake {
+        node: usize,
+        incarnation: u32,
+    },
     Crash,
-    Restart { node: usize },
+    Restart {
+        node: usize,
+    },
 }
 
 struct Ticket {
@@ -186,7 +197,8 @@ pub fn run(config: &ClusterConfig) -> RunResult {
     };
     c.preload();
     for n in 0..config.replicas {
-        let skew_us = if config.clock_skew_ms_max == 0 { 0 } else { c.chaos.below(config.clock_skew_ms_max * 1_000) };
+        let skew_us =
+            if config.clock_skew_ms_max == 0 { 0 } else { c.chaos.below(config.clock_skew_ms_max * 1_000) };
         c.nodes.push(Node {
             replica: None,
             incarnation: 0,
@@ -220,6 +232,9 @@ pub fn run(config: &ClusterConfig) -> RunResult {
             break;
         }
         let event = c.events.remove(&serial).expect("every queued serial has an event");
+        if c.is_stale(&event, at) {
+            continue;
+        }
         c.now = at;
         c.step(event);
     }
@@ -315,6 +330,17 @@ impl Cluster<'_> {
         self.drain(n);
     }
 
+    /// A wake-up superseded by a later schedule, or meant for a replica that crashed.
+    fn is_stale(&self, event: &Event, at: Instant) -> bool {
+        match event {
+            Event::Wake { node, incarnation } => {
+                let n = &self.nodes[*node];
+                n.incarnation != *incarnation || n.wake_at != Some(at)
+            }
+            _ => false,
+        }
+    }
+
     fn step(&mut self, event: Event) {
         match event {
             Event::Arrival { writer } => self.arrival(writer),
@@ -351,12 +377,8 @@ impl Cluster<'_> {
                     }
                 }
             }
-            Event::Wake { node, incarnation } => {
-                let n = &mut self.nodes[node];
-                if n.incarnation != incarnation || n.wake_at != Some(self.now) {
-                    return;
-                }
-                n.wake_at = None;
+            Event::Wake { node, .. } => {
+                self.nodes[node].wake_at = None;
                 let now = self.kernel_now(node);
                 if let Some(r) = self.nodes[node].replica.as_mut() {
                     r.handle_timeout(now);
@@ -367,7 +389,8 @@ impl Cluster<'_> {
             Event::Restart { node } => {
                 self.trace(&[6, node as u64], "restart");
                 self.start_node(node);
-                let writers: Vec<usize> = (0..self.writer_node.len()).filter(|&w| self.writer_node[w] == node).collect();
+                let writers: Vec<usize> =
+                    (0..self.writer_node.len()).filter(|&w| self.writer_node[w] == node).collect();
                 for w in writers {
                     if !self.request_writer.values().any(|&x| x == w) && self.now < self.workload_end {
                         self.schedule(self.now, Event::Arrival { writer: Some(w) });
@@ -388,7 +411,8 @@ impl Cluster<'_> {
                     let gap = self.chaos.exponential(1_000.0 / rate_per_s);
                     self.schedule(self.now + ms(gap), Event::Arrival { writer: None });
                 }
-                let live: Vec<usize> = (0..self.nodes.len()).filter(|&n| self.nodes[n].replica.is_some()).collect();
+                let live: Vec<usize> =
+                    (0..self.nodes.len()).filter(|&n| self.nodes[n].replica.is_some()).collect();
                 if live.is_empty() {
                     return;
                 }
@@ -467,13 +491,19 @@ impl Cluster<'_> {
                 }
             }
         }
+        // A wake-up whose time no longer matches `wake_at` is stale and does nothing.
         let n = &self.nodes[node];
-        let Some(t) = n.replica.as_ref().and_then(|r| r.poll_timeout()) else { return };
-        let at = Instant::from_micros(t.as_micros().saturating_sub(n.skew_us)).max(self.now);
-        if n.wake_at.is_none_or(|w| at < w) {
+        let at = n
+            .replica
+            .as_ref()
+            .and_then(|r| r.poll_timeout())
+            .map(|t| Instant::from_micros(t.as_micros().saturating_sub(n.skew_us)).max(self.now));
+        if at != n.wake_at {
             let incarnation = n.incarnation;
-            self.nodes[node].wake_at = Some(at);
-            self.schedule(at, Event::Wake { node, incarnation });
+            self.nodes[node].wake_at = at;
+            if let Some(at) = at {
+                self.schedule(at, Event::Wake { node, incarnation });
+            }
         }
     }
 

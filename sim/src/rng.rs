@@ -19,10 +19,7 @@ pub(crate) struct SimRng(ChaCha8Rng);
 impl SimRng {
     /// The stream named `context` for `seed`. `context` is a fixed string per concern.
     pub(crate) fn derive(seed: u64, context: &'static str) -> Self {
-        SimRng(ChaCha8Rng::from_seed(blake3::derive_key(
-            context,
-            &seed.to_le_bytes(),
-        )))
+        SimRng(ChaCha8Rng::from_seed(blake3::derive_key(context, &seed.to_le_bytes())))
     }
 
     /// Uniform in [0, 1).

@@ -236,7 +236,8 @@ impl Generator {
         let path = self.known_path();
         match self.known[&path].body {
             Some((nonce, len)) => {
-                let m = Mutation::Publish { path, body: Generator::body(nonce, len), expected: Expected::Any };
+                let m =
+                    Mutation::Publish { path, body: Generator::body(nonce, len), expected: Expected::Any };
                 (m, Some((nonce, len)))
             }
             None => self.create(),
@@ -259,7 +260,11 @@ impl Generator {
             }
         };
         let (nonce, len, body) = self.fresh_body();
-        let expected = if self.workload.hot_paths.is_some() && self.rng.chance(0.5) { Expected::Absent } else { Expected::Any };
+        let expected = if self.workload.hot_paths.is_some() && self.rng.chance(0.5) {
+            Expected::Absent
+        } else {
+            Expected::Any
+        };
         (Mutation::Publish { path, body, expected }, Some((nonce, len)))
     }
 
@@ -267,7 +272,8 @@ impl Generator {
         self.read_only = !self.read_only;
         let retention_versions = 2 + self.rng.below(6) as u32;
         let read_only_prefixes = if self.read_only { vec!["/ro".to_string()] } else { Vec::new() };
-        let expected = if self.rng.chance(0.5) { Expected::Version(self.policy_version) } else { Expected::Any };
+        let expected =
+            if self.rng.chance(0.5) { Expected::Version(self.policy_version) } else { Expected::Any };
         Mutation::SetPolicy {
             policy: PolicyBody { retention_versions, body_bytes_max: 1 << 20, read_only_prefixes },
             expected,

@@ -14,26 +14,49 @@ use slotlog_kernel::world::{
 use slotlog_model::checker::{invalid_to_model, receipt_to_model, rejection_to_model};
 use slotlog_model::{ModelWorld, Verdict};
 
-const PATHS: &[&str] = &["/a.md", "/a.md/b.md", "/a.md/b.md/c.md", "/d/e.md", "/d", "d//e.md/", "/ro/x.md", "/x/../y", ""];
+const PATHS: &[&str] =
+    &["/a.md", "/a.md/b.md", "/a.md/b.md/c.md", "/d/e.md", "/d", "d//e.md/", "/ro/x.md", "/x/../y", ""];
 
 fn expected() -> impl Strategy<Value = Expected> {
     prop_oneof![Just(Expected::Any), Just(Expected::Absent), (0u64..4).prop_map(Expected::Version)]
 }
 
 fn body() -> impl Strategy<Value = Bytes> {
-    prop_oneof![Just(Bytes::from_static(b"one")), Just(Bytes::from_static(b"two")), proptest::collection::vec(any::<u8>(), 0..40).prop_map(Bytes::from)]
+    prop_oneof![
+        Just(Bytes::from_static(b"one")),
+        Just(Bytes::from_static(b"two")),
+        proptest::collection::vec(any::<u8>(), 0..40).prop_map(Bytes::from)
+    ]
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
     let path = proptest::sample::select(PATHS).prop_map(str::to_string);
     prop_oneof![
-        (path.clone(), body(), expected()).prop_map(|(path, body, expected)| Mutation::Publish { path, body, expected }),
-        (path.clone(), body(), expected()).prop_map(|(path, bytes, expected)| Mutation::Append { path, bytes, expected }),
-        (path, any::<bool>(), expected()).prop_map(|(path, archived, expected)| Mutation::SetArchived { path, archived, expected }),
-        (1u32..4, prop_oneof![Just(8u64), Just(64), Just(1 << 20)], any::<bool>(), expected()).prop_map(|(r, max, ro, expected)| Mutation::SetPolicy {
-            policy: PolicyBody { retention_versions: r, body_bytes_max: max, read_only_prefixes: if ro { vec!["ro/".into()] } else { vec![] } },
-            expected,
+        (path.clone(), body(), expected()).prop_map(|(path, body, expected)| Mutation::Publish {
+            path,
+            body,
+            expected
         }),
+        (path.clone(), body(), expected()).prop_map(|(path, bytes, expected)| Mutation::Append {
+            path,
+            bytes,
+            expected
+        }),
+        (path, any::<bool>(), expected()).prop_map(|(path, archived, expected)| Mutation::SetArchived {
+            path,
+            archived,
+            expected
+        }),
+        (1u32..4, prop_oneof![Just(8u64), Just(64), Just(1 << 20)], any::<bool>(), expected()).prop_map(
+            |(r, max, ro, expected)| Mutation::SetPolicy {
+                policy: PolicyBody {
+                    retention_versions: r,
+                    body_bytes_max: max,
+                    read_only_prefixes: if ro { vec!["ro/".into()] } else { vec![] }
+                },
+                expected,
+            }
+        ),
     ]
 }
 

@@ -36,16 +36,32 @@ pub enum DecodeError {
     /// Not a slotlog object at all (too short, or no magic).
     Foreign,
     UnknownKind(u8),
-    WrongKind { expected: Kind, found: Kind },
+    WrongKind {
+        expected: Kind,
+        found: Kind,
+    },
     /// A slotlog object of a schema this build cannot read.
-    UnknownSchema { kind: Kind, schema: u16 },
+    UnknownSchema {
+        kind: Kind,
+        schema: u16,
+    },
     /// The declared payload length disagrees with the object's size.
-    Length { declared: u64, actual: u64 },
-    Checksum { stored: u32, computed: u32 },
+    Length {
+        declared: u64,
+        actual: u64,
+    },
+    Checksum {
+        stored: u32,
+        computed: u32,
+    },
     /// The payload does not decode as the kind's structure.
     Malformed,
     /// The payload decodes but leaves bytes over.
-    Trailing { bytes: usize },
+    Trailing {
+        bytes: usize,
+    },
+    /// The payload decodes, but not from the one byte form its value encodes to.
+    NotCanonical,
     /// The payload decodes but breaks a rule of the format (named).
     Invalid(&'static str),
 }
@@ -95,11 +111,15 @@ pub fn encode_value<T: Serialize>(kind: Kind, value: &T) -> Vec<u8> {
     encode_raw(kind, &payload)
 }
 
-pub fn decode_value<T: DeserializeOwned>(kind: Kind, bytes: &[u8]) -> Result<T, DecodeError> {
+pub fn decode_value<T: DeserializeOwned + Serialize>(kind: Kind, bytes: &[u8]) -> Result<T, DecodeError> {
     let payload = decode_raw(kind, bytes)?;
     let (value, rest) = postcard::take_from_bytes::<T>(payload).map_err(|_| DecodeError::Malformed)?;
     if !rest.is_empty() {
         return Err(DecodeError::Trailing { bytes: rest.len() });
+    }
+    // One value, one byte form: postcard reads an overlong varint, so re-encode and compare.
+    if postcard::to_allocvec(&value).map_err(|_| DecodeError::Malformed)? != payload {
+        return Err(DecodeError::NotCanonical);
     }
     Ok(value)
 }

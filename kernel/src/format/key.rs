@@ -17,11 +17,7 @@ impl Keys {
     /// `prefix` may be empty; a trailing `/` is optional.
     pub fn new(prefix: &str) -> Keys {
         let trimmed = prefix.trim_end_matches('/');
-        let root = if trimmed.is_empty() {
-            String::new()
-        } else {
-            format!("{trimmed}/")
-        };
+        let root = if trimmed.is_empty() { String::new() } else { format!("{trimmed}/") };
         Keys { root }
     }
 
@@ -49,7 +45,9 @@ impl Keys {
     /// The first sequence a slot key names, or None for a key that is not a slot name.
     pub fn parse_slot(&self, key: &str) -> Option<u64> {
         let rest = key.strip_prefix(&self.root)?.strip_prefix("log/")?;
-        if rest.len() != SLOT_DIGITS || !rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        if rest.len() != SLOT_DIGITS
+            || !rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
             return None;
         }
         u64::from_str_radix(rest, 16).ok()

@@ -13,3 +13,8 @@ pub use frame::{DecodeError, Kind};
 pub use key::Keys;
 pub use marker::Marker;
 pub use slot::{Slot, SLOT_MEMBERS_MAX};
+
+#[cfg(test)]
+mod roundtrip_tests;
+#[cfg(test)]
+mod snapshot_tests;

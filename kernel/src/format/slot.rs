@@ -50,6 +50,9 @@ impl Slot {
         if self.members.len() > SLOT_MEMBERS_MAX {
             return Some("slot with too many members");
         }
+        if self.first_sequence.checked_add(self.members.len() as u64).is_none() {
+            return Some("slot sequences pass the largest sequence");
+        }
         for (i, m) in self.members.iter().enumerate() {
             if m.sequence() != self.first_sequence + i as u64 {
                 return Some("member sequences are not contiguous from the first");

@@ -130,6 +130,13 @@ impl SlotMember {
                 let versioned = matches!(kind, ReceiptKind::Published | ReceiptKind::Appended);
                 match (&self.version, versioned) {
                     (Some(v), true) => {
+                        let kind_matches = match v.kind {
+                            VersionKind::Publish => kind == ReceiptKind::Published,
+                            VersionKind::Append => kind == ReceiptKind::Appended,
+                        };
+                        if !kind_matches {
+                            return Some("version kind does not match receipt kind");
+                        }
                         if v.version != r.version
                             || v.sequence != r.sequence
                             || v.op_id != r.op_id
@@ -151,7 +158,7 @@ impl SlotMember {
                     _ => return Some("version record presence does not match kind"),
                 }
                 if let Some(p) = self.prune {
-                    if p.first > p.last || p.last + 1 != entry.first_version {
+                    if p.first > p.last || p.last.checked_add(1) != Some(entry.first_version) {
                         return Some("prune range does not end below first version");
                     }
                 }

@@ -4,7 +4,7 @@
 use super::entry::{IndexEntry, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord};
 use super::mutation::{Expected, Mutation};
 use super::path::Path;
-use super::policy::{PolicyRules, Policy};
+use super::policy::{Policy, PolicyRules};
 use super::verdict::{Invalid, Rejection};
 use super::view::{topology_block, StateView};
 use crate::hash::Hash32;
@@ -70,8 +70,13 @@ pub fn validate(m: &Mutation) -> Result<ValidMutation, Invalid> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Evaluation {
     /// A member for the next slot, with the new body when it made one.
-    Applied { member: SlotMember, body: Option<Bytes> },
-    Unchanged { version: u64 },
+    Applied {
+        member: SlotMember,
+        body: Option<Bytes>,
+    },
+    Unchanged {
+        version: u64,
+    },
     Duplicate(Receipt),
     Rejected(Rejection),
     /// An append needs the current body with this hash; evaluate again once it is known.

@@ -32,28 +32,13 @@ pub struct PolicyBody {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mutation {
     /// Replace a document's body (creating the document when absent).
-    Publish {
-        path: String,
-        body: Bytes,
-        expected: Expected,
-    },
+    Publish { path: String, body: Bytes, expected: Expected },
     /// Add bytes to the end of the current body (creating the document when absent).
-    Append {
-        path: String,
-        bytes: Bytes,
-        expected: Expected,
-    },
+    Append { path: String, bytes: Bytes, expected: Expected },
     /// Archive or unarchive an existing document. An archived document refuses writes.
-    SetArchived {
-        path: String,
-        archived: bool,
-        expected: Expected,
-    },
+    SetArchived { path: String, archived: bool, expected: Expected },
     /// Replace the world's policy.
-    SetPolicy {
-        policy: PolicyBody,
-        expected: Expected,
-    },
+    SetPolicy { policy: PolicyBody, expected: Expected },
 }
 
 /// A mutation with the operation id that names it.

@@ -69,10 +69,7 @@ impl Path {
     /// Proper ancestors, shortest first: `/a/b/c` gives `/a`, `/a/b`.
     pub fn ancestors(&self) -> impl Iterator<Item = &str> {
         let s = self.0.as_str();
-        s.match_indices('/')
-            .map(|(i, _)| i)
-            .filter(|&i| i > 0)
-            .map(move |i| &s[..i])
+        s.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0).map(move |i| &s[..i])
     }
 
     /// The smallest string that sorts after every descendant's prefix: descendants are the
@@ -163,7 +160,8 @@ mod tests {
         assert!(p("/a.md/b.md").is_descendant_of(&p("/a.md")));
         assert!(!p("/a.mdx").is_descendant_of(&p("/a.md")));
         assert!(p("/a.md").is_under(&p("/a.md")));
-        let anc: Vec<&str> = p("/a/b/c").ancestors().collect();
+        let abc = p("/a/b/c");
+        let anc: Vec<&str> = abc.ancestors().collect();
         assert_eq!(anc, vec!["/a", "/a/b"]);
     }
 

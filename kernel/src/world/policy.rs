@@ -47,10 +47,7 @@ impl Default for PolicyRules {
 
 impl Default for Policy {
     fn default() -> Self {
-        Policy {
-            version: 0,
-            rules: PolicyRules::default(),
-        }
+        Policy { version: 0, rules: PolicyRules::default() }
     }
 }
 
@@ -138,10 +135,7 @@ mod tests {
         b.body_bytes_max = BODY_BYTES_LIMIT + 1;
         assert_eq!(PolicyRules::from_body(&b), Err(PolicyProblem::BodyMax));
         let many: Vec<String> = (0..65).map(|i| format!("/p{i}")).collect();
-        let b = PolicyBody {
-            read_only_prefixes: many,
-            ..body(&[])
-        };
+        let b = PolicyBody { read_only_prefixes: many, ..body(&[]) };
         assert_eq!(PolicyRules::from_body(&b), Err(PolicyProblem::TooManyPrefixes));
     }
 

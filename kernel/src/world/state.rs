@@ -22,13 +22,23 @@ pub struct Document {
 /// this replica holds, or two implementations disagree; the replica fails closed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ApplyError {
-    ForeignWorld { found: WorldId },
+    ForeignWorld {
+        found: WorldId,
+    },
     /// The slot does not start at the next sequence.
-    Gap { expected: u64, found: u64 },
+    Gap {
+        expected: u64,
+        found: u64,
+    },
     /// The slot does not name this state's tip as its predecessor.
-    ChainBreak { sequence: u64 },
+    ChainBreak {
+        sequence: u64,
+    },
     /// A member does not follow from the state (named rule).
-    Inconsistent { sequence: u64, rule: &'static str },
+    Inconsistent {
+        sequence: u64,
+        rule: &'static str,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -68,6 +78,11 @@ impl WorldState {
         self.tip_hash
     }
 
+    /// The last sequence applied (0 at genesis).
+    pub fn sequence(&self) -> u64 {
+        self.sequence
+    }
+
     /// The first sequence of the next slot: its name.
     pub fn next_sequence(&self) -> u64 {
         self.sequence + 1
@@ -100,10 +115,7 @@ impl WorldState {
             return Err(ApplyError::ForeignWorld { found: slot.world_id });
         }
         if slot.first_sequence != self.next_sequence() {
-            return Err(ApplyError::Gap {
-                expected: self.next_sequence(),
-                found: slot.first_sequence,
-            });
+            return Err(ApplyError::Gap { expected: self.next_sequence(), found: slot.first_sequence });
         }
         if slot.prev_hash != self.tip_hash {
             return Err(ApplyError::ChainBreak { sequence: slot.first_sequence });
@@ -132,20 +144,14 @@ impl WorldState {
         self.sequence = m.sequence();
         self.receipts.insert(m.op_id(), m.receipt.clone());
         if let Some(rules) = &m.policy {
-            self.policy = Policy {
-                version: m.receipt.version,
-                rules: rules.clone(),
-            };
+            self.policy = Policy { version: m.receipt.version, rules: rules.clone() };
         }
         let Some(entry) = &m.entry else { return };
         let old_hash = self.documents.get(&entry.path).map(|d| d.entry.body_hash);
         let doc = self
             .documents
             .entry(entry.path.clone())
-            .or_insert_with(|| Document {
-                entry: entry.clone(),
-                versions: VecDeque::new(),
-            });
+            .or_insert_with(|| Document { entry: entry.clone(), versions: VecDeque::new() });
         doc.entry = entry.clone();
         if let Some(v) = &m.version {
             doc.versions.push_back(v.clone());
@@ -161,10 +167,7 @@ impl WorldState {
                 }
             }
         }
-        self.by_hash
-            .entry(entry.body_hash)
-            .or_default()
-            .insert(entry.path.clone());
+        self.by_hash.entry(entry.body_hash).or_default().insert(entry.path.clone());
     }
 }
 
@@ -202,7 +205,9 @@ fn member_problem(view: &impl StateView, m: &SlotMember) -> Option<&'static str>
                 return Some("a write to an archived document");
             }
             let expected_first = match m.prune {
-                Some(p) if p.first != old.first_version => return Some("prune does not start at the first version"),
+                Some(p) if p.first != old.first_version => {
+                    return Some("prune does not start at the first version")
+                }
                 Some(p) => p.last + 1,
                 None => old.first_version,
             };
@@ -245,6 +250,6 @@ impl StateView for WorldState {
     }
 
     fn sequence(&self) -> u64 {
-        self.sequence
+        WorldState::sequence(self)
     }
 }

@@ -43,10 +43,7 @@ pub struct Overlay {
 
 impl Overlay {
     pub fn new(base_sequence: u64) -> Overlay {
-        Overlay {
-            sequence: base_sequence,
-            ..Overlay::default()
-        }
+        Overlay { sequence: base_sequence, ..Overlay::default() }
     }
 
     pub fn apply(&mut self, m: &SlotMember) {
@@ -54,10 +51,7 @@ impl Overlay {
         self.sequence = m.sequence();
         self.receipts.insert(m.op_id(), m.receipt.clone());
         if let Some(rules) = &m.policy {
-            self.policy = Some(Policy {
-                version: m.receipt.version,
-                rules: rules.clone(),
-            });
+            self.policy = Some(Policy { version: m.receipt.version, rules: rules.clone() });
         }
         if let Some(e) = &m.entry {
             self.entries.insert(e.path.clone(), e.clone());
@@ -84,11 +78,7 @@ impl<'a, B: StateView> Layered<'a, B> {
 
 impl<B: StateView> StateView for Layered<'_, B> {
     fn entry(&self, path: &str) -> Option<&IndexEntry> {
-        self.layers
-            .iter()
-            .rev()
-            .find_map(|l| l.entries.get(path))
-            .or_else(|| self.base.entry(path))
+        self.layers.iter().rev().find_map(|l| l.entries.get(path)).or_else(|| self.base.entry(path))
     }
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
@@ -103,19 +93,11 @@ impl<B: StateView> StateView for Layered<'_, B> {
     }
 
     fn policy(&self) -> &Policy {
-        self.layers
-            .iter()
-            .rev()
-            .find_map(|l| l.policy.as_ref())
-            .unwrap_or_else(|| self.base.policy())
+        self.layers.iter().rev().find_map(|l| l.policy.as_ref()).unwrap_or_else(|| self.base.policy())
     }
 
     fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
-        self.layers
-            .iter()
-            .rev()
-            .find_map(|l| l.receipts.get(op_id))
-            .or_else(|| self.base.receipt(op_id))
+        self.layers.iter().rev().find_map(|l| l.receipts.get(op_id)).or_else(|| self.base.receipt(op_id))
     }
 
     fn sequence(&self) -> u64 {

@@ -111,10 +111,7 @@ impl WriteRate {
         let now_period = now_us / WRITE_RATE_BUCKET_US;
         let (current, elapsed) = if now_period >= self.period_latest {
             let in_bucket_us = now_us % WRITE_RATE_BUCKET_US;
-            (
-                now_period,
-                in_bucket_us as f64 / WRITE_RATE_BUCKET_US as f64,
-            )
+            (now_period, in_bucket_us as f64 / WRITE_RATE_BUCKET_US as f64)
         } else {
             (self.period_latest, 1.0)
         };
@@ -192,16 +189,10 @@ mod tests {
         let (throttled, total) = throttles_at(2_000, 3);
         let share = throttled as f64 / total as f64;
         // At 2,000 submitted/s the probability is capped at 0.9.
-        assert!(
-            (0.85..0.95).contains(&share),
-            "429 share at 2,000/s: {share}"
-        );
+        assert!((0.85..0.95).contains(&share), "429 share at 2,000/s: {share}");
         let (throttled, total) = throttles_at(1_500, 3);
         let share = throttled as f64 / total as f64;
-        assert!(
-            (0.45..0.55).contains(&share),
-            "429 share at 1,500/s: {share}"
-        );
+        assert!((0.45..0.55).contains(&share), "429 share at 1,500/s: {share}");
     }
 
     #[test]
@@ -222,14 +213,7 @@ mod tests {
         };
         let at_1000 = median_ms(1_000);
         let at_1200 = median_ms(1_200);
-        assert!(
-            (50.0..54.0).contains(&at_1000),
-            "median at 1,000/s: {at_1000}"
-        );
-        assert!(
-            (at_1200 / at_1000 - 2.0).abs() < 0.1,
-            "1,200/s over 1,000/s: {}",
-            at_1200 / at_1000
-        );
+        assert!((50.0..54.0).contains(&at_1000), "median at 1,000/s: {at_1000}");
+        assert!((at_1200 / at_1000 - 2.0).abs() < 0.1, "1,200/s over 1,000/s: {}", at_1200 / at_1000);
     }
 }

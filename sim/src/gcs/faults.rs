@@ -81,10 +81,7 @@ impl Faults {
             self.late_create_rate,
             self.spike_rate,
         ] {
-            assert!(
-                (0.0..=1.0).contains(&rate),
-                "fault rate {rate} outside [0, 1]"
-            );
+            assert!((0.0..=1.0).contains(&rate), "fault rate {rate} outside [0, 1]");
         }
         assert!(self.exclusive_rate_sum() <= 1.0, "fault rates sum past 1");
         assert!(self.spike_factor_max >= SPIKE_FACTOR_MIN);
@@ -116,17 +113,11 @@ impl Faults {
         } else {
             Injected::None
         };
-        let spike_factor = (u_spike < self.spike_rate).then_some(
-            SPIKE_FACTOR_MIN + (self.spike_factor_max - SPIKE_FACTOR_MIN) * u_spike_factor,
-        );
+        let spike_factor = (u_spike < self.spike_rate)
+            .then_some(SPIKE_FACTOR_MIN + (self.spike_factor_max - SPIKE_FACTOR_MIN) * u_spike_factor);
         // In [1 µs, late_create_max_ms]: strictly after the caller's timeout.
         let late_by_us = 1 + (u_late * (self.late_create_max_ms * 1_000) as f64) as u64;
-        Draw {
-            injected,
-            spike_factor,
-            late_by_us,
-            u_envelope,
-        }
+        Draw { injected, spike_factor, late_by_us, u_envelope }
     }
 }
 
@@ -192,10 +183,7 @@ mod tests {
             match shape {
                 Shape::Throttled | Shape::Unavailable => {
                     assert!(plan.apply_at.is_none());
-                    assert!(
-                        reply_us < timeout_us / 10,
-                        "a refusal is a short round trip"
-                    );
+                    assert!(reply_us < timeout_us / 10, "a refusal is a short round trip");
                 }
                 Shape::TimeoutApplied => {
                     let apply = plan.apply_at.unwrap();
@@ -220,36 +208,11 @@ mod tests {
             }
         }
         let count = |s: Shape| shapes.get(&s).copied().unwrap_or(0);
-        assert_rate(
-            "throttled",
-            count(Shape::Throttled),
-            N,
-            faults.throttle_rate,
-        );
-        assert_rate(
-            "unavailable",
-            count(Shape::Unavailable),
-            N,
-            faults.unavailable_rate,
-        );
-        assert_rate(
-            "timeout applied",
-            count(Shape::TimeoutApplied),
-            N,
-            faults.timeout_applied_rate,
-        );
-        assert_rate(
-            "timeout lost",
-            count(Shape::TimeoutLost),
-            N,
-            faults.timeout_lost_rate,
-        );
-        assert_rate(
-            "late create",
-            count(Shape::LateCreate),
-            N,
-            faults.late_create_rate,
-        );
+        assert_rate("throttled", count(Shape::Throttled), N, faults.throttle_rate);
+        assert_rate("unavailable", count(Shape::Unavailable), N, faults.unavailable_rate);
+        assert_rate("timeout applied", count(Shape::TimeoutApplied), N, faults.timeout_applied_rate);
+        assert_rate("timeout lost", count(Shape::TimeoutLost), N, faults.timeout_lost_rate);
+        assert_rate("late create", count(Shape::LateCreate), N, faults.late_create_rate);
         // Spikes are drawn for every operation but only land on those that run their
         // normal course (applied, or applied with a timeout reply).
         let normal = count(Shape::Applied) + count(Shape::TimeoutApplied);
@@ -268,11 +231,7 @@ mod tests {
 
     #[test]
     fn late_creates_apply_after_their_reply_and_only_for_creates() {
-        let faults = Faults {
-            late_create_rate: 1.0,
-            late_create_max_ms: 3_000,
-            ..Faults::none()
-        };
+        let faults = Faults { late_create_rate: 1.0, late_create_max_ms: 3_000, ..Faults::none() };
         let mut gcs = SimGcs::new(GcsConfig::of(ProfileKind::Fast).with_faults(faults), 4);
         let now = Instant::from_millis(10);
         for i in 0..100 {
@@ -286,11 +245,7 @@ mod tests {
 
     #[test]
     fn an_operation_slower_than_the_client_timeout_is_a_timeout_that_applied() {
-        let faults = Faults {
-            spike_rate: 1.0,
-            spike_factor_max: 100.0,
-            ..Faults::none()
-        };
+        let faults = Faults { spike_rate: 1.0, spike_factor_max: 100.0, ..Faults::none() };
         let config = GcsConfig::of(ProfileKind::GcsShaped).with_faults(faults);
         let timeout_us = config.client_timeout_ms * 1_000;
         let mut gcs = SimGcs::new(config, 8);
@@ -307,9 +262,6 @@ mod tests {
             }
         }
         // 45 ms x [5, 100): over 2 s from ~44x; the apply point is past 2 s for some.
-        assert!(
-            late_applies > 50,
-            "{late_applies} applied after the timeout"
-        );
+        assert!(late_applies > 50, "{late_applies} applied after the timeout");
     }
 }

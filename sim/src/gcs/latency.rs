@@ -51,35 +51,24 @@ mod tests {
 
     fn quantiles(model: LatencyModel) -> (f64, f64) {
         let mut rng = SimRng::derive(11, "slotlog-sim gcs test latency");
-        let mut xs: Vec<f64> = (0..40_000)
-            .map(|_| model.sample_us(&mut rng, 1.0))
-            .collect();
+        let mut xs: Vec<f64> = (0..40_000).map(|_| model.sample_us(&mut rng, 1.0)).collect();
         xs.sort_by(f64::total_cmp);
         (xs[xs.len() / 2], xs[xs.len() * 99 / 100])
     }
 
     #[test]
     fn lognormal_hits_its_median_and_p99() {
-        let (p50, p99) = quantiles(LatencyModel::LogNormal {
-            median_us: 22_000,
-            p99_us: 37_000,
-        });
+        let (p50, p99) = quantiles(LatencyModel::LogNormal { median_us: 22_000, p99_us: 37_000 });
         assert!((p50 - 22_000.0).abs() < 400.0, "p50 {p50}");
         assert!((p99 - 37_000.0).abs() < 1_200.0, "p99 {p99}");
     }
 
     #[test]
     fn jittered_stays_within_its_band() {
-        let (p50, _) = quantiles(LatencyModel::Jittered {
-            base_us: 45_000,
-            jitter: 0.1,
-        });
+        let (p50, _) = quantiles(LatencyModel::Jittered { base_us: 45_000, jitter: 0.1 });
         assert!((p50 - 45_000.0).abs() < 500.0);
         let mut rng = SimRng::derive(12, "slotlog-sim gcs test latency");
-        let m = LatencyModel::Jittered {
-            base_us: 45_000,
-            jitter: 0.1,
-        };
+        let m = LatencyModel::Jittered { base_us: 45_000, jitter: 0.1 };
         for _ in 0..10_000 {
             let x = m.sample_us(&mut rng, 1.0);
             assert!((40_500.0..49_500.0).contains(&x));

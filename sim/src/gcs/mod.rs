@@ -40,8 +40,8 @@ pub use latency::LatencyModel;
 pub use objects::Objects;
 pub use profile::{OpKind, Profile, ProfileKind, UnknownProfile};
 
-use faults::Injected;
 use crate::rng::SimRng;
+use faults::Injected;
 
 /// When a caller gives up: the record's clients use a 2 s deadline on object calls.
 pub const CLIENT_TIMEOUT_MS_DEFAULT: u64 = 2_000;
@@ -92,10 +92,7 @@ impl GcsConfig {
         if let Some(e) = &self.envelope {
             e.validate();
         }
-        assert!(
-            self.client_timeout_ms > 0,
-            "client timeout must be positive"
-        );
+        assert!(self.client_timeout_ms > 0, "client timeout must be positive");
     }
 }
 
@@ -199,15 +196,9 @@ impl SimGcs {
         self.stats.count_submit(kind);
         let now_us = now.as_micros();
         // The bucket sees every write request, refused or not.
-        let write_rate_per_s = if kind.is_write() {
-            self.write_rate.record(now_us)
-        } else {
-            self.write_rate.rate_per_s(now_us)
-        };
-        let draw = self
-            .config
-            .faults
-            .draw(&mut self.fault_rng, kind == OpKind::Create);
+        let write_rate_per_s =
+            if kind.is_write() { self.write_rate.record(now_us) } else { self.write_rate.rate_per_s(now_us) };
+        let draw = self.config.faults.draw(&mut self.fault_rng, kind == OpKind::Create);
         let timeout_us = self.config.client_timeout_ms * 1_000;
         let timeout_at = Instant::from_micros(now_us.saturating_add(timeout_us));
 
@@ -250,8 +241,7 @@ impl SimGcs {
             self.stats.spikes += 1;
         }
         let latency_us = self.latency_us(kind, op, write_rate_per_s, draw.spike_factor);
-        let apply_at =
-            Instant::from_micros(now_us.saturating_add(self.apply_offset_us(latency_us)));
+        let apply_at = Instant::from_micros(now_us.saturating_add(self.apply_offset_us(latency_us)));
         if draw.injected == Injected::TimeoutApplied || latency_us > timeout_us {
             self.stats.timeouts += 1;
             return Plan {
@@ -310,12 +300,7 @@ impl SimGcs {
 
     /// A 429 or 5xx: a short round trip, never applied.
     fn refusal(&mut self, now_us: u64, error: BlobError) -> Plan {
-        let latency_us = to_latency_us(
-            self.config
-                .profile
-                .refusal
-                .sample_us(&mut self.latency_rng, 1.0),
-        );
+        let latency_us = to_latency_us(self.config.profile.refusal.sample_us(&mut self.latency_rng, 1.0));
         Plan {
             apply_at: None,
             reply_at: Instant::from_micros(now_us.saturating_add(latency_us)),
@@ -325,27 +310,13 @@ impl SimGcs {
 
     /// An operation's full latency: the profile's draw, scaled by load (uploads), the
     /// rare tail, the envelope (writes) and a spike, plus transfer time.
-    fn latency_us(
-        &mut self,
-        kind: OpKind,
-        op: &BlobOp,
-        write_rate_per_s: f64,
-        spike: Option<f64>,
-    ) -> u64 {
+    fn latency_us(&mut self, kind: OpKind, op: &BlobOp, write_rate_per_s: f64, spike: Option<f64>) -> u64 {
         let profile = &self.config.profile;
-        let median_scale = if kind.is_upload() {
-            profile.write_load_scale(write_rate_per_s)
-        } else {
-            1.0
-        };
-        let mut us = profile
-            .model(kind)
-            .sample_us(&mut self.latency_rng, median_scale);
+        let median_scale = if kind.is_upload() { profile.write_load_scale(write_rate_per_s) } else { 1.0 };
+        let mut us = profile.model(kind).sample_us(&mut self.latency_rng, median_scale);
         // Two draws always, so the tail does not shift later draws when it fires.
         let u_tail = self.latency_rng.unit();
-        let tail_factor = self
-            .latency_rng
-            .uniform(profile.tail_factor_min, profile.tail_factor_max);
+        let tail_factor = self.latency_rng.uniform(profile.tail_factor_min, profile.tail_factor_max);
         if u_tail < profile.tail_rate {
             us *= tail_factor;
         }
@@ -393,8 +364,7 @@ mod tests {
         let mut gcs = SimGcs::new(GcsConfig::of(kind), 42);
         // Objects for the reads to find (256 bytes each).
         for i in 0..n.min(100) {
-            gcs.apply(Instant::ZERO, &small_create(&format!("obj/{i}")))
-                .unwrap();
+            gcs.apply(Instant::ZERO, &small_create(&format!("obj/{i}"))).unwrap();
         }
         (0..n)
             .map(|i| {
@@ -412,37 +382,19 @@ mod tests {
             ("create", small_create(&format!("new/{i}"))),
             ("get", BlobOp::Get { key: key.clone() }),
             ("stat", BlobOp::Stat { key: key.clone() }),
-            (
-                "list",
-                BlobOp::List {
-                    prefix: "obj/".into(),
-                    start_after: None,
-                    limit: 100,
-                },
-            ),
+            ("list", BlobOp::List { prefix: "obj/".into(), start_after: None, limit: 100 }),
             (
                 "rewrite",
-                BlobOp::Rewrite {
-                    key: key.clone(),
-                    bytes: Bytes::from(vec![1u8; 256]),
-                    if_generation: 1,
-                },
+                BlobOp::Rewrite { key: key.clone(), bytes: Bytes::from(vec![1u8; 256]), if_generation: 1 },
             ),
-            (
-                "delete",
-                BlobOp::Delete {
-                    key,
-                    if_generation: 1,
-                },
-            ),
+            ("delete", BlobOp::Delete { key, if_generation: 1 }),
         ]
     }
 
     #[test]
     fn gcs_idle_create_has_median_40ms_and_p99_50ms() {
-        let (p50, p99) = p50_p99(idle_latencies_ms(ProfileKind::Gcs, 20_000, |i| {
-            small_create(&format!("k{i}"))
-        }));
+        let (p50, p99) =
+            p50_p99(idle_latencies_ms(ProfileKind::Gcs, 20_000, |i| small_create(&format!("k{i}"))));
         println!("gcs idle create: p50 {p50:.2} ms, p99 {p99:.2} ms");
         assert!((p50 - 40.0).abs() <= 2.0, "p50 {p50}");
         assert!((p99 - 50.0).abs() <= 4.0, "p99 {p99}");
@@ -450,9 +402,7 @@ mod tests {
 
     #[test]
     fn gcs_shaped_create_is_45ms_with_a_tenth_of_jitter() {
-        let xs = idle_latencies_ms(ProfileKind::GcsShaped, 20_000, |i| {
-            small_create(&format!("k{i}"))
-        });
+        let xs = idle_latencies_ms(ProfileKind::GcsShaped, 20_000, |i| small_create(&format!("k{i}")));
         assert!(xs.iter().all(|&x| (40.5..=49.5).contains(&x)));
         let (p50, p99) = p50_p99(xs);
         println!("gcs-shaped create: p50 {p50:.2} ms, p99 {p99:.2} ms");
@@ -505,10 +455,7 @@ mod tests {
             let xs: Vec<f64> = (0..2_000u64)
                 .map(|i| {
                     let now = Instant::from_millis(i * 1_000);
-                    let op = BlobOp::Create {
-                        key: format!("k{i}"),
-                        bytes: Bytes::from(vec![0u8; len]),
-                    };
+                    let op = BlobOp::Create { key: format!("k{i}"), bytes: Bytes::from(vec![0u8; len]) };
                     ms(gcs.submit(now, &op).reply_at.as_micros() - now.as_micros())
                 })
                 .collect();
@@ -528,10 +475,7 @@ mod tests {
             let apply = plan.apply_at.unwrap();
             assert!(now < apply && apply < plan.reply_at);
             let third = (plan.reply_at.as_micros() - now.as_micros()) / 5;
-            assert!(
-                apply.as_micros() - now.as_micros() >= third,
-                "not in the middle"
-            );
+            assert!(apply.as_micros() - now.as_micros() >= third, "not in the middle");
         }
     }
 
@@ -540,51 +484,28 @@ mod tests {
         let mut gcs = SimGcs::new(GcsConfig::of(ProfileKind::Gcs), 17);
         let mut ops: Vec<(Instant, BlobOp)> = (0..16)
             .map(|i| {
-                let op = BlobOp::Create {
-                    key: "slot/1".into(),
-                    bytes: Bytes::from(format!("w{i}")),
-                };
+                let op = BlobOp::Create { key: "slot/1".into(), bytes: Bytes::from(format!("w{i}")) };
                 (Instant::from_micros(1_000 + i * 100), op)
             })
             .collect();
         // Reads issued after every create has replied (creates take well under 1 s).
+        ops.push((Instant::from_millis(1_000), BlobOp::Get { key: "slot/1".into() }));
         ops.push((
             Instant::from_millis(1_000),
-            BlobOp::Get {
-                key: "slot/1".into(),
-            },
-        ));
-        ops.push((
-            Instant::from_millis(1_000),
-            BlobOp::List {
-                prefix: "slot/".into(),
-                start_after: None,
-                limit: 0,
-            },
+            BlobOp::List { prefix: "slot/".into(), start_after: None, limit: 0 },
         ));
         let runs = drive(&mut gcs, &ops);
-        let winners: Vec<&Run> = runs[..16]
-            .iter()
-            .filter(|r| r.delivered().is_ok())
-            .collect();
+        let winners: Vec<&Run> = runs[..16].iter().filter(|r| r.delivered().is_ok()).collect();
         assert_eq!(winners.len(), 1);
         assert!(runs[..16]
             .iter()
             .all(|r| r.delivered().is_ok() || r.delivered() == Err(BlobError::AlreadyExists)));
-        let Ok(BlobOutcome::Created(meta)) = winners[0].delivered() else {
-            unreachable!()
-        };
+        let Ok(BlobOutcome::Created(meta)) = winners[0].delivered() else { unreachable!() };
         let Ok(BlobOutcome::Got { meta: got, .. }) = runs[16].delivered() else {
             panic!("read-after-write: {:?}", runs[16].delivered());
         };
         assert_eq!(got, meta);
-        assert_eq!(
-            runs[17].delivered(),
-            Ok(BlobOutcome::Listed {
-                entries: vec![meta],
-                more: false
-            })
-        );
+        assert_eq!(runs[17].delivered(), Ok(BlobOutcome::Listed { entries: vec![meta], more: false }));
     }
 
     /// A mixed workload under high faults on the gcs profile.
@@ -596,25 +517,11 @@ mod tests {
                 let at = Instant::from_micros(i * 700);
                 let key = format!("k/{}", i % 50);
                 let op = match i % 7 {
-                    0..=2 => BlobOp::Create {
-                        key,
-                        bytes: Bytes::from(i.to_le_bytes().to_vec()),
-                    },
+                    0..=2 => BlobOp::Create { key, bytes: Bytes::from(i.to_le_bytes().to_vec()) },
                     3 => BlobOp::Get { key },
-                    4 => BlobOp::List {
-                        prefix: "k/".into(),
-                        start_after: Some(key),
-                        limit: 5,
-                    },
-                    5 => BlobOp::Rewrite {
-                        key,
-                        bytes: Bytes::from_static(b"r"),
-                        if_generation: i / 3,
-                    },
-                    _ => BlobOp::Delete {
-                        key,
-                        if_generation: i / 3,
-                    },
+                    4 => BlobOp::List { prefix: "k/".into(), start_after: Some(key), limit: 5 },
+                    5 => BlobOp::Rewrite { key, bytes: Bytes::from_static(b"r"), if_generation: i / 3 },
+                    _ => BlobOp::Delete { key, if_generation: i / 3 },
                 };
                 (at, op)
             })
@@ -633,9 +540,7 @@ mod tests {
         assert_ne!(a.2, c.2);
         // The run exercised the store: every shape occurred.
         let shapes: std::collections::BTreeSet<Shape> =
-            a.0.iter()
-                .map(|r| Shape::of(&r.plan, r.issued_at))
-                .collect();
+            a.0.iter().map(|r| Shape::of(&r.plan, r.issued_at)).collect();
         assert_eq!(shapes.len(), 6, "{shapes:?}");
     }
 
@@ -643,15 +548,11 @@ mod tests {
     fn objects_are_listed_in_key_order_with_their_meta() {
         let mut gcs = SimGcs::new(GcsConfig::of(ProfileKind::Fast), 0);
         for key in ["b", "a", "c"] {
-            gcs.apply(Instant::from_millis(5), &small_create(key))
-                .unwrap();
+            gcs.apply(Instant::from_millis(5), &small_create(key)).unwrap();
         }
         let keys: Vec<&str> = gcs.objects().map(|(k, _, _)| k).collect();
         assert_eq!(keys, ["a", "b", "c"]);
         let (_, _, meta) = gcs.objects().next().unwrap();
-        assert_eq!(
-            (meta.generation, meta.created_at_us, meta.size),
-            (2, 5_000, 256)
-        );
+        assert_eq!((meta.generation, meta.created_at_us, meta.size), (2, 5_000, 256));
     }
 }

@@ -70,9 +70,7 @@ impl Objects {
 
     /// Every object in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Bytes, ObjectMeta)> + '_ {
-        self.by_key
-            .iter()
-            .map(|(k, o)| (k.as_str(), &o.bytes, o.meta(k)))
+        self.by_key.iter().map(|(k, o)| (k.as_str(), &o.bytes, o.meta(k)))
     }
 
     fn next_generation(&mut self) -> u64 {
@@ -88,36 +86,24 @@ impl Objects {
                 if self.by_key.contains_key(key) {
                     return Err(BlobError::AlreadyExists);
                 }
-                let object = Object {
-                    bytes: bytes.clone(),
-                    generation: self.next_generation(),
-                    created_at_us: at_us,
-                };
+                let object =
+                    Object { bytes: bytes.clone(), generation: self.next_generation(), created_at_us: at_us };
                 let meta = object.meta(key);
                 self.by_key.insert(key.clone(), object);
                 Ok(BlobOutcome::Created(meta))
             }
             BlobOp::Get { key } => {
                 let o = self.by_key.get(key).ok_or(BlobError::NotFound)?;
-                Ok(BlobOutcome::Got {
-                    meta: o.meta(key),
-                    bytes: o.bytes.clone(),
-                })
+                Ok(BlobOutcome::Got { meta: o.meta(key), bytes: o.bytes.clone() })
             }
             BlobOp::Stat { key } => {
                 let o = self.by_key.get(key).ok_or(BlobError::NotFound)?;
                 Ok(BlobOutcome::Stat(o.meta(key)))
             }
-            BlobOp::List {
-                prefix,
-                start_after,
-                limit,
-            } => Ok(self.list(prefix, start_after.as_deref(), *limit)),
-            BlobOp::Rewrite {
-                key,
-                bytes,
-                if_generation,
-            } => {
+            BlobOp::List { prefix, start_after, limit } => {
+                Ok(self.list(prefix, start_after.as_deref(), *limit))
+            }
+            BlobOp::Rewrite { key, bytes, if_generation } => {
                 self.check_update(at_us, key, *if_generation)?;
                 let generation = self.next_generation();
                 let o = self.by_key.get_mut(key).expect("checked present");
@@ -149,26 +135,16 @@ impl Objects {
     }
 
     fn list(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> BlobOutcome {
-        let limit = if limit == 0 {
-            LIST_LIMIT_MAX
-        } else {
-            limit.min(LIST_LIMIT_MAX)
-        } as usize;
+        let limit = if limit == 0 { LIST_LIMIT_MAX } else { limit.min(LIST_LIMIT_MAX) } as usize;
         // Keys with one prefix are contiguous in byte order: start at the later of the
         // prefix and `start_after`, stop at the first key outside the prefix.
         let lower = match start_after {
             Some(after) if after >= prefix => Bound::Excluded(after),
             _ => Bound::Included(prefix),
         };
-        let mut matches = self
-            .by_key
-            .range::<str, _>((lower, Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix));
-        let entries: Vec<ObjectMeta> = matches
-            .by_ref()
-            .take(limit)
-            .map(|(k, o)| o.meta(k))
-            .collect();
+        let mut matches =
+            self.by_key.range::<str, _>((lower, Bound::Unbounded)).take_while(|(k, _)| k.starts_with(prefix));
+        let entries: Vec<ObjectMeta> = matches.by_ref().take(limit).map(|(k, o)| o.meta(k)).collect();
         let more = matches.next().is_some();
         BlobOutcome::Listed { entries, more }
     }
@@ -179,10 +155,7 @@ mod tests {
     use super::*;
 
     fn create(key: &str, body: &str) -> BlobOp {
-        BlobOp::Create {
-            key: key.into(),
-            bytes: Bytes::copy_from_slice(body.as_bytes()),
-        }
+        BlobOp::Create { key: key.into(), bytes: Bytes::copy_from_slice(body.as_bytes()) }
     }
 
     fn at_ms(ms: u64) -> Instant {
@@ -196,21 +169,10 @@ mod tests {
         }
     }
 
-    fn list(
-        objects: &mut Objects,
-        prefix: &str,
-        after: Option<&str>,
-        limit: u32,
-    ) -> (Vec<String>, bool) {
-        let op = BlobOp::List {
-            prefix: prefix.into(),
-            start_after: after.map(str::to_owned),
-            limit,
-        };
+    fn list(objects: &mut Objects, prefix: &str, after: Option<&str>, limit: u32) -> (Vec<String>, bool) {
+        let op = BlobOp::List { prefix: prefix.into(), start_after: after.map(str::to_owned), limit };
         match objects.apply(at_ms(0), &op) {
-            Ok(BlobOutcome::Listed { entries, more }) => {
-                (entries.into_iter().map(|m| m.key).collect(), more)
-            }
+            Ok(BlobOutcome::Listed { entries, more }) => (entries.into_iter().map(|m| m.key).collect(), more),
             other => panic!("expected Listed, got {other:?}"),
         }
     }
@@ -218,14 +180,11 @@ mod tests {
     #[test]
     fn create_if_absent_has_one_winner() {
         let mut objects = Objects::new();
-        let results: Vec<BlobResult> = (0..10)
-            .map(|i| objects.apply(at_ms(i), &create("slot/7", &format!("writer {i}"))))
-            .collect();
+        let results: Vec<BlobResult> =
+            (0..10).map(|i| objects.apply(at_ms(i), &create("slot/7", &format!("writer {i}")))).collect();
         let winners = results.iter().filter(|r| r.is_ok()).count();
         assert_eq!(winners, 1);
-        assert!(results[1..]
-            .iter()
-            .all(|r| *r == Err(BlobError::AlreadyExists)));
+        assert!(results[1..].iter().all(|r| *r == Err(BlobError::AlreadyExists)));
         let (bytes, meta) = objects.get("slot/7").unwrap();
         assert_eq!(&bytes[..], b"writer 0");
         assert_eq!(meta.created_at_us, 0);
@@ -237,11 +196,8 @@ mod tests {
         let mut objects = Objects::new();
         let a = created(objects.apply(at_ms(0), &create("a", "1")));
         let b = created(objects.apply(at_ms(1), &create("b", "1")));
-        let rw = BlobOp::Rewrite {
-            key: "a".into(),
-            bytes: Bytes::from_static(b"2"),
-            if_generation: a.generation,
-        };
+        let rw =
+            BlobOp::Rewrite { key: "a".into(), bytes: Bytes::from_static(b"2"), if_generation: a.generation };
         let Ok(BlobOutcome::Rewritten(a2)) = objects.apply(at_ms(2_000), &rw) else {
             panic!("rewrite failed");
         };
@@ -268,24 +224,12 @@ mod tests {
     #[test]
     fn list_is_in_byte_order_after_start_after_exclusively_with_limit_and_more() {
         let mut objects = Objects::new();
-        for key in [
-            "log/0003",
-            "log/0001",
-            "log/0002",
-            "log/00010",
-            "logz",
-            "a",
-            "log0",
-            "log/",
-        ] {
+        for key in ["log/0003", "log/0001", "log/0002", "log/00010", "logz", "a", "log0", "log/"] {
             objects.apply(at_ms(0), &create(key, "")).unwrap();
         }
         // Byte order, prefix only.
         let (keys, more) = list(&mut objects, "log/", None, 0);
-        assert_eq!(
-            keys,
-            ["log/", "log/0001", "log/00010", "log/0002", "log/0003"]
-        );
+        assert_eq!(keys, ["log/", "log/0001", "log/00010", "log/0002", "log/0003"]);
         assert!(!more);
         // start_after is exclusive, whether or not it names an object.
         let (keys, _) = list(&mut objects, "log/", Some("log/0001"), 0);
@@ -310,9 +254,7 @@ mod tests {
     fn list_limit_zero_means_a_thousand_and_caps_there() {
         let mut objects = Objects::new();
         for i in 0..1_005 {
-            objects
-                .apply(at_ms(0), &create(&format!("k/{i:05}"), ""))
-                .unwrap();
+            objects.apply(at_ms(0), &create(&format!("k/{i:05}"), "")).unwrap();
         }
         for limit in [0, 1_000, 5_000] {
             let (keys, more) = list(&mut objects, "k/", None, limit);
@@ -324,62 +266,35 @@ mod tests {
     #[test]
     fn conditional_rewrite_and_delete_check_presence_then_generation() {
         let mut objects = Objects::new();
-        let rw = |g: u64| BlobOp::Rewrite {
-            key: "m".into(),
-            bytes: Bytes::from_static(b"new"),
-            if_generation: g,
-        };
-        let del = |g: u64| BlobOp::Delete {
-            key: "m".into(),
-            if_generation: g,
-        };
+        let rw =
+            |g: u64| BlobOp::Rewrite { key: "m".into(), bytes: Bytes::from_static(b"new"), if_generation: g };
+        let del = |g: u64| BlobOp::Delete { key: "m".into(), if_generation: g };
         assert_eq!(objects.apply(at_ms(0), &rw(1)), Err(BlobError::NotFound));
         assert_eq!(objects.apply(at_ms(0), &del(1)), Err(BlobError::NotFound));
         let g1 = created(objects.apply(at_ms(0), &create("m", "old"))).generation;
         let later = at_ms(5_000);
-        assert_eq!(
-            objects.apply(later, &rw(g1 + 1)),
-            Err(BlobError::PreconditionFailed)
-        );
-        assert_eq!(
-            objects.apply(later, &del(g1 + 1)),
-            Err(BlobError::PreconditionFailed)
-        );
+        assert_eq!(objects.apply(later, &rw(g1 + 1)), Err(BlobError::PreconditionFailed));
+        assert_eq!(objects.apply(later, &del(g1 + 1)), Err(BlobError::PreconditionFailed));
         assert_eq!(&objects.get("m").unwrap().0[..], b"old");
         let Ok(BlobOutcome::Rewritten(m2)) = objects.apply(later, &rw(g1)) else {
             panic!("rewrite at the right generation failed");
         };
         assert_eq!(&objects.get("m").unwrap().0[..], b"new");
         let much_later = at_ms(10_000);
-        assert_eq!(
-            objects.apply(much_later, &del(g1)),
-            Err(BlobError::PreconditionFailed)
-        );
-        assert_eq!(
-            objects.apply(much_later, &del(m2.generation)),
-            Ok(BlobOutcome::Deleted)
-        );
+        assert_eq!(objects.apply(much_later, &del(g1)), Err(BlobError::PreconditionFailed));
+        assert_eq!(objects.apply(much_later, &del(m2.generation)), Ok(BlobOutcome::Deleted));
         assert!(objects.get("m").is_none());
-        assert_eq!(
-            objects.apply(much_later, &del(m2.generation)),
-            Err(BlobError::NotFound)
-        );
+        assert_eq!(objects.apply(much_later, &del(m2.generation)), Err(BlobError::NotFound));
     }
 
     #[test]
     fn one_update_per_second_per_object_name() {
         let mut objects = Objects::new();
         let g1 = created(objects.apply(at_ms(0), &create("n", "v1"))).generation;
-        let rw = |g: u64| BlobOp::Rewrite {
-            key: "n".into(),
-            bytes: Bytes::from_static(b"v2"),
-            if_generation: g,
-        };
+        let rw =
+            |g: u64| BlobOp::Rewrite { key: "n".into(), bytes: Bytes::from_static(b"v2"), if_generation: g };
         // A create counts as a write: a rewrite within the second is refused, unchanged.
-        assert_eq!(
-            objects.apply(at_ms(999), &rw(g1)),
-            Err(BlobError::Throttled)
-        );
+        assert_eq!(objects.apply(at_ms(999), &rw(g1)), Err(BlobError::Throttled));
         assert_eq!(objects.get("n").unwrap().1.generation, g1);
         // Another name is not affected.
         objects.apply(at_ms(999), &create("other", "")).unwrap();
@@ -388,10 +303,7 @@ mod tests {
             panic!("rewrite after a second failed");
         };
         // The rewrite restarts the second, for deletes too.
-        let del = BlobOp::Delete {
-            key: "n".into(),
-            if_generation: m2.generation,
-        };
+        let del = BlobOp::Delete { key: "n".into(), if_generation: m2.generation };
         assert_eq!(objects.apply(at_ms(1_500), &del), Err(BlobError::Throttled));
         assert!(objects.get("n").is_some());
         assert_eq!(objects.apply(at_ms(2_000), &del), Ok(BlobOutcome::Deleted));

@@ -137,11 +137,7 @@ pub struct UnknownProfile {
 
 impl fmt::Display for UnknownProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown profile {:?} (expected gcs, gcs-shaped or fast)",
-            self.name
-        )
+        write!(f, "unknown profile {:?} (expected gcs, gcs-shaped or fast)", self.name)
     }
 }
 
@@ -193,26 +189,14 @@ impl Profile {
 
     /// Real GCS.
     pub fn gcs() -> Self {
-        let create = LatencyModel::LogNormal {
-            median_us: GCS_CREATE_MEDIAN_US,
-            p99_us: GCS_CREATE_P99_US,
-        };
-        let stat = LatencyModel::LogNormal {
-            median_us: GCS_STAT_MEDIAN_US,
-            p99_us: GCS_STAT_P99_US,
-        };
+        let create = LatencyModel::LogNormal { median_us: GCS_CREATE_MEDIAN_US, p99_us: GCS_CREATE_P99_US };
+        let stat = LatencyModel::LogNormal { median_us: GCS_STAT_MEDIAN_US, p99_us: GCS_STAT_P99_US };
         Profile {
             kind: ProfileKind::Gcs,
             create,
-            get: LatencyModel::LogNormal {
-                median_us: GCS_GET_MEDIAN_US,
-                p99_us: GCS_GET_P99_US,
-            },
+            get: LatencyModel::LogNormal { median_us: GCS_GET_MEDIAN_US, p99_us: GCS_GET_P99_US },
             stat,
-            list: LatencyModel::LogNormal {
-                median_us: GCS_LIST_MEDIAN_US,
-                p99_us: GCS_LIST_P99_US,
-            },
+            list: LatencyModel::LogNormal { median_us: GCS_LIST_MEDIAN_US, p99_us: GCS_LIST_P99_US },
             rewrite: create,
             delete: stat,
             refusal: stat,
@@ -227,10 +211,7 @@ impl Profile {
 
     /// The record's in-process model.
     pub fn gcs_shaped() -> Self {
-        let j = |base_us| LatencyModel::Jittered {
-            base_us,
-            jitter: SHAPED_JITTER,
-        };
+        let j = |base_us| LatencyModel::Jittered { base_us, jitter: SHAPED_JITTER };
         Profile {
             kind: ProfileKind::GcsShaped,
             create: j(SHAPED_CREATE_US),
@@ -251,10 +232,7 @@ impl Profile {
 
     /// Every call [`FAST_CALL_US`] with jitter, and no load, tail or transfer term.
     fn flat(kind: ProfileKind) -> Self {
-        let m = LatencyModel::Jittered {
-            base_us: FAST_CALL_US,
-            jitter: FAST_JITTER,
-        };
+        let m = LatencyModel::Jittered { base_us: FAST_CALL_US, jitter: FAST_JITTER };
         Profile {
             kind,
             create: m,
@@ -290,15 +268,7 @@ impl Profile {
     }
 
     pub(crate) fn validate(&self) {
-        for m in [
-            self.create,
-            self.get,
-            self.stat,
-            self.list,
-            self.rewrite,
-            self.delete,
-            self.refusal,
-        ] {
+        for m in [self.create, self.get, self.stat, self.list, self.rewrite, self.delete, self.refusal] {
             m.validate();
         }
         assert!(self.transfer_us_per_kib >= 0.0);
@@ -321,10 +291,7 @@ mod tests {
             assert_eq!(Profile::of(kind).kind, kind);
             Profile::of(kind).validate();
         }
-        assert_eq!(
-            "s3".parse::<ProfileKind>(),
-            Err(UnknownProfile { name: "s3".into() })
-        );
+        assert_eq!("s3".parse::<ProfileKind>(), Err(UnknownProfile { name: "s3".into() }));
     }
 
     #[test]

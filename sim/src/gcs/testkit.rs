@@ -10,10 +10,7 @@ use super::{Plan, PlannedReply, SimGcs};
 
 /// A create with a small (256-byte) body.
 pub(crate) fn small_create(key: &str) -> BlobOp {
-    BlobOp::Create {
-        key: key.into(),
-        bytes: Bytes::from(vec![7u8; 256]),
-    }
+    BlobOp::Create { key: key.into(), bytes: Bytes::from(vec![7u8; 256]) }
 }
 
 /// What a plan promises, as the caller and the bucket would see it.
@@ -89,11 +86,7 @@ pub(crate) fn drive(gcs: &mut SimGcs, ops: &[(Instant, BlobOp)]) -> Vec<Run> {
                 if let Some(apply_at) = plan.apply_at {
                     queue.insert((apply_at, Event::Apply(i)), ());
                 }
-                runs[i] = Some(Run {
-                    issued_at: at,
-                    plan,
-                    applied: None,
-                });
+                runs[i] = Some(Run { issued_at: at, plan, applied: None });
             }
             Event::Apply(i) => {
                 let result = gcs.apply(at, &ops[i].1);

@@ -1,0 +1,286 @@
+//! Byte snapshots of every object kind (SPEC 2 to 6). Each snapshot is the exact object an
+//! encoder writes for fixed values; any change to a byte, to the key scheme or to the slot
+//! hash fails here. Such a change breaks every bucket already written, so a failing
+//! snapshot means "new schema", never "accept the new bytes".
+
+use super::frame::{HEADER_LEN, TRAILER_LEN};
+use super::{decode_body, encode_body, Keys, Marker, Slot};
+use crate::hash::Hash32;
+use crate::ids::{OperationId, StoreId, WorldId};
+use crate::world::entry::{
+    IndexEntry, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord,
+};
+use crate::world::path::Path;
+use crate::world::policy::PolicyRules;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// 16 readable bytes: "slotlog-world-01".
+pub(super) const WORLD: WorldId = WorldId(*b"slotlog-world-01");
+
+pub(super) fn path(s: &str) -> Path {
+    Path::parse(s).expect("a valid path")
+}
+
+pub(super) fn op(n: u128) -> OperationId {
+    OperationId::from(n)
+}
+
+pub(super) fn marker() -> Marker {
+    Marker { world_id: WORLD, created_by: StoreId(0x0102_0304_0506_0708) }
+}
+
+/// A document member (publish, append, archive or unarchive) whose parts agree.
+fn document_member(
+    kind: ReceiptKind,
+    op_id: OperationId,
+    sequence: u64,
+    at: &str,
+    (version, first_version): (u64, u64),
+    body: &[u8],
+    prune: Option<PruneRange>,
+) -> SlotMember {
+    let body_hash = Hash32::of(body);
+    let body_len = body.len() as u64;
+    let version_kind = match kind {
+        ReceiptKind::Published => Some(VersionKind::Publish),
+        ReceiptKind::Appended => Some(VersionKind::Append),
+        _ => None,
+    };
+    SlotMember {
+        receipt: Receipt { op_id, sequence, kind, path: Some(path(at)), version },
+        entry: Some(IndexEntry {
+            path: path(at),
+            version,
+            first_version,
+            archived: kind == ReceiptKind::Archived,
+            body_hash,
+            body_len,
+            modified_sequence: sequence,
+        }),
+        version: version_kind.map(|kind| VersionRecord {
+            version,
+            sequence,
+            op_id,
+            body_hash,
+            body_len,
+            kind,
+        }),
+        prune,
+        policy: None,
+    }
+}
+
+/// One member of each receipt kind, at sequences 300 to 304 (300 takes a two-byte varint).
+fn five_kind_slot() -> Slot {
+    let prefixes = vec![path("/archive"), path("/locked")];
+    let policy = SlotMember {
+        receipt: Receipt {
+            op_id: op(0x55),
+            sequence: 304,
+            kind: ReceiptKind::PolicySet,
+            path: None,
+            version: 2,
+        },
+        entry: None,
+        version: None,
+        prune: None,
+        policy: Some(PolicyRules {
+            retention_versions: 3,
+            body_bytes_max: 1 << 20,
+            read_only_prefixes: prefixes,
+        }),
+    };
+    Slot {
+        world_id: WORLD,
+        first_sequence: 300,
+        store_id: StoreId(0x0102_0304_0506_0708),
+        prev_hash: Hash32::of(b"the previous slot's object bytes"),
+        members: vec![
+            document_member(
+                ReceiptKind::Published,
+                op(0x11),
+                300,
+                "/notes/a.md",
+                (5, 3),
+                b"hello",
+                Some(PruneRange { first: 1, last: 2 }),
+            ),
+            document_member(ReceiptKind::Appended, op(0x22), 301, "/notes/log.txt", (2, 1), b"ab", None),
+            document_member(ReceiptKind::Archived, op(0x33), 302, "/notes/a.md", (5, 3), b"hello", None),
+            document_member(ReceiptKind::Unarchived, op(0x44), 303, "/notes/a.md", (5, 3), b"hello", None),
+            policy,
+        ],
+    }
+}
+
+/// The SPEC 5.6 worked example: the first slot of the world of [`marker`], one publish.
+pub(super) fn worked_example_slot() -> Slot {
+    Slot {
+        world_id: WORLD,
+        first_sequence: 1,
+        store_id: StoreId(7),
+        prev_hash: Hash32::of(&marker().encode()),
+        members: vec![document_member(ReceiptKind::Published, op(1), 1, "/a.md", (1, 1), b"hi", None)],
+    }
+}
+
+/// 32 bytes a line, each line led by its offset, then the length and the BLAKE3 hash.
+fn hex_dump(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for (i, line) in bytes.chunks(32).enumerate() {
+        let hex: Vec<String> = line.iter().map(|b| format!("{b:02x}")).collect();
+        writeln!(out, "{:04x}  {}", i * 32, hex.join(" ")).expect("write to a string");
+    }
+    writeln!(out, "length {}", bytes.len()).expect("write to a string");
+    writeln!(out, "blake3 {}", Hash32::of(bytes).to_hex()).expect("write to a string");
+    out
+}
+
+fn pc<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    postcard::to_allocvec(value).expect("postcard encodes it")
+}
+
+/// The worked example split field by field. Each part is encoded on its own; the test
+/// checks their concatenation is exactly the object `Slot::encode` writes.
+fn worked_example_parts() -> Vec<(String, Vec<u8>)> {
+    let slot = worked_example_slot();
+    let m = &slot.members[0];
+    let r = &m.receipt;
+    let e = m.entry.as_ref().expect("a publish has an entry");
+    let v = m.version.as_ref().expect("a publish has a version record");
+    let path_bytes = |p: &Path| p.as_str().as_bytes().to_vec();
+    let payload: Vec<(String, Vec<u8>)> = vec![
+        ("slot.world_id ([u8; 16], raw)".into(), pc(&slot.world_id)),
+        ("slot.first_sequence (varint) = 1".into(), pc(&slot.first_sequence)),
+        ("slot.store_id (varint) = 7".into(), pc(&slot.store_id)),
+        ("slot.prev_hash ([u8; 32]) = BLAKE3(marker object)".into(), pc(&slot.prev_hash)),
+        ("slot.members length (varint) = 1".into(), pc(&slot.members.len())),
+        ("receipt.op_id ([u8; 16])".into(), pc(&r.op_id)),
+        ("receipt.sequence (varint) = 1".into(), pc(&r.sequence)),
+        ("receipt.kind (varint) = 0 Published".into(), pc(&r.kind)),
+        ("receipt.path: Option tag 1 = Some".into(), vec![1]),
+        (
+            "receipt.path length (varint) = 5".into(),
+            pc(&r.path.as_ref().map(|p| p.as_str().len()).unwrap_or(0)),
+        ),
+        ("receipt.path bytes \"/a.md\"".into(), path_bytes(r.path.as_ref().expect("a path"))),
+        ("receipt.version (varint) = 1".into(), pc(&r.version)),
+        ("entry: Option tag 1 = Some".into(), vec![1]),
+        ("entry.path length (varint) = 5".into(), pc(&e.path.as_str().len())),
+        ("entry.path bytes \"/a.md\"".into(), path_bytes(&e.path)),
+        ("entry.version (varint) = 1".into(), pc(&e.version)),
+        ("entry.first_version (varint) = 1".into(), pc(&e.first_version)),
+        ("entry.archived (bool) = false".into(), pc(&e.archived)),
+        ("entry.body_hash ([u8; 32]) = BLAKE3(\"hi\")".into(), pc(&e.body_hash)),
+        ("entry.body_len (varint) = 2".into(), pc(&e.body_len)),
+        ("entry.modified_sequence (varint) = 1".into(), pc(&e.modified_sequence)),
+        ("version: Option tag 1 = Some".into(), vec![1]),
+        ("version.version (varint) = 1".into(), pc(&v.version)),
+        ("version.sequence (varint) = 1".into(), pc(&v.sequence)),
+        ("version.op_id ([u8; 16])".into(), pc(&v.op_id)),
+        ("version.body_hash ([u8; 32])".into(), pc(&v.body_hash)),
+        ("version.body_len (varint) = 2".into(), pc(&v.body_len)),
+        ("version.kind (varint) = 0 Publish".into(), pc(&v.kind)),
+        ("prune: Option tag 0 = None".into(), pc(&m.prune)),
+        ("policy: Option tag 0 = None".into(), pc(&m.policy)),
+    ];
+    let payload_len: usize = payload.iter().map(|(_, b)| b.len()).sum();
+    let mut parts: Vec<(String, Vec<u8>)> = vec![
+        ("magic \"slog\"".into(), b"slog".to_vec()),
+        ("kind = 2 (slot)".into(), vec![2]),
+        ("schema (u16 LE) = 1".into(), 1u16.to_le_bytes().to_vec()),
+        (format!("payload length (u32 LE) = {payload_len}"), (payload_len as u32).to_le_bytes().to_vec()),
+    ];
+    parts.extend(payload);
+    let preceding: Vec<u8> = parts.iter().flat_map(|(_, b)| b.clone()).collect();
+    parts.push((
+        "CRC32C (u32 LE) of bytes 0 to here".into(),
+        crc32c::crc32c(&preceding).to_le_bytes().to_vec(),
+    ));
+    parts
+}
+
+/// Offset, up to 16 bytes of hex a line, and the field each part is.
+fn annotate(parts: &[(String, Vec<u8>)]) -> String {
+    let mut out = String::new();
+    let mut offset = 0;
+    for (name, bytes) in parts {
+        for (i, chunk) in bytes.chunks(16).enumerate() {
+            let hex: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
+            let label = if i == 0 { name.as_str() } else { "" };
+            let line = format!("{:04x}  {:<47}  {label}", offset + i * 16, hex.join(" "));
+            writeln!(out, "{}", line.trim_end()).expect("write to a string");
+        }
+        offset += bytes.len();
+    }
+    writeln!(out, "total {offset} bytes").expect("write to a string");
+    out
+}
+
+#[test]
+fn marker_bytes() {
+    let m = marker();
+    let bytes = m.encode();
+    assert_eq!(Marker::decode(&bytes), Ok(m));
+    insta::assert_snapshot!("marker", hex_dump(&bytes));
+}
+
+#[test]
+fn slot_with_one_member_of_each_receipt_kind_bytes() {
+    let slot = five_kind_slot();
+    let bytes = slot.encode();
+    assert_eq!(Slot::decode(&bytes).as_ref(), Ok(&slot));
+    let kinds: Vec<ReceiptKind> = slot.members.iter().map(|m| m.receipt.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ReceiptKind::Published,
+            ReceiptKind::Appended,
+            ReceiptKind::Archived,
+            ReceiptKind::Unarchived,
+            ReceiptKind::PolicySet
+        ]
+    );
+    insta::assert_snapshot!("slot_five_kinds", hex_dump(&bytes));
+}
+
+#[test]
+fn body_blob_bytes() {
+    let body = b"hello, slotlog\n";
+    let bytes = encode_body(body);
+    assert_eq!(decode_body(&bytes, &Hash32::of(body)).as_deref(), Ok(&body[..]));
+    assert_eq!(&bytes[HEADER_LEN..bytes.len() - TRAILER_LEN], body, "a body blob's payload is the raw body");
+    let key = Keys::new("worlds/w1").body(&Hash32::of(body));
+    insta::assert_snapshot!("body_blob", format!("key {key}\n{}", hex_dump(&bytes)));
+}
+
+#[test]
+fn keys_of_a_world() {
+    let mut out = String::new();
+    for prefix in ["", "worlds/w1", "worlds/w1/"] {
+        let k = Keys::new(prefix);
+        writeln!(out, "prefix {prefix:?}").expect("write");
+        writeln!(out, "  marker {}", k.marker()).expect("write");
+        writeln!(out, "  log    {}", k.log_prefix()).expect("write");
+        for seq in [1u64, 300, u64::MAX] {
+            writeln!(out, "  slot   {}", k.slot(seq)).expect("write");
+        }
+        writeln!(out, "  body   {}", k.body(&Hash32::of(b"hi"))).expect("write");
+    }
+    insta::assert_snapshot!("keys", out);
+}
+
+#[test]
+fn worked_example_in_spec() {
+    let slot = worked_example_slot();
+    let bytes = slot.encode();
+    let parts = worked_example_parts();
+    let joined: Vec<u8> = parts.iter().flat_map(|(_, b)| b.clone()).collect();
+    assert_eq!(joined, bytes, "the annotation covers every byte in order");
+    assert_eq!(Slot::decode(&bytes).as_ref(), Ok(&slot));
+    insta::assert_snapshot!(
+        "worked_example",
+        format!("{}slot hash {}\n", annotate(&parts), Hash32::of(&bytes).to_hex())
+    );
+}

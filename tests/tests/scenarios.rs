@@ -1,0 +1,60 @@
+//! Scenario-level guarantees, organised by the decision record's sections: determinism
+//! of the simulation itself, and the seeds that once found bugs, kept as regressions.
+
+use slotlog_scenarios::run_scenario;
+use slotlog_scenarios::scenario::{Overrides, Scenario};
+
+fn run(name: &str, seed: u64, o: &Overrides) -> slotlog_scenarios::Report {
+    run_scenario(Scenario::find(name).expect("a scenario"), seed, o)
+}
+
+mod reproduction {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_gives_the_same_trace() {
+        let o = Overrides { duration_s: Some(5.0), ..Overrides::default() };
+        let a = run("faults", 7, &o);
+        let b = run("faults", 7, &o);
+        assert_eq!(a.trace_hash, b.trace_hash);
+        assert_eq!((a.offered, a.acked, a.uncertain), (b.offered, b.acked, b.uncertain));
+    }
+
+    #[test]
+    fn another_seed_gives_another_trace() {
+        let o = Overrides { duration_s: Some(5.0), ..Overrides::default() };
+        assert_ne!(run("faults", 7, &o).trace_hash, run("faults", 8, &o).trace_hash);
+    }
+
+    #[test]
+    fn a_report_names_the_command_that_replays_it() {
+        let o = Overrides { duration_s: Some(2.0), batch_max: Some(16), ..Overrides::default() };
+        let r = run("saturate", 3, &o);
+        assert_eq!(r.repro, "slotlog run saturate --seed 3 --duration-s 2 --batch-max 16");
+    }
+}
+
+/// Runs that once failed, each with the finding it exposed (docs/SIMULATION.md).
+mod regressions {
+    use super::*;
+
+    #[test]
+    fn conflicts_seed_1_policy_version_zero_holds_at_genesis() {
+        let r = run("conflicts", 1, &Overrides::default());
+        assert!(r.passed(), "{:?}", r.violations);
+        assert!(r.rejected > 0 && r.acked > 0, "the run still exercises conflicts");
+    }
+}
+
+/// The decision record's "Group commit": one store alone.
+mod group_commit {
+    use super::*;
+
+    #[test]
+    fn a_single_store_at_250_writes_per_second_acknowledges_them_all() {
+        let r = run("single", 1, &Overrides { duration_s: Some(10.0), ..Overrides::default() });
+        assert!(r.passed(), "{:?}", r.violations);
+        assert_eq!(r.lost, 0);
+        assert!(r.acked as f64 >= 0.99 * r.offered as f64, "acked {} of {}", r.acked, r.offered);
+    }
+}
