@@ -210,14 +210,12 @@ pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id:
     for op in &history.ops {
         let in_log = committed.contains_key(&op.op_id);
         match &op.outcome {
-            Outcome::Answered { result: Ok(WriteOk::Committed(receipt)), .. } => {
-                if !in_log {
-                    r.lost += 1;
-                    r.violation(format!(
-                        "{:?} was acknowledged at sequence {} but is not in the log",
-                        op.op_id, receipt.sequence
-                    ));
-                }
+            Outcome::Answered { result: Ok(WriteOk::Committed(receipt)), .. } if !in_log => {
+                r.lost += 1;
+                r.violation(format!(
+                    "{:?} was acknowledged at sequence {} but is not in the log",
+                    op.op_id, receipt.sequence
+                ));
             }
             Outcome::Answered { result: Err(WriteError::Uncertain { .. }), .. } => {
                 if in_log {
@@ -355,15 +353,15 @@ fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<String> {
         return Some(format!("receipt {:?} against {:?}", m.receipt, a.receipt));
     }
     match &m.entry {
-        Some(e) => {
+        Some(e)
             if e.archived != a.archived
                 || Some(e.body_hash.0) != a.body_hash
                 || e.body_len != a.body_len
-                || e.first_version != a.first_version
-            {
-                return Some(format!("entry {e:?} against {a:?}"));
-            }
+                || e.first_version != a.first_version =>
+        {
+            return Some(format!("entry {e:?} against {a:?}"));
         }
+        Some(_) => {}
         None if a.receipt.kind != ReceiptKind::PolicySet => return Some("no entry".into()),
         None => {}
     }

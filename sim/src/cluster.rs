@@ -182,7 +182,7 @@ pub fn run(config: &ClusterConfig) -> RunResult {
         next_serial: 0,
         tiebreak: SimRng::derive(config.seed, "slotlog-sim ties"),
         chaos: SimRng::derive(config.seed, "slotlog-sim chaos"),
-        gcs: SimGcs::new(config.gcs.clone(), config.seed),
+        gcs: SimGcs::new(config.gcs, config.seed),
         tickets: BTreeMap::new(),
         next_ticket: 0,
         nodes: Vec::new(),
@@ -576,7 +576,7 @@ impl Cluster<'_> {
             end: self.now,
             trace_hash: Hash32(*self.trace.finalize().as_bytes()),
             replicas,
-            store: self.gcs.stats().clone(),
+            store: *self.gcs.stats(),
             unsettled,
         }
     }

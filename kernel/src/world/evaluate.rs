@@ -66,7 +66,9 @@ pub fn validate(m: &Mutation) -> Result<ValidMutation, Invalid> {
     })
 }
 
-/// How a mutation comes out against one state.
+/// How a mutation comes out against one state. Short-lived (built and consumed in one
+/// step), so the large `Applied` variant is not boxed.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Evaluation {
     /// A member for the next slot, with the new body when it made one.

@@ -29,7 +29,7 @@ pub struct PolicyRules {
 }
 
 /// The policy in force, with its version (0 until the first `set_policy`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub struct Policy {
     pub version: u64,
     pub rules: PolicyRules,
@@ -42,12 +42,6 @@ impl Default for PolicyRules {
             body_bytes_max: DEFAULT_BODY_BYTES_MAX,
             read_only_prefixes: Vec::new(),
         }
-    }
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy { version: 0, rules: PolicyRules::default() }
     }
 }
 
