@@ -77,8 +77,6 @@ struct Batch {
     slot: Option<Encoded>,
     /// Bodies this batch's slot names that are not yet stored.
     bodies_waiting: BTreeSet<Hash32>,
-    /// A create of these bytes may have landed (timeout or 5xx seen).
-    tainted: bool,
     /// When this batch's first slot create was sent.
     first_create_at: Option<Instant>,
 }
@@ -124,6 +122,8 @@ pub struct CommitterStats {
     pub uncertain: u64,
     pub requeued: u64,
     pub body_reads: u64,
+    /// Calls sent a second time because the first had not answered in time.
+    pub calls_hedged: u64,
 }
 
 pub(crate) struct Committer {
@@ -334,7 +334,6 @@ impl Committer {
                 members: Vec::new(),
                 slot: None,
                 bodies_waiting: BTreeSet::new(),
-                tainted: false,
                 first_create_at: None,
             });
             self.build_last(now, io);
@@ -468,7 +467,6 @@ impl Committer {
             Err(BlobError::Throttled) => io.retry_later(now, call),
             Err(_) => {
                 self.stats.creates_ambiguous += 1;
-                self.pipeline.front_mut().expect("head").tainted = true;
                 if self.config.defects.skip_ambiguous_read {
                     self.commit_head(now, io);
                 } else {

@@ -278,11 +278,11 @@ fn a_slot_of_another_world_in_the_log_fails_closed() {
 
 #[test]
 fn group_commit_takes_what_is_queued_without_a_timer() {
-    let mut h = Harness::opened(Config::default());
+    let mut h = Harness::opened(no_hedging());
     let arrived = h.now;
     let r = h.publish(1, "/a.md", "hello");
     assert!(h.find(is_body_create).is_some(), "the lone write's body is sent at once");
-    let deadline = arrived + Duration::from_millis(Config::default().request_deadline_ms);
+    let deadline = arrived + Duration::from_millis(no_hedging().request_deadline_ms);
     assert_eq!(h.replica.poll_timeout(), Some(deadline), "no batching timer, only the write's deadline");
     h.deliver_until(is_slot_create);
     assert_eq!(
@@ -785,7 +785,8 @@ fn a_full_queue_refuses_with_busy() {
 
 #[test]
 fn a_deadline_in_the_queue_expires_and_in_a_batch_is_uncertain() {
-    let mut h = Harness::opened(Config { request_deadline_ms: 1_000, ..one_batch_at_a_time() });
+    let mut h =
+        Harness::opened(Config { request_deadline_ms: 1_000, hedge_after_ms: 0, ..one_batch_at_a_time() });
     let riding = h.publish(1, "/a.md", "a");
     let waiting = h.publish(2, "/b.md", "b");
     h.deliver_all_but(is_slot_create);
@@ -808,7 +809,7 @@ fn a_deadline_in_the_queue_expires_and_in_a_batch_is_uncertain() {
 
 #[test]
 fn an_uncertain_write_is_never_requeued() {
-    let mut h = Harness::opened(Config { request_deadline_ms: 1_000, ..Config::default() });
+    let mut h = Harness::opened(Config { request_deadline_ms: 1_000, ..no_hedging() });
     let r = h.publish(1, "/a.md", "mine");
     h.deliver_all_but(is_slot_create);
     h.fire_timer();
@@ -899,4 +900,32 @@ fn a_missing_body_the_log_names_fails_closed() {
     assert_eq!(h.failures, vec![FailReason::BodyMissing { hash }]);
     assert_eq!(h.reply(r), Some(&Err(WriteError::Failed(FailReason::BodyMissing { hash }))));
     assert_eq!(h.store.slot_keys().len(), 1, "nothing is committed on a guess");
+}
+
+// Hedging.
+
+/// Tests that fire timers on purpose turn hedging off, so the timer they mean is the one
+/// that fires.
+fn no_hedging() -> Config {
+    Config { hedge_after_ms: 0, ..Config::default() }
+}
+
+#[test]
+fn a_slot_create_unanswered_past_the_hedge_time_is_sent_again_identically() {
+    let mut h = Harness::opened(Config::default());
+    let r = h.publish(1, "/a.md", "a");
+    h.deliver_until(is_slot_create);
+    let first = h.calls.iter().find(|(_, op)| is_slot_create(op)).expect("a slot create").1.clone();
+    h.fire_timer();
+    let creates: Vec<&BlobOp> = h.calls.iter().map(|(_, op)| op).filter(|op| is_slot_create(op)).collect();
+    assert_eq!(creates, vec![&first, &first], "the twin is the identical create");
+    // The twin lands; the slow original then finds the name taken, and is ignored.
+    let twin = h.calls.iter().rposition(|(_, op)| is_slot_create(op)).expect("twin");
+    let call = h.calls.remove(twin).expect("twin");
+    h.calls.push_front(call);
+    h.deliver();
+    assert!(matches!(h.reply(r), Some(Ok(WriteOk::Committed(_)))));
+    h.deliver();
+    assert_eq!(h.committed, vec![1], "one commit, whichever create landed");
+    assert_eq!(h.replica.stats().calls_hedged, 1);
 }

@@ -21,6 +21,11 @@ pub struct Config {
     pub retry_base_ms: u64,
     /// Longest backoff between two attempts of one call.
     pub retry_cap_ms: u64,
+    /// A call unanswered this long is sent once more, identically, and the first answer
+    /// wins: every call is safe to repeat (bodies are content-addressed, a slot retry is
+    /// byte-identical). 200 ms is four times the record's small-create p99 (50 ms), so
+    /// it fires on stuck calls and timeouts, not on load. 0 disables hedging.
+    pub hedge_after_ms: u64,
     /// Bytes of recent bodies held for appends, so an append to a hot document reads no
     /// blob.
     pub body_cache_bytes_max: usize,
@@ -51,6 +56,7 @@ impl Default for Config {
             request_deadline_ms: 10_000,
             retry_base_ms: 20,
             retry_cap_ms: 1_000,
+            hedge_after_ms: 200,
             body_cache_bytes_max: 32 * 1024 * 1024,
             replay_gets_max: 16,
             list_page_max: 1_000,

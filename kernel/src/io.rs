@@ -2,6 +2,7 @@
 //! purposes, calls waiting to be retried, and the seeded RNG that jitters backoff.
 
 use crate::blob::BlobOp;
+use crate::blob::BlobResult;
 use crate::effect::Effect;
 use crate::hash::Hash32;
 use crate::ids::BlobOpId;
@@ -9,7 +10,7 @@ use crate::time::Instant;
 use core::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Why a blob call was made; decides what its completion does.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,44 +50,99 @@ pub(crate) struct Call {
     pub issued_at: Instant,
 }
 
+/// One call as its purpose sees it: sent once, and perhaps once more as a hedge.
+struct Logical {
+    call: Call,
+    /// The ids sent for it (one, or two once hedged).
+    sent: Vec<BlobOpId>,
+    /// Sends still unanswered.
+    outstanding: u8,
+    hedge_at: Option<Instant>,
+}
+
+/// When and how to resend calls.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RetryPolicy {
+    pub base_ms: u64,
+    pub cap_ms: u64,
+    /// 0: never hedge.
+    pub hedge_after_ms: u64,
+}
+
 pub(crate) struct Io {
     pub effects: VecDeque<Effect>,
     next_id: u64,
-    in_flight: BTreeMap<BlobOpId, Call>,
+    next_logical: u64,
+    in_flight: BTreeMap<BlobOpId, u64>,
+    logical: BTreeMap<u64, Logical>,
     /// Calls to reissue at a time, keyed by (due, serial) so order is deterministic.
     retries: BTreeMap<(Instant, u64), Call>,
     retry_serial: u64,
+    /// Logical calls to hedge, by when.
+    hedges: BTreeSet<(Instant, u64)>,
     pub rng: ChaCha8Rng,
-    retry_base_ms: u64,
-    retry_cap_ms: u64,
+    policy: RetryPolicy,
+    pub hedges_sent: u64,
 }
 
 impl Io {
-    pub fn new(rng: ChaCha8Rng, retry_base_ms: u64, retry_cap_ms: u64) -> Io {
+    pub fn new(rng: ChaCha8Rng, policy: RetryPolicy) -> Io {
         Io {
             effects: VecDeque::new(),
             next_id: 1,
+            next_logical: 1,
             in_flight: BTreeMap::new(),
+            logical: BTreeMap::new(),
             retries: BTreeMap::new(),
             retry_serial: 0,
+            hedges: BTreeSet::new(),
             rng,
-            retry_base_ms,
-            retry_cap_ms,
+            policy,
+            hedges_sent: 0,
         }
     }
 
-    pub fn issue(&mut self, now: Instant, purpose: Purpose, op: BlobOp, attempt: u32) -> BlobOpId {
+    pub fn issue(&mut self, now: Instant, purpose: Purpose, op: BlobOp, attempt: u32) {
+        let l = self.next_logical;
+        self.next_logical += 1;
+        let hedge_at =
+            (self.policy.hedge_after_ms > 0).then(|| now + Duration::from_millis(self.policy.hedge_after_ms));
+        if let Some(t) = hedge_at {
+            self.hedges.insert((t, l));
+        }
+        let id = self.send(l, &op);
+        let call = Call { purpose, op, attempt, issued_at: now };
+        self.logical.insert(l, Logical { call, sent: vec![id], outstanding: 1, hedge_at });
+    }
+
+    fn send(&mut self, logical: u64, op: &BlobOp) -> BlobOpId {
         let id = BlobOpId(self.next_id);
         self.next_id += 1;
         self.effects.push_back(Effect::Blob { id, op: op.clone() });
-        let previous = self.in_flight.insert(id, Call { purpose, op, attempt, issued_at: now });
+        let previous = self.in_flight.insert(id, logical);
         debug_assert!(previous.is_none());
         id
     }
 
-    /// The call a completion belongs to; None for an id this replica never issued.
-    pub fn complete(&mut self, id: BlobOpId) -> Option<Call> {
-        self.in_flight.remove(&id)
+    /// The call a completion settles, with the result to act on. None for an id this
+    /// replica never sent, a twin whose sibling already answered, or a transient failure
+    /// while the sibling may still answer.
+    pub fn complete(&mut self, id: BlobOpId, result: BlobResult) -> Option<(Call, BlobResult)> {
+        let l = self.in_flight.remove(&id)?;
+        let logical = self.logical.get_mut(&l).expect("an id in flight has its call");
+        logical.outstanding -= 1;
+        let transient = matches!(&result, Err(e) if e.is_transient());
+        if transient && logical.outstanding > 0 {
+            return None;
+        }
+        let logical = self.logical.remove(&l).expect("present");
+        for other in logical.sent {
+            self.in_flight.remove(&other);
+        }
+        if let Some(t) = logical.hedge_at {
+            self.hedges.remove(&(t, l));
+        }
+        Some((logical.call, result))
     }
 
     /// Reissues `call` after a jittered exponential backoff.
@@ -99,13 +155,14 @@ impl Io {
     /// Delay before attempt `attempt + 1`: base doubled per attempt, capped, then a
     /// uniform draw from its upper half so retrying peers spread out.
     pub fn backoff(&mut self, attempt: u32) -> Duration {
-        let exp = self.retry_base_ms.saturating_mul(1u64 << attempt.min(20));
-        let ceiling_us = exp.min(self.retry_cap_ms) * 1_000;
+        let exp = self.policy.base_ms.saturating_mul(1u64 << attempt.min(20));
+        let ceiling_us = exp.min(self.policy.cap_ms) * 1_000;
         let jitter_us = self.rng.next_u64() % (ceiling_us / 2 + 1);
         Duration::from_micros(ceiling_us / 2 + jitter_us)
     }
 
-    /// Reissues every retry due by `now`.
+    /// Reissues every retry due by `now`, and sends the twin of every call unanswered
+    /// past its hedge time (each call at most once: the twin is the identical call).
     pub fn reissue_due(&mut self, now: Instant) {
         while let Some(entry) = self.retries.first_entry() {
             if entry.key().0 > now {
@@ -114,15 +171,33 @@ impl Io {
             let call = entry.remove();
             self.issue(now, call.purpose, call.op, call.attempt);
         }
+        while let Some(&(t, l)) = self.hedges.first() {
+            if t > now {
+                break;
+            }
+            self.hedges.remove(&(t, l));
+            let Some(logical) = self.logical.get_mut(&l) else { continue };
+            logical.hedge_at = None;
+            logical.outstanding += 1;
+            let op = logical.call.op.clone();
+            let id = self.send(l, &op);
+            self.logical.get_mut(&l).expect("present").sent.push(id);
+            self.hedges_sent += 1;
+        }
     }
 
     pub fn next_retry(&self) -> Option<Instant> {
-        self.retries.keys().next().map(|(t, _)| *t)
+        let retry = self.retries.keys().next().map(|(t, _)| *t);
+        let hedge = self.hedges.first().map(|(t, _)| *t);
+        match (retry, hedge) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Whether any call for `purpose` is in flight or waiting to be retried.
     pub fn is_pending(&self, purpose: &Purpose) -> bool {
-        self.in_flight.values().chain(self.retries.values()).any(|c| c.purpose == *purpose)
+        self.logical.values().map(|l| &l.call).chain(self.retries.values()).any(|c| c.purpose == *purpose)
     }
 
     pub fn in_flight_len(&self) -> usize {
@@ -133,11 +208,30 @@ impl Io {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blob::{BlobError, BlobOutcome};
     use rand_core::SeedableRng;
+
+    fn io(hedge_after_ms: u64) -> Io {
+        Io::new(ChaCha8Rng::seed_from_u64(1), RetryPolicy { base_ms: 20, cap_ms: 1_000, hedge_after_ms })
+    }
+
+    fn sent(io: &mut Io) -> Vec<BlobOpId> {
+        io.effects
+            .drain(..)
+            .map(|e| match e {
+                Effect::Blob { id, .. } => id,
+                other => panic!("not a call: {other:?}"),
+            })
+            .collect()
+    }
+
+    fn get() -> BlobOp {
+        BlobOp::Get { key: "k".into() }
+    }
 
     #[test]
     fn backoff_doubles_and_stays_under_the_cap() {
-        let mut io = Io::new(ChaCha8Rng::seed_from_u64(1), 20, 1_000);
+        let mut io = io(0);
         for attempt in 0..40 {
             let d = io.backoff(attempt);
             let ceiling = (20u64 << attempt.min(20)).min(1_000);
@@ -148,17 +242,68 @@ mod tests {
 
     #[test]
     fn a_retry_is_reissued_only_once_due() {
-        let mut io = Io::new(ChaCha8Rng::seed_from_u64(1), 20, 1_000);
-        let op = BlobOp::Get { key: "k".into() };
-        let id = io.issue(Instant::ZERO, Purpose::MarkerGet, op, 0);
-        io.effects.clear();
-        let call = io.complete(id).unwrap();
+        let mut io = io(0);
+        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        let id = sent(&mut io)[0];
+        let (call, _) = io.complete(id, Err(BlobError::Throttled)).unwrap();
         io.retry_later(Instant::ZERO, call);
         let due = io.next_retry().unwrap();
         io.reissue_due(Instant::from_micros(due.as_micros() - 1));
         assert!(io.effects.is_empty());
         io.reissue_due(due);
-        assert_eq!(io.effects.len(), 1);
+        assert_eq!(sent(&mut io).len(), 1);
         assert!(io.is_pending(&Purpose::MarkerGet));
+    }
+
+    #[test]
+    fn an_unanswered_call_is_hedged_once_with_the_identical_call() {
+        let mut io = io(200);
+        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        sent(&mut io);
+        assert_eq!(io.next_retry(), Some(Instant::from_millis(200)));
+        io.reissue_due(Instant::from_millis(199));
+        assert!(io.effects.is_empty());
+        io.reissue_due(Instant::from_millis(200));
+        assert!(matches!(&io.effects[0], Effect::Blob { op, .. } if *op == get()));
+        assert_eq!(sent(&mut io).len(), 1);
+        io.reissue_due(Instant::from_millis(10_000));
+        assert!(io.effects.is_empty(), "a call is hedged at most once");
+        assert_eq!(io.hedges_sent, 1);
+    }
+
+    #[test]
+    fn the_first_decisive_answer_of_two_wins_and_the_other_is_ignored() {
+        let mut io = io(200);
+        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        let first = sent(&mut io)[0];
+        io.reissue_due(Instant::from_millis(200));
+        let twin = sent(&mut io)[0];
+        let ok = Ok(BlobOutcome::Deleted);
+        assert!(io.complete(twin, ok.clone()).is_some());
+        assert!(io.complete(first, ok).is_none(), "the slow original is stale");
+        assert!(!io.is_pending(&Purpose::MarkerGet));
+    }
+
+    #[test]
+    fn a_transient_failure_waits_for_the_twin() {
+        let mut io = io(200);
+        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        let first = sent(&mut io)[0];
+        io.reissue_due(Instant::from_millis(200));
+        let twin = sent(&mut io)[0];
+        assert!(io.complete(first, Err(BlobError::Timeout)).is_none());
+        let (_, result) = io.complete(twin, Err(BlobError::NotFound)).expect("the twin settles it");
+        assert_eq!(result, Err(BlobError::NotFound));
+    }
+
+    #[test]
+    fn a_call_answered_before_its_hedge_time_is_not_hedged() {
+        let mut io = io(200);
+        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        let id = sent(&mut io)[0];
+        let _settled = io.complete(id, Err(BlobError::NotFound)).expect("settled");
+        assert_eq!(io.next_retry(), None);
+        io.reissue_due(Instant::from_millis(500));
+        assert!(io.effects.is_empty());
     }
 }

@@ -5,7 +5,7 @@ use crate::config::{Config, ConfigError};
 use crate::effect::{Effect, Input, Request};
 use crate::format::Keys;
 use crate::ids::{StoreId, WorldId};
-use crate::io::{Io, Purpose};
+use crate::io::{Io, Purpose, RetryPolicy};
 use crate::open::{Opening, Progress};
 use crate::reply::{Reply, WriteError};
 use crate::time::Instant;
@@ -37,8 +37,14 @@ impl Replica {
     pub fn new(config: Config, identity: Identity, now: Instant) -> Result<Replica, ConfigError> {
         config.validate()?;
         let keys = Keys::new(&identity.prefix);
-        let mut io =
-            Io::new(ChaCha8Rng::seed_from_u64(identity.rng_seed), config.retry_base_ms, config.retry_cap_ms);
+        let mut io = Io::new(
+            ChaCha8Rng::seed_from_u64(identity.rng_seed),
+            RetryPolicy {
+                base_ms: config.retry_base_ms,
+                cap_ms: config.retry_cap_ms,
+                hedge_after_ms: config.hedge_after_ms,
+            },
+        );
         let opening =
             Opening::start(&config, keys.clone(), identity.world_id, identity.store_id, now, &mut io);
         Ok(Replica { io, opening: Some(opening), committer: Committer::new(config, keys, identity.store_id) })
@@ -54,7 +60,7 @@ impl Replica {
                 Ok(valid) => self.committer.submit(now, id, w.op_id, valid, &mut self.io),
             },
             Input::BlobDone { id, result } => {
-                let Some(call) = self.io.complete(id) else { return };
+                let Some((call, result)) = self.io.complete(id, result) else { return };
                 let opening_call = matches!(
                     call.purpose,
                     Purpose::MarkerGet | Purpose::MarkerCreate | Purpose::LogList | Purpose::ReplayGet { .. }
@@ -111,8 +117,8 @@ impl Replica {
         self.committer.is_failed()
     }
 
-    pub fn stats(&self) -> &CommitterStats {
-        &self.committer.stats
+    pub fn stats(&self) -> CommitterStats {
+        CommitterStats { calls_hedged: self.io.hedges_sent, ..self.committer.stats.clone() }
     }
 
     pub fn queued(&self) -> usize {

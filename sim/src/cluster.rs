@@ -460,7 +460,7 @@ impl Cluster<'_> {
         self.trace(&[5, node as u64], "crash");
         let n = &mut self.nodes[node];
         let replica = n.replica.take().expect("live");
-        add_stats(&mut n.stats_before, replica.stats());
+        add_stats(&mut n.stats_before, &replica.stats());
         n.incarnation += 1;
         n.wake_at = None;
         n.report.crashes += 1;
@@ -551,7 +551,7 @@ impl Cluster<'_> {
         for n in &mut self.nodes {
             let mut stats = n.stats_before.clone();
             if let Some(r) = &n.replica {
-                add_stats(&mut stats, r.stats());
+                add_stats(&mut stats, &r.stats());
             }
             n.report.stats = stats;
             replicas.push(n.report.clone());
@@ -592,4 +592,5 @@ fn add_stats(into: &mut CommitterStats, s: &CommitterStats) {
     into.uncertain += s.uncertain;
     into.requeued += s.requeued;
     into.body_reads += s.body_reads;
+    into.calls_hedged += s.calls_hedged;
 }
