@@ -16,10 +16,10 @@ use crate::hash::Hash32;
 use crate::ids::{OperationId, RequestId, StoreId};
 use crate::io::{Call, Io, Purpose};
 use crate::reply::{FailReason, Reply, WriteError, WriteOk};
+use crate::snapshot::{Installed, Snapshot};
 use crate::time::Instant;
 use crate::world::{
     evaluate, Evaluation, Layered, Overlay, Receipt, Rejection, SlotMember, StateView, ValidMutation,
-    WorldState,
 };
 use bytes::Bytes;
 use core::time::Duration;
@@ -130,15 +130,11 @@ pub(crate) struct Committer {
     config: Config,
     keys: Keys,
     store_id: StoreId,
-    /// None until the replica has opened the world.
-    world: Option<WorldState>,
     queue: VecDeque<Pending>,
     deadlines: BTreeSet<(Instant, RequestId)>,
     pipeline: VecDeque<Batch>,
-    /// A slot create, slot read or tip check of the head is in flight or waiting to retry.
+    /// A slot create or slot read of the head is in flight or waiting to retry.
     head_call: bool,
-    /// The confirmed state was the world's tip at some instant at or after this.
-    tip_current_since: Option<Instant>,
     bodies: BTreeMap<Hash32, BodyState>,
     stored_order: VecDeque<Hash32>,
     body_cache: BodyCache,
@@ -153,12 +149,10 @@ impl Committer {
             config,
             keys,
             store_id,
-            world: None,
             queue: VecDeque::new(),
             deadlines: BTreeSet::new(),
             pipeline: VecDeque::new(),
             head_call: false,
-            tip_current_since: None,
             bodies: BTreeMap::new(),
             stored_order: VecDeque::new(),
             stats: CommitterStats::default(),
@@ -166,16 +160,28 @@ impl Committer {
         }
     }
 
-    pub fn world(&self) -> Option<&WorldState> {
-        self.world.as_ref()
+    /// The name the head is creating (or settling), while that call is outstanding: a
+    /// read's probe leaves that name to the committer.
+    pub fn creating(&self) -> Option<u64> {
+        if self.head_call {
+            self.head_sequence()
+        } else {
+            None
+        }
     }
 
-    /// The world is open: start committing on `world`, which was the tip as of `current_since`.
-    pub fn open(&mut self, world: WorldState, current_since: Instant, now: Instant, io: &mut Io) {
-        debug_assert!(self.world.is_none());
-        self.world = Some(world);
-        self.tip_current_since = Some(current_since);
-        self.pump(now, io);
+    /// When the head holds only answers (no member applied), the instant after which the
+    /// tip must be confirmed before they can be given.
+    pub fn needs_tip_since(&self, sn: &Snapshot) -> Option<Instant> {
+        let head = self.pipeline.front()?;
+        let waiting = head.is_built() && head.slot.is_none() && head.base_sequence == sn.world.sequence();
+        let since = head.latest_arrival();
+        (waiting && !sn.current_since(since)).then_some(since)
+    }
+
+    /// A body this replica holds in memory.
+    pub fn body(&self, hash: &Hash32) -> Option<Bytes> {
+        find_body(&self.body_cache, &self.bodies, hash)
     }
 
     pub fn queued(&self) -> usize {
@@ -215,7 +221,6 @@ impl Committer {
             answered: false,
             read: None,
         });
-        self.pump(now, io);
     }
 
     /// Answers every write whose deadline has passed: `Expired` while still queued,
@@ -275,40 +280,39 @@ impl Committer {
         self.failed.is_some()
     }
 
+    pub fn failure(&self) -> Option<&FailReason> {
+        self.failed.as_ref()
+    }
+
     /// Routes the completion of a call this committer made.
-    pub fn on_done(&mut self, now: Instant, call: Call, result: BlobResult, io: &mut Io) {
+    pub fn on_done(&mut self, now: Instant, sn: &mut Snapshot, call: Call, result: BlobResult, io: &mut Io) {
         if self.failed.is_some() {
             return;
         }
         match call.purpose.clone() {
             Purpose::BodyCreate { hash } => self.on_body_created(now, hash, call, result, io),
-            Purpose::BodyGet { hash } => self.on_body_read(now, hash, call, result, io),
-            Purpose::SlotCreate { sequence } => self.on_slot_created(now, sequence, call, result, io),
-            Purpose::SlotGet { sequence } => self.on_slot_read(now, sequence, call, result, io),
-            Purpose::TipStat { sequence } => self.on_tip_stat(now, sequence, call, result, io),
+            Purpose::SlotCreate { sequence } => self.on_slot_created(now, sn, sequence, call, result, io),
+            Purpose::SlotGet { sequence } => self.on_slot_read(now, sn, sequence, call, result, io),
             other => unreachable!("not a committer call: {other:?}"),
-        }
-        if self.failed.is_none() {
-            self.pump(now, io);
         }
     }
 
     /// Makes every step that needs no bucket answer: forms and builds batches, starts the
     /// head's create, answers batches that need no slot.
-    pub fn pump(&mut self, now: Instant, io: &mut Io) {
-        if self.world.is_none() || self.failed.is_some() {
+    pub fn pump(&mut self, now: Instant, sn: &mut Snapshot, io: &mut Io) {
+        if self.failed.is_some() {
             return;
         }
         loop {
-            self.fill_pipeline(now, io);
-            if !self.drive_head(now, io) {
+            self.fill_pipeline(now, sn, io);
+            if !self.drive_head(now, sn, io) {
                 break;
             }
         }
         debug_assert!(self.pipeline.len() <= 1 + self.config.batches_ahead_max);
     }
 
-    fn fill_pipeline(&mut self, now: Instant, io: &mut Io) {
+    fn fill_pipeline(&mut self, now: Instant, sn: &Snapshot, io: &mut Io) {
         let depth_max = 1 + self.config.batches_ahead_max;
         while self.pipeline.len() < depth_max && !self.queue.is_empty() {
             if let Some(last) = self.pipeline.back() {
@@ -322,10 +326,8 @@ impl Committer {
                 self.config.batch_members_max
             };
             let unbuilt: VecDeque<Pending> = self.queue.drain(..take.min(self.queue.len())).collect();
-            let base_sequence = self
-                .pipeline
-                .back()
-                .map_or_else(|| self.world().expect("open").sequence(), |b| b.overlay.sequence());
+            let base_sequence =
+                self.pipeline.back().map_or_else(|| sn.world.sequence(), |b| b.overlay.sequence());
             self.pipeline.push_back(Batch {
                 base_sequence,
                 built: Vec::new(),
@@ -336,13 +338,13 @@ impl Committer {
                 bodies_waiting: BTreeSet::new(),
                 first_create_at: None,
             });
-            self.build_last(now, io);
+            self.build_last(now, sn, io);
         }
     }
 
     /// Judges the last batch's members in order until one needs a body not at hand.
-    fn build_last(&mut self, now: Instant, io: &mut Io) {
-        let world = self.world.as_ref().expect("open");
+    fn build_last(&mut self, now: Instant, sn: &Snapshot, io: &mut Io) {
+        let world = &sn.world;
         // The batches before the last are its layers; the last is built.
         let batches = self.pipeline.make_contiguous();
         let (ahead, last) = batches.split_at_mut(batches.len() - 1);
@@ -413,16 +415,18 @@ impl Committer {
 
     /// Moves the head batch one step. True when it answered and removed the head, so the
     /// pipeline may move again.
-    fn drive_head(&mut self, now: Instant, io: &mut Io) -> bool {
+    fn drive_head(&mut self, now: Instant, sn: &mut Snapshot, io: &mut Io) -> bool {
         if self.head_call {
             return false;
         }
-        let world_sequence = self.world().expect("open").sequence();
+        let world_sequence = sn.world.sequence();
         let Some(head) = self.pipeline.front_mut() else { return false };
         if !head.is_built() || !head.bodies_waiting.is_empty() {
             return false;
         }
-        assert_eq!(head.base_sequence, world_sequence, "the head builds on the confirmed tip");
+        // A probe or a peer's hint may have installed slots past the head's base. The head
+        // still creates: its lost create is the signal (SPEC 7), and what tells peers.
+        assert!(head.base_sequence <= world_sequence, "the head builds on a confirmed state");
         match &head.slot {
             Some(enc) => {
                 let sequence = enc.slot.first_sequence;
@@ -438,37 +442,51 @@ impl Committer {
             }
             None => {
                 // Nothing to commit: answers stand once the base is known to have been
-                // the tip after every member arrived.
-                if self.tip_current_since.is_some_and(|t| t >= head.latest_arrival()) {
+                // the tip after every member arrived (the read path's probe confirms it).
+                if head.base_sequence < world_sequence {
+                    self.requeue_all();
+                    true
+                } else if sn.current_since(head.latest_arrival()) {
                     let mut head = self.pipeline.pop_front().expect("head");
                     answer_batch(&mut head, &mut self.deadlines, io);
                     true
                 } else {
-                    let sequence = world_sequence + 1;
-                    self.head_call = true;
-                    io.issue(
-                        now,
-                        Purpose::TipStat { sequence },
-                        BlobOp::Stat { key: self.keys.slot(sequence) },
-                        0,
-                    );
                     false
                 }
             }
         }
     }
 
-    fn on_slot_created(&mut self, now: Instant, sequence: u64, call: Call, result: BlobResult, io: &mut Io) {
+    fn on_slot_created(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        sequence: u64,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) {
         debug_assert!(self.head_call);
         debug_assert_eq!(self.head_sequence(), Some(sequence));
         match result {
-            Ok(_) => self.commit_head(now, io),
+            Ok(_) => self.commit_head(now, sn, io),
+            // The name is already installed: the slot there is known, no read needed.
+            Err(BlobError::AlreadyExists) if sequence <= sn.world.sequence() => {
+                let theirs =
+                    sn.recent.holding(sequence).filter(|s| s.first == sequence).map(|s| (s.hash, s.last));
+                let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
+                match theirs {
+                    Some((hash, _)) if Some(hash) == ours => self.commit_head(now, sn, io),
+                    Some((_, last)) => self.lost(last, io),
+                    None => self.lost(sn.world.sequence(), io),
+                }
+            }
             Err(BlobError::AlreadyExists) => self.read_slot(now, sequence, io),
             Err(BlobError::Throttled) => io.retry_later(now, call),
             Err(_) => {
                 self.stats.creates_ambiguous += 1;
                 if self.config.defects.skip_ambiguous_read {
-                    self.commit_head(now, io);
+                    self.commit_head(now, sn, io);
                 } else {
                     self.read_slot(now, sequence, io);
                 }
@@ -480,15 +498,23 @@ impl Committer {
         io.issue(now, Purpose::SlotGet { sequence }, BlobOp::Get { key: self.keys.slot(sequence) }, 0);
     }
 
-    fn on_slot_read(&mut self, now: Instant, sequence: u64, call: Call, result: BlobResult, io: &mut Io) {
+    fn on_slot_read(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        sequence: u64,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) {
         debug_assert!(self.head_call);
         match result {
             Ok(BlobOutcome::Got { bytes, .. }) => {
                 let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
                 if ours == Some(Hash32::of(&bytes)) {
-                    self.commit_head(now, io);
+                    self.commit_head(now, sn, io);
                 } else {
-                    self.install_peer_slot(now, sequence, &bytes, io);
+                    self.install_peer_slot(now, sn, sequence, &bytes, io);
                 }
             }
             Err(BlobError::NotFound) => {
@@ -506,28 +532,18 @@ impl Committer {
         }
     }
 
-    fn on_tip_stat(&mut self, now: Instant, sequence: u64, call: Call, result: BlobResult, io: &mut Io) {
-        debug_assert!(self.head_call);
-        match result {
-            Err(BlobError::NotFound) => {
-                self.head_call = false;
-                self.tip_current_since = Some(call.issued_at);
-            }
-            Ok(_) => self.read_slot(now, sequence, io),
-            Err(_) => io.retry_later(now, call),
-        }
-    }
-
     /// The head's slot is in the log: install it and answer its members.
-    fn commit_head(&mut self, _now: Instant, io: &mut Io) {
+    fn commit_head(&mut self, now: Instant, sn: &mut Snapshot, io: &mut Io) {
         let mut head = self.pipeline.pop_front().expect("a head to commit");
         let enc = head.slot.clone().expect("a committed head has a slot");
-        let world = self.world.as_mut().expect("open");
-        if let Err(e) = world.apply_slot(&enc.slot, enc.hash) {
-            panic!("own slot {} does not apply: {e:?}", enc.slot.first_sequence);
+        match sn.install(&enc.slot, enc.hash, now) {
+            // The slot landed after its first create was sent; then the world was exactly
+            // this, so it was the tip at an instant at or after that send.
+            Ok(Installed::Applied) => sn.confirm_current(head.first_create_at.expect("a create was sent")),
+            Ok(Installed::AlreadyHeld) => {}
+            Err(e) => panic!("own slot {} does not apply: {e:?}", enc.slot.first_sequence),
         }
         self.head_call = false;
-        self.tip_current_since = head.first_create_at;
         self.stats.slots_won += 1;
         self.stats.members_committed += enc.slot.members.len() as u64;
         answer_batch(&mut head, &mut self.deadlines, io);
@@ -535,7 +551,14 @@ impl Committer {
     }
 
     /// A peer's slot holds the name the head wanted: install it and requeue every batch.
-    fn install_peer_slot(&mut self, _now: Instant, sequence: u64, bytes: &[u8], io: &mut Io) {
+    fn install_peer_slot(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        sequence: u64,
+        bytes: &[u8],
+        io: &mut Io,
+    ) {
         let key = self.keys.slot(sequence);
         let slot = match Slot::decode(bytes) {
             Ok(s) => s,
@@ -550,14 +573,18 @@ impl Committer {
                 io,
             );
         }
-        let world = self.world.as_mut().expect("open");
-        if let Err(e) = world.apply_slot(&slot, Hash32::of(bytes)) {
+        if let Err(e) = sn.install(&slot, Hash32::of(bytes), now) {
             return self.fail(FailReason::Apply(e), io);
         }
+        self.lost(slot.last_sequence(), io);
+    }
+
+    /// A peer's slot, through `winner_last`, holds the head's name: report it to peers and
+    /// rebuild every batch on the new tip.
+    fn lost(&mut self, winner_last: u64, io: &mut Io) {
         self.head_call = false;
-        self.tip_current_since = None;
         self.stats.slots_lost += 1;
-        io.effects.push_back(Effect::Committed { sequence: slot.last_sequence() });
+        io.effects.push_back(Effect::Committed { sequence: winner_last });
         self.requeue_all();
     }
 
@@ -600,26 +627,15 @@ impl Committer {
         }
     }
 
-    fn on_body_read(&mut self, now: Instant, hash: Hash32, call: Call, result: BlobResult, io: &mut Io) {
-        match result {
-            Ok(BlobOutcome::Got { bytes, .. }) => {
-                let body = match crate::format::decode_body(&bytes, &hash) {
-                    Ok(b) => Bytes::from(b),
-                    Err(error) => {
-                        return self.fail(FailReason::Decode { key: self.keys.body(&hash), error }, io)
-                    }
-                };
-                self.body_cache.insert(hash, body.clone());
-                // The last batch may wait on this body; a stale read is harmless, since a
-                // build uses a read only when its hash is the one it needs.
-                let waiting = self.pipeline.back_mut().and_then(|b| b.unbuilt.front_mut());
-                if let Some(p) = waiting {
-                    p.read = Some((hash, body));
-                    self.build_last(now, io);
-                }
-            }
-            Err(BlobError::NotFound) => self.fail(FailReason::BodyMissing { hash }, io),
-            _ => io.retry_later(now, call),
+    /// A body read from the bucket (verified against its hash by the replica).
+    pub fn on_body(&mut self, now: Instant, sn: &Snapshot, hash: Hash32, body: Bytes, io: &mut Io) {
+        self.body_cache.insert(hash, body.clone());
+        // The last batch may wait on this body; a stale read is harmless, since a build
+        // uses a read only when its hash is the one it needs.
+        let waiting = self.pipeline.back_mut().and_then(|b| b.unbuilt.front_mut());
+        if let Some(p) = waiting {
+            p.read = Some((hash, body));
+            self.build_last(now, sn, io);
         }
     }
 

@@ -33,6 +33,22 @@ pub struct Config {
     pub replay_gets_max: usize,
     /// Keys asked for per listing call.
     pub list_page_max: u32,
+    /// Reads waiting for a fresh enough snapshot beyond which a new read is refused with
+    /// `Busy`.
+    pub read_pending_max: usize,
+    /// How much older than its arrival a catalog read's snapshot may be (record: catalog
+    /// reads may trail another replica's commit by up to one second).
+    pub catalog_staleness_ms_max: u64,
+    /// The newest slots a replica indexes: a watcher up to this many slots behind resumes
+    /// from slots, one further behind resyncs (record: 16,384, "reach, not ring").
+    pub recent_slots_max: usize,
+    /// Events the change feed's ring holds while anyone watches (record: 4,096); also the
+    /// size of one backlog page.
+    pub ring_events_max: usize,
+    /// Watches beyond which a new one is refused with `Busy`.
+    pub watches_max: usize,
+    /// Backlog slots the feed keeps decoded for watchers catching up together.
+    pub feed_slots_cached_max: usize,
     /// Deliberate defects, for proving the simulation catches them. Never set outside tests.
     pub defects: Defects,
 }
@@ -44,6 +60,10 @@ pub struct Defects {
     pub ack_before_confirm: bool,
     /// Take an ambiguous slot create (timeout, 5xx) as committed without reading the slot.
     pub skip_ambiguous_read: bool,
+    /// Answer exact reads from the snapshot at hand, without checking the next slot name.
+    pub exact_read_skips_probe: bool,
+    /// Answer catalog reads from the snapshot at hand, however old.
+    pub catalog_ignores_staleness: bool,
 }
 
 impl Default for Config {
@@ -60,6 +80,12 @@ impl Default for Config {
             body_cache_bytes_max: 32 * 1024 * 1024,
             replay_gets_max: 16,
             list_page_max: 1_000,
+            read_pending_max: 4_096,
+            catalog_staleness_ms_max: 1_000,
+            recent_slots_max: 16_384,
+            ring_events_max: 4_096,
+            watches_max: 1_024,
+            feed_slots_cached_max: 1_024,
             defects: Defects::default(),
         }
     }
@@ -74,6 +100,7 @@ pub enum ConfigError {
     Deadline,
     Retry,
     Replay,
+    Reads,
 }
 
 impl Config {
@@ -99,6 +126,13 @@ impl Config {
         }
         if self.replay_gets_max == 0 || self.list_page_max == 0 {
             return Err(ConfigError::Replay);
+        }
+        if self.read_pending_max == 0
+            || self.recent_slots_max == 0
+            || self.ring_events_max == 0
+            || self.watches_max == 0
+        {
+            return Err(ConfigError::Reads);
         }
         Ok(())
     }

@@ -1,14 +1,49 @@
 //! Everything that goes into and comes out of a replica.
 
 use crate::blob::{BlobOp, BlobResult};
-use crate::ids::{BlobOpId, RequestId};
+use crate::hash::Hash32;
+use crate::ids::{BlobOpId, OperationId, RequestId};
 use crate::reply::{FailReason, Reply};
-use crate::world::Write;
+use crate::world::{Receipt, Write};
+
+/// A read. Path reads (`Fetch`, `Versions`, `Receipt`) are exact: they see every write
+/// acknowledged on any replica before they began. Catalog reads (`Lookup`, `List`,
+/// `HashLookup`) may trail another replica's commit by at most one second.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// A document's current version, or version `version` while it is retained.
+    Fetch { path: String, version: Option<u64> },
+    /// A document's retained version records.
+    Versions { path: String },
+    /// The receipt of an operation id, if it is committed: settles an `Uncertain`.
+    Receipt { op_id: OperationId },
+    /// Documents whose path starts with `prefix` (byte-wise), after `start_after`.
+    Lookup { prefix: String, start_after: Option<String>, limit: u32 },
+    /// The documents and subdirectories directly in a directory (`/` for the root).
+    List { directory: String, limit: u32 },
+    /// Documents whose current body has this hash.
+    HashLookup { hash: Hash32, limit: u32 },
+}
+
+impl Read {
+    /// Exact reads check the tip; catalog reads accept a snapshot up to a second old.
+    pub fn is_exact(&self) -> bool {
+        matches!(self, Read::Fetch { .. } | Read::Versions { .. } | Read::Receipt { .. })
+    }
+}
 
 /// A request from a client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
     Write(Write),
+    Read(Read),
+    /// Every change after `cursor`, in sequence order, exactly once. `credit` is how many
+    /// events the subscriber can take before it sends `Input::WatchCredit`. The request's
+    /// id names the subscription.
+    Watch {
+        cursor: u64,
+        credit: u32,
+    },
 }
 
 /// One input to [`Replica::handle`](crate::Replica::handle).
@@ -23,6 +58,31 @@ pub enum Input {
         id: BlobOpId,
         result: BlobResult,
     },
+    /// A peer says it committed through `sequence` (its `Effect::Committed`). Never blocks.
+    Follow {
+        sequence: u64,
+    },
+    /// The subscriber of watch `id` can take this many more events.
+    WatchCredit {
+        id: RequestId,
+        events: u32,
+    },
+    /// The subscriber of watch `id` is gone.
+    Unwatch {
+        id: RequestId,
+    },
+}
+
+/// Why a watch ended. Every end is said; a subscriber is never dropped silently.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchEnd {
+    /// The cursor is older than the slots this replica can read a backlog from: the
+    /// subscriber must rebuild from a read of the world at `tip`, then watch from there.
+    Resync { cursor: u64, tip: u64 },
+    /// Too many watches; nothing was subscribed.
+    Busy { watches: usize },
+    /// The replica failed closed.
+    Failed(FailReason),
 }
 
 /// One output, drained with [`Replica::poll_effect`](crate::Replica::poll_effect).
@@ -37,4 +97,8 @@ pub enum Effect {
     Committed { sequence: u64 },
     /// The replica failed closed and answers everything with `WriteError::Failed`.
     Failed(FailReason),
+    /// The next changes for watch `id`, in sequence order, at most its credit.
+    Changes { id: RequestId, events: Vec<Receipt> },
+    /// Watch `id` ended.
+    WatchEnded { id: RequestId, end: WatchEnd },
 }

@@ -13,7 +13,7 @@ use rand_core::Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Why a blob call was made; decides what its completion does.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Purpose {
     MarkerGet,
     MarkerCreate,
@@ -35,9 +35,18 @@ pub(crate) enum Purpose {
     SlotGet {
         sequence: u64,
     },
-    /// Is the slot after the tip absent? (metadata only)
+    /// Is the slot after the tip absent? (metadata only; the read path's probe)
     TipStat {
         sequence: u64,
+    },
+    /// The probe read the slot it found at this name.
+    ProbeGet {
+        sequence: u64,
+    },
+    /// A watcher's backlog: the slot at this name, which must hash to `hash`.
+    FeedGet {
+        sequence: u64,
+        hash: Hash32,
     },
 }
 
@@ -80,6 +89,8 @@ pub(crate) struct Io {
     retry_serial: u64,
     /// Logical calls to hedge, by when.
     hedges: BTreeSet<(Instant, u64)>,
+    /// Calls in flight or waiting to be retried, by purpose.
+    pending: BTreeMap<Purpose, u32>,
     pub rng: ChaCha8Rng,
     policy: RetryPolicy,
     pub hedges_sent: u64,
@@ -96,6 +107,7 @@ impl Io {
             retries: BTreeMap::new(),
             retry_serial: 0,
             hedges: BTreeSet::new(),
+            pending: BTreeMap::new(),
             rng,
             policy,
             hedges_sent: 0,
@@ -111,6 +123,7 @@ impl Io {
             self.hedges.insert((t, l));
         }
         let id = self.send(l, &op);
+        *self.pending.entry(purpose.clone()).or_default() += 1;
         let call = Call { purpose, op, attempt, issued_at: now };
         self.logical.insert(l, Logical { call, sent: vec![id], outstanding: 1, hedge_at });
     }
@@ -142,12 +155,14 @@ impl Io {
         if let Some(t) = logical.hedge_at {
             self.hedges.remove(&(t, l));
         }
+        self.unpend(&logical.call.purpose);
         Some((logical.call, result))
     }
 
     /// Reissues `call` after a jittered exponential backoff.
     pub fn retry_later(&mut self, now: Instant, call: Call) {
         let due = now + self.backoff(call.attempt);
+        *self.pending.entry(call.purpose.clone()).or_default() += 1;
         self.retry_serial += 1;
         self.retries.insert((due, self.retry_serial), Call { attempt: call.attempt + 1, ..call });
     }
@@ -169,6 +184,7 @@ impl Io {
                 break;
             }
             let call = entry.remove();
+            self.unpend(&call.purpose);
             self.issue(now, call.purpose, call.op, call.attempt);
         }
         while let Some(&(t, l)) = self.hedges.first() {
@@ -195,9 +211,17 @@ impl Io {
         }
     }
 
+    fn unpend(&mut self, purpose: &Purpose) {
+        let n = self.pending.get_mut(purpose).expect("counted when issued");
+        *n -= 1;
+        if *n == 0 {
+            self.pending.remove(purpose);
+        }
+    }
+
     /// Whether any call for `purpose` is in flight or waiting to be retried.
     pub fn is_pending(&self, purpose: &Purpose) -> bool {
-        self.logical.values().map(|l| &l.call).chain(self.retries.values()).any(|c| c.purpose == *purpose)
+        self.pending.contains_key(purpose)
     }
 
     pub fn in_flight_len(&self) -> usize {

@@ -19,27 +19,36 @@ pub(crate) mod body_cache;
 pub(crate) mod committer;
 pub mod config;
 pub mod effect;
+pub(crate) mod feed;
 pub mod format;
 pub mod hash;
 pub mod ids;
 pub(crate) mod io;
 pub(crate) mod open;
+pub(crate) mod reads;
 pub mod replica;
 pub mod reply;
+pub(crate) mod snapshot;
 pub mod time;
 pub mod world;
 
 #[cfg(test)]
 mod committer_tests;
 #[cfg(test)]
+mod feed_tests;
+#[cfg(test)]
+mod reads_tests;
+#[cfg(test)]
 mod testkit;
 
 pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
 pub use committer::CommitterStats;
 pub use config::{Config, ConfigError, Defects};
-pub use effect::{Effect, Input, Request};
+pub use effect::{Effect, Input, Read, Request, WatchEnd};
+pub use feed::FeedStats;
 pub use hash::Hash32;
 pub use ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};
+pub use reads::{ReadStats, READ_LIMIT_MAX};
 pub use replica::{Identity, Replica};
-pub use reply::{FailReason, Reply, WriteError, WriteOk};
+pub use reply::{Answer, FailReason, ReadError, ReadOk, Reply, WriteError, WriteOk};
 pub use time::Instant;

@@ -9,6 +9,7 @@ use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::io::{Call, Io, Purpose};
 use crate::reply::FailReason;
+use crate::snapshot::Snapshot;
 use crate::time::Instant;
 use crate::world::WorldState;
 use bytes::Bytes;
@@ -20,7 +21,8 @@ pub(crate) struct Opening {
     store_id: StoreId,
     replay_gets_max: usize,
     list_page_max: u32,
-    world: Option<WorldState>,
+    recent_slots_max: usize,
+    world: Option<Snapshot>,
     /// Listed slot names not yet asked for.
     to_fetch: VecDeque<u64>,
     /// Slots read but not yet applied (they arrive out of order).
@@ -37,8 +39,8 @@ pub(crate) struct Opening {
 /// What a completion did to the opening.
 pub(crate) enum Progress {
     Working,
-    /// The world is open at this state, the tip as of the instant.
-    Open(WorldState, Instant),
+    /// The world is open at this snapshot.
+    Open(Box<Snapshot>),
     Failed(FailReason),
 }
 
@@ -58,6 +60,7 @@ impl Opening {
             store_id,
             replay_gets_max: config.replay_gets_max,
             list_page_max: config.list_page_max,
+            recent_slots_max: config.recent_slots_max,
             world: None,
             to_fetch: VecDeque::new(),
             fetched: BTreeMap::new(),
@@ -79,7 +82,7 @@ impl Opening {
                 if marker.world_id != self.world_id {
                     return Progress::Failed(FailReason::ForeignWorld);
                 }
-                self.world = Some(WorldState::genesis(self.world_id, Hash32::of(&bytes)));
+                self.genesis(Hash32::of(&bytes), now);
                 self.list_next(now, io);
             }
             (Purpose::MarkerGet, Err(BlobError::NotFound)) => {
@@ -89,7 +92,7 @@ impl Opening {
             }
             (Purpose::MarkerCreate, Ok(_)) => {
                 let BlobOp::Create { bytes, .. } = &call.op else { unreachable!("a create") };
-                self.world = Some(WorldState::genesis(self.world_id, Hash32::of(bytes)));
+                self.genesis(Hash32::of(bytes), now);
                 self.list_next(now, io);
             }
             // Taken by a racing genesis, or ours landed despite the error: read what is there.
@@ -118,7 +121,7 @@ impl Opening {
             (Purpose::ReplayGet { sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 self.gets_in_flight -= 1;
                 self.fetched.insert(*sequence, bytes);
-                if let Some(failed) = self.apply_ready() {
+                if let Some(failed) = self.apply_ready(now) {
                     return failed;
                 }
                 self.fetch_more(now, io);
@@ -129,6 +132,11 @@ impl Opening {
             _ => io.retry_later(now, call),
         }
         self.finished()
+    }
+
+    fn genesis(&mut self, marker_hash: Hash32, now: Instant) {
+        let world = WorldState::genesis(self.world_id, marker_hash);
+        self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
     }
 
     fn decode_failed(&self, key: String, error: DecodeError) -> Progress {
@@ -158,10 +166,10 @@ impl Opening {
     }
 
     /// Applies fetched slots that continue the chain.
-    fn apply_ready(&mut self) -> Option<Progress> {
-        let world = self.world.as_mut().expect("marker read before the log");
-        while let Some(bytes) = self.fetched.remove(&world.next_sequence()) {
-            let sequence = world.next_sequence();
+    fn apply_ready(&mut self, now: Instant) -> Option<Progress> {
+        let sn = self.world.as_mut().expect("marker read before the log");
+        while let Some(bytes) = self.fetched.remove(&sn.world.next_sequence()) {
+            let sequence = sn.world.next_sequence();
             let slot = match Slot::decode(&bytes) {
                 Ok(s) => s,
                 Err(error) => {
@@ -171,10 +179,12 @@ impl Opening {
                     }))
                 }
             };
-            if let Err(e) = world.apply_slot(&slot, Hash32::of(&bytes)) {
+            if let Err(e) = sn.install(&slot, Hash32::of(&bytes), now) {
                 return Some(Progress::Failed(FailReason::Apply(e)));
             }
         }
+        // Nobody watches a world that is still opening.
+        sn.fresh.clear();
         None
     }
 
@@ -186,12 +196,14 @@ impl Opening {
         }
         if let Some((&sequence, _)) = self.fetched.first_key_value() {
             // A listed slot that does not continue the chain: a gap in the log.
-            let expected = self.world.as_ref().expect("checked").next_sequence();
+            let expected = self.world.as_ref().expect("checked").world.next_sequence();
             return Progress::Failed(FailReason::Apply(crate::world::ApplyError::Gap {
                 expected,
                 found: sequence,
             }));
         }
-        Progress::Open(self.world.take().expect("checked"), self.last_list_at)
+        let mut sn = self.world.take().expect("checked");
+        sn.current_since = Some(self.last_list_at);
+        Progress::Open(Box::new(sn))
     }
 }

@@ -3,7 +3,8 @@
 use crate::format::DecodeError;
 use crate::hash::Hash32;
 use crate::ids::OperationId;
-use crate::world::{ApplyError, Invalid, Receipt, Rejection};
+use crate::world::{ApplyError, IndexEntry, Invalid, Path, PathProblem, Receipt, Rejection, VersionRecord};
+use bytes::Bytes;
 
 /// A write that succeeded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,8 +51,48 @@ pub enum FailReason {
     SlotVanished { sequence: u64 },
 }
 
+/// What a read found, all of it from one snapshot: the state through `at_sequence`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadOk {
+    pub at_sequence: u64,
+    pub answer: Answer,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// `Fetch`: the document's entry, the version asked for, and its body.
+    Document { entry: IndexEntry, version: VersionRecord, body: Bytes },
+    /// `Versions`: the entry and every retained version, oldest first.
+    Versions { entry: IndexEntry, versions: Vec<VersionRecord> },
+    /// `Fetch` or `Versions` of a path that is not a document.
+    NotFound,
+    /// `Fetch` of a version that was pruned or is not yet written.
+    VersionNotRetained { first_version: u64, current: u64 },
+    /// `Receipt`: the receipt, or None while the operation id is not committed.
+    Receipt(Option<Receipt>),
+    /// `Lookup`: entries in path order; `more` when the limit cut it short.
+    Lookup { entries: Vec<IndexEntry>, more: bool },
+    /// `List`: the documents and the subdirectories directly in the directory.
+    Listing { documents: Vec<IndexEntry>, directories: Vec<Path>, more: bool },
+    /// `HashLookup`: paths in order.
+    Paths { paths: Vec<Path>, more: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadError {
+    InvalidPath(PathProblem),
+    /// Too many reads waiting; nothing was queued.
+    Busy {
+        pending: usize,
+    },
+    /// The deadline passed before the replica could confirm a fresh enough snapshot.
+    Deadline,
+    Failed(FailReason),
+}
+
 /// The answer to one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
     Write(Result<WriteOk, WriteError>),
+    Read(Result<ReadOk, ReadError>),
 }

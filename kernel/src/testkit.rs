@@ -106,6 +106,9 @@ pub enum Fate {
     Fail(BlobError),
     /// Apply it but answer `Timeout`.
     TimeoutApplied,
+    /// Answer with this result without applying (say, one the test applied earlier with
+    /// [`Harness::apply_early`]).
+    Answer(BlobResult),
 }
 
 pub struct Harness {
@@ -118,6 +121,10 @@ pub struct Harness {
     pub log: Vec<BlobOp>,
     pub replies: BTreeMap<RequestId, Result<WriteOk, WriteError>>,
     pub committed: Vec<u64>,
+    pub read_replies: BTreeMap<RequestId, Result<crate::reply::ReadOk, crate::reply::ReadError>>,
+    /// Events each watch received, in order.
+    pub changes: BTreeMap<RequestId, Vec<crate::world::Receipt>>,
+    pub ended: BTreeMap<RequestId, crate::effect::WatchEnd>,
     /// Every `Effect::Failed` the replica emitted.
     pub failures: Vec<FailReason>,
     /// Unless set, a replica that fails closed panics the test.
@@ -143,6 +150,9 @@ impl Harness {
             log: Vec::new(),
             replies: BTreeMap::new(),
             committed: Vec::new(),
+            read_replies: BTreeMap::new(),
+            changes: BTreeMap::new(),
+            ended: BTreeMap::new(),
             failures: Vec::new(),
             failure_expected: false,
             next_request: 0,
@@ -169,6 +179,13 @@ impl Harness {
                 Effect::Reply { id, reply: Reply::Write(r) } => {
                     assert!(self.replies.insert(id, r).is_none(), "answered twice");
                 }
+                Effect::Reply { id, reply: Reply::Read(r) } => {
+                    assert!(self.read_replies.insert(id, r).is_none(), "answered twice");
+                }
+                Effect::Changes { id, events } => self.changes.entry(id).or_default().extend(events),
+                Effect::WatchEnded { id, end } => {
+                    assert!(self.ended.insert(id, end).is_none(), "ended twice");
+                }
                 Effect::Committed { sequence } => self.committed.push(sequence),
                 Effect::Failed(reason) => {
                     assert!(self.failure_expected, "replica failed: {reason:?}");
@@ -176,6 +193,19 @@ impl Harness {
                 }
             }
         }
+    }
+
+    pub fn request(&mut self, request: Request) -> RequestId {
+        self.next_request += 1;
+        let id = RequestId(self.next_request);
+        self.replica.handle(self.now, Input::Request { id, request });
+        self.drain();
+        id
+    }
+
+    pub fn input(&mut self, input: Input) {
+        self.replica.handle(self.now, input);
+        self.drain();
     }
 
     pub fn write(&mut self, op: u128, mutation: Mutation) -> RequestId {
@@ -206,6 +236,7 @@ impl Harness {
                 let _ = self.store.apply(self.now, &op);
                 Err(BlobError::Timeout)
             }
+            Fate::Answer(result) => result,
         };
         self.replica.handle(self.now, Input::BlobDone { id, result });
         self.drain();
@@ -293,6 +324,48 @@ impl Harness {
             self.deliver();
         }
         panic!("calls kept coming");
+    }
+
+    /// Applies the first pending call matching `pred` to the store now but leaves it
+    /// pending: its answer is held. Returns the result to answer it with later
+    /// (`Fate::Answer`).
+    pub fn apply_early(&mut self, pred: impl Fn(&BlobOp) -> bool) -> BlobResult {
+        let i = self.find(pred).expect("a matching pending call");
+        let op = self.calls[i].1.clone();
+        self.store.apply(self.now, &op)
+    }
+
+    /// Sends a read; returns its request id.
+    pub fn read(&mut self, read: crate::effect::Read) -> RequestId {
+        self.request(Request::Read(read))
+    }
+
+    /// Subscribes to the change feed; returns the watch's id.
+    pub fn watch(&mut self, cursor: u64, credit: u32) -> RequestId {
+        self.request(Request::Watch { cursor, credit })
+    }
+
+    /// The answer of a read that succeeded; panics on any other state.
+    pub fn read_ok(&self, id: RequestId) -> &crate::reply::ReadOk {
+        match self.read_replies.get(&id) {
+            Some(Ok(ok)) => ok,
+            other => panic!("expected read {id:?} answered, got {other:?}"),
+        }
+    }
+
+    /// Moves the clock on without firing anything.
+    pub fn advance_ms(&mut self, ms: u64) {
+        self.now = self.now + Duration::from_millis(ms);
+    }
+
+    /// Delivers every pending call and every call those emit; fires no timer.
+    pub fn settle(&mut self) {
+        self.deliver_all_but(|_| false);
+    }
+
+    /// The ops pending delivery that match `pred`, in order.
+    pub fn pending(&self, pred: impl Fn(&BlobOp) -> bool) -> Vec<BlobOp> {
+        self.calls.iter().filter(|(_, op)| pred(op)).map(|(_, op)| op.clone()).collect()
     }
 
     /// Every slot this replica sent a create for, decoded, in the order sent.

@@ -13,9 +13,9 @@ pub mod policy;
 pub mod verdict;
 pub mod world;
 
-pub use checker::{check, CheckReport};
+pub use checker::{check, CheckOptions, CheckReport};
 pub use document::{body_hash, ModelDocument, ModelVersion};
-pub use history::{ClientOp, History, Outcome, StoredObject};
+pub use history::{ClientOp, History, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject, WatchSession};
 pub use path::{normalize_path, PathProblem};
 pub use policy::{normalize_policy, ModelPolicy, ModelPolicyBody, PolicyProblem};
 pub use verdict::{ModelApplied, ModelInvalid, ModelReceipt, ModelRejection, ReceiptKind, Verdict};

@@ -78,6 +78,13 @@ impl ModelWorld {
         self.documents.iter().map(|(path, doc)| (path.as_str(), doc.snapshot()))
     }
 
+    /// Documents from path `start` on, in byte order.
+    pub fn documents_from<'a>(&'a self, start: &str) -> impl Iterator<Item = (&'a str, ModelDocument)> + 'a {
+        self.documents
+            .range::<str, _>((Bound::Included(start), Bound::Unbounded))
+            .map(|(path, doc)| (path.as_str(), doc.snapshot()))
+    }
+
     /// The retained version records of a document, oldest first; empty when absent.
     pub fn versions(&self, path: &str) -> Vec<ModelVersion> {
         match self.documents.get(path) {

@@ -39,6 +39,31 @@ pub struct Store {
 }
 
 #[derive(Clone, Debug, Serialize)]
+pub struct Reads {
+    /// Exact and catalog reads answered, as the checker judged them.
+    pub exact: u64,
+    pub catalog: u64,
+    /// How far the oldest catalog answer trailed the tip at its read's start.
+    pub catalog_lag_ms_max: f64,
+    /// Exact reads that missed a write acknowledged before they began (must be 0).
+    pub stale_exact: u64,
+    /// Metadata reads of the next slot name, and slots probes and hints installed.
+    pub probes: u64,
+    pub slots_followed: u64,
+    pub deadlines: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Watch {
+    pub sessions: u64,
+    pub events_delivered: u64,
+    pub resumes_ring: u64,
+    pub resumes_slots: u64,
+    pub resyncs: u64,
+    pub slot_reads: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub scenario: String,
     pub seed: u64,
@@ -75,6 +100,8 @@ pub struct Report {
     /// Slots won per second: the log's serial create rate.
     pub slots_per_s: f64,
     pub per_replica: Vec<PerReplica>,
+    pub reads: Reads,
+    pub watch: Watch,
     pub store: Store,
     pub trace_hash: String,
     pub repro: String,
@@ -93,7 +120,7 @@ impl Report {
         let mut latency = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
         let (mut offered, mut acked, mut rejected, mut refused, mut uncertain, mut expired, mut crashed) =
             (0, 0, 0, 0, 0, 0, 0);
-        let mut acked_by = vec![0u64; config.replicas];
+        let mut acked_by = vec![0u64; config.replicas + config.followers];
         let mut acked_in_window = 0u64;
         for op in &result.history.ops {
             if op.outcome == Outcome::Preloaded {
@@ -141,7 +168,7 @@ impl Report {
             scenario: scenario.to_string(),
             seed,
             profile: config.gcs.profile.kind.to_string(),
-            replicas: config.replicas,
+            replicas: config.replicas + config.followers,
             batch_max: config.kernel.batch_members_max.max(config.kernel.batch_members_deep_max),
             ahead: config.kernel.batches_ahead_max,
             virtual_s: result.end.as_micros() as f64 / 1e6,
@@ -179,6 +206,23 @@ impl Report {
                     failed: r.failed.as_ref().map(|f| format!("{f:?}")),
                 })
                 .collect(),
+            reads: Reads {
+                exact: check.reads_exact,
+                catalog: check.reads_catalog,
+                catalog_lag_ms_max: check.catalog_lag_ms_max,
+                stale_exact: check.stale_exact,
+                probes: result.replicas.iter().map(|r| r.reads.probes).sum(),
+                slots_followed: result.replicas.iter().map(|r| r.reads.slots_followed).sum(),
+                deadlines: result.replicas.iter().map(|r| r.reads.deadlines).sum(),
+            },
+            watch: Watch {
+                sessions: check.watch_sessions,
+                events_delivered: result.replicas.iter().map(|r| r.feed.events_delivered).sum(),
+                resumes_ring: result.replicas.iter().map(|r| r.feed.resumes_ring).sum(),
+                resumes_slots: result.replicas.iter().map(|r| r.feed.resumes_slots).sum(),
+                resyncs: result.replicas.iter().map(|r| r.feed.resyncs).sum(),
+                slot_reads: result.replicas.iter().map(|r| r.feed.slot_reads).sum(),
+            },
             store: Store {
                 creates: result.store.creates,
                 gets: result.store.gets,
@@ -223,6 +267,20 @@ impl Report {
             s += &format!(
                 "  replica {}  acked {}  slots won {}  lost {}  crashes {}\n",
                 r.replica, r.acked, r.slots_won, r.slots_lost, r.crashes
+            );
+        }
+        let rd = &self.reads;
+        if rd.exact + rd.catalog > 0 {
+            s += &format!(
+                "  reads    exact {}  catalog {}  catalog lag max {:.0} ms  stale exact {}  probes {}  slots followed {}\n",
+                rd.exact, rd.catalog, rd.catalog_lag_ms_max, rd.stale_exact, rd.probes, rd.slots_followed
+            );
+        }
+        let w = &self.watch;
+        if w.sessions > 0 {
+            s += &format!(
+                "  watch    sessions {}  events {}  resumes: ring {} slots {}  resyncs {}\n",
+                w.sessions, w.events_delivered, w.resumes_ring, w.resumes_slots, w.resyncs
             );
         }
         let st = &self.store;

@@ -3,8 +3,9 @@
 
 use crate::report::Report;
 use slotlog_kernel::Defects;
+use slotlog_model::CheckOptions;
 use slotlog_sim::gcs::{Faults, GcsConfig, ProfileKind};
-use slotlog_sim::{Arrivals, ClusterConfig, Crashes, Mix, Workload};
+use slotlog_sim::{Arrivals, ClusterConfig, Crashes, Mix, ReadLoad, WatchLoad, Workload};
 
 /// What a run may change from a scenario's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -82,6 +83,16 @@ pub const SCENARIOS: &[Scenario] = &[
         build: crash,
     },
     Scenario {
+        name: "reads",
+        about: "3 stores writing 250 writes/s in total, readers of both classes on each; a follower without hints serving catalog reads",
+        build: reads,
+    },
+    Scenario {
+        name: "watch",
+        about: "watchers that connect, disconnect and resume from cursors inside the ring, past it, and past 16,384 slots",
+        build: watch,
+    },
+    Scenario {
         name: "conflicts",
         about: "many writers on a few documents: expected versions, appends, archive and policy flips, parent/child races",
         build: conflicts,
@@ -134,7 +145,12 @@ pub fn run_scenario(scenario: &Scenario, seed: u64, o: &Overrides) -> Report {
     let config = scenario.config(seed, o);
     let started = std::time::Instant::now();
     let result = slotlog_sim::run(&config);
-    let check = slotlog_model::check(&result.history, &result.objects, &result.keys, result.world_id);
+    let options = CheckOptions {
+        catalog_staleness_ms: config.kernel.catalog_staleness_ms_max,
+        recent_slots_max: config.kernel.recent_slots_max,
+    };
+    let check =
+        slotlog_model::check(&result.history, &result.objects, &result.keys, result.world_id, options);
     let wall_s = started.elapsed().as_secs_f64();
     let repro = format!("slotlog run {} --seed {seed}{}", scenario.name, o.flags());
     Report::new(scenario.name, seed, &config, &result, &check, wall_s, repro)
@@ -166,6 +182,11 @@ fn race(seed: u64) -> ClusterConfig {
     c
 }
 
+/// Readers on every replica at a modest rate, so every scenario exercises reads too.
+fn some_reads() -> Option<ReadLoad> {
+    Some(ReadLoad { exact_per_s: 20.0, catalog_per_s: 20.0, exact_on_followers: true })
+}
+
 fn faults(seed: u64) -> ClusterConfig {
     let mix = Mix {
         create: 20,
@@ -181,6 +202,7 @@ fn faults(seed: u64) -> ClusterConfig {
     let mut c = ClusterConfig::new(seed, 3, gcs, workload);
     c.duration_ms = 20_000;
     c.preload_documents = 200;
+    c.reads = some_reads();
     c
 }
 
@@ -194,6 +216,17 @@ fn crash(seed: u64) -> ClusterConfig {
     c.preload_documents = 200;
     c.crashes = Some(Crashes { mean_interval_ms: 2_000, down_ms_min: 200, down_ms_max: 3_000 });
     c.clock_skew_ms_max = 100;
+    c.reads = some_reads();
+    c.watchers = Some(WatchLoad {
+        per_node: 2,
+        session_ms_mean: 3_000,
+        pause_ms_max: 500,
+        credit: 256,
+        consume_ms_max: 50,
+        old_cursor_rate: 0.2,
+        old_cursor_back_max: 500,
+    });
+    c.hints.loss_rate = 0.1;
     c
 }
 
@@ -205,5 +238,43 @@ fn conflicts(seed: u64) -> ClusterConfig {
     workload.body_bytes_max = 256;
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
     c.duration_ms = 15_000;
+    c.reads = some_reads();
+    c
+}
+
+fn reads(seed: u64) -> ClusterConfig {
+    let workload = Workload::new(Arrivals::Open { rate_per_s: 250.0 }, Mix::creates_and_blind_updates());
+    let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
+    c.followers = 1;
+    c.duration_ms = 20_000;
+    c.preload_documents = 2_000;
+    // The follower hears no hints and serves only catalog reads: it stays within a second
+    // of the tip by the tip checks those reads make, and by nothing else.
+    c.reads = Some(ReadLoad { exact_per_s: 100.0, catalog_per_s: 100.0, exact_on_followers: false });
+    c.hints.loss_rate = 0.05;
+    c.hints.follower_loss_rate = 1.0;
+    c.hints.delay_ms_max = 20;
+    c
+}
+
+fn watch(seed: u64) -> ClusterConfig {
+    let workload = Workload::new(Arrivals::Open { rate_per_s: 100.0 }, Mix::creates_and_blind_updates());
+    let mut c = ClusterConfig::new(seed, 1, GcsConfig::of(ProfileKind::Gcs), workload);
+    c.followers = 1;
+    c.duration_ms = 10_000;
+    // More single-member slots than a replica indexes (16,384), so a cursor at 0 is past
+    // them and one a few thousand back is inside them but past the ring.
+    c.preload_documents = 16_600;
+    c.preload_members_per_slot = 1;
+    c.kernel.replay_gets_max = 256;
+    c.watchers = Some(WatchLoad {
+        per_node: 2,
+        session_ms_mean: 2_000,
+        pause_ms_max: 500,
+        credit: 1_024,
+        consume_ms_max: 200,
+        old_cursor_rate: 0.3,
+        old_cursor_back_max: 12_000,
+    });
     c
 }

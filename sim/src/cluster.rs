@@ -1,14 +1,15 @@
 //! The deterministic multi-replica harness: a discrete-event loop over virtual time that
-//! drives many kernels against one simulated GCS, with clients, crashes and restarts.
+//! drives many kernels against one simulated GCS, with writers, readers, watchers,
+//! commit hints between replicas, crashes and restarts.
 //!
 //! One seed decides everything: the store's latencies and faults, the workload, the
-//! crashes, the replicas' own seeds, and the order of events that fall on the same
-//! microsecond (ties are broken by a draw, not by insertion order). The same
-//! (configuration, seed, code) gives the same trace hash on every machine.
+//! crashes, the hints' delays and losses, the replicas' own seeds, and the order of
+//! events that fall on the same microsecond (ties are broken by a draw, not by insertion
+//! order). The same (configuration, seed, code) gives the same trace hash on every machine.
 
 use crate::gcs::{GcsConfig, PlannedReply, SimGcs, StoreStats};
 use crate::rng::SimRng;
-use crate::workload::{Arrivals, Generator, Workload};
+use crate::workload::{Arrivals, Generator, ReadLoad, WatchLoad, Workload};
 use bytes::Bytes;
 use slotlog_kernel::blob::{BlobOp, BlobResult};
 use slotlog_kernel::format::{encode_body, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
@@ -17,8 +18,12 @@ use slotlog_kernel::ids::{BlobOpId, RequestId, StoreId, WorldId};
 use slotlog_kernel::reply::{FailReason, Reply};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{evaluate, validate, Evaluation, WorldState, Write};
-use slotlog_kernel::{CommitterStats, Config, Effect, Identity, Input, Replica, Request};
-use slotlog_model::{ClientOp, History, Outcome, StoredObject};
+use slotlog_kernel::{
+    CommitterStats, Config, Effect, FeedStats, Identity, Input, ReadStats, Replica, Request, WatchEnd,
+};
+use slotlog_model::{
+    ClientOp, History, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject, WatchSession,
+};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -31,17 +36,41 @@ pub struct Crashes {
     pub down_ms_max: u64,
 }
 
+/// How commit hints (`Effect::Committed`) travel between replicas.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hints {
+    /// A hint is lost with this probability, per receiving replica.
+    pub loss_rate: f64,
+    /// The same for followers, which may be cut off from hints entirely.
+    pub follower_loss_rate: f64,
+    pub delay_ms_min: u64,
+    pub delay_ms_max: u64,
+}
+
+impl Default for Hints {
+    fn default() -> Self {
+        Hints { loss_rate: 0.0, follower_loss_rate: 0.0, delay_ms_min: 1, delay_ms_max: 5 }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     pub seed: u64,
+    /// Replicas that take writes.
     pub replicas: usize,
+    /// Replicas that take no writes (readers and watchers only).
+    pub followers: usize,
     pub gcs: GcsConfig,
     pub kernel: Config,
     pub workload: Workload,
+    pub reads: Option<ReadLoad>,
+    pub watchers: Option<WatchLoad>,
+    pub hints: Hints,
     /// Clients send writes for this long.
     pub duration_ms: u64,
-    /// Documents written into the log before the run.
+    /// Documents written into the log before the run, and how many to a slot.
     pub preload_documents: usize,
+    pub preload_members_per_slot: usize,
     pub crashes: Option<Crashes>,
     /// Each replica's clock runs ahead of true time by up to this much.
     pub clock_skew_ms_max: u64,
@@ -55,16 +84,25 @@ impl ClusterConfig {
         ClusterConfig {
             seed,
             replicas,
+            followers: 0,
             gcs,
             kernel: Config::default(),
             workload,
+            reads: None,
+            watchers: None,
+            hints: Hints::default(),
             duration_ms: 10_000,
             preload_documents: 0,
+            preload_members_per_slot: SLOT_MEMBERS_MAX,
             crashes: None,
             clock_skew_ms_max: 0,
             settle_ms_max: 60_000,
             prefix: "worlds/sim".to_string(),
         }
+    }
+
+    fn nodes(&self) -> usize {
+        self.replicas + self.followers
     }
 }
 
@@ -72,8 +110,12 @@ impl ClusterConfig {
 #[derive(Clone, Debug, Default)]
 pub struct ReplicaReport {
     pub stats: CommitterStats,
+    pub reads: ReadStats,
+    pub feed: FeedStats,
     pub crashes: u32,
     pub failed: Option<FailReason>,
+    pub follower: bool,
+    pub hints_sent: u64,
 }
 
 pub struct RunResult {
@@ -87,7 +129,7 @@ pub struct RunResult {
     pub trace_hash: Hash32,
     pub replicas: Vec<ReplicaReport>,
     pub store: StoreStats,
-    /// Writes still unsettled when the settle time ran out.
+    /// Writes and reads still unanswered when the settle time ran out.
     pub unsettled: usize,
 }
 
@@ -96,6 +138,9 @@ enum Event {
     /// A client sends a write: an open-loop arrival, or a closed-loop writer's next.
     Arrival {
         writer: Option<usize>,
+    },
+    ReadArrival {
+        exact: bool,
     },
     Apply {
         ticket: u64,
@@ -107,9 +152,26 @@ enum Event {
         node: usize,
         incarnation: u32,
     },
+    Hint {
+        node: usize,
+        incarnation: u32,
+        sequence: u64,
+    },
     Crash,
     Restart {
         node: usize,
+    },
+    WatchStart {
+        watcher: usize,
+    },
+    WatchStop {
+        watcher: usize,
+        session: usize,
+    },
+    WatchCredit {
+        watcher: usize,
+        session: usize,
+        events: u32,
     },
 }
 
@@ -126,6 +188,14 @@ struct Ticket {
     replying: bool,
 }
 
+/// A request in flight at a replica, by what it is.
+#[derive(Clone, Copy, Debug)]
+enum InFlight {
+    Write(usize),
+    Read(usize),
+    Watch { watcher: usize, session: usize },
+}
+
 struct Node {
     replica: Option<Replica>,
     incarnation: u32,
@@ -133,11 +203,16 @@ struct Node {
     skew_us: u64,
     /// True time of the wake-up scheduled for the replica, if any.
     wake_at: Option<Instant>,
-    /// Writes sent to this incarnation and not yet answered: request to history index.
-    requests: BTreeMap<RequestId, usize>,
+    requests: BTreeMap<RequestId, InFlight>,
     report: ReplicaReport,
-    /// Stats of earlier incarnations.
-    stats_before: CommitterStats,
+}
+
+struct Watcher {
+    node: usize,
+    /// The session open now, and the request naming it.
+    session: Option<(usize, RequestId)>,
+    /// The last sequence this watcher has seen, across sessions.
+    seen: u64,
 }
 
 struct Cluster<'a> {
@@ -157,16 +232,16 @@ struct Cluster<'a> {
     generator: Generator,
     history: History,
     writes: Vec<Write>,
-    /// Request of each closed-loop writer's write in flight, by writer.
     writer_node: Vec<usize>,
     request_writer: BTreeMap<RequestId, usize>,
+    watchers: Vec<Watcher>,
     next_request: u64,
     trace: blake3::Hasher,
     workload_end: Instant,
 }
 
 pub fn run(config: &ClusterConfig) -> RunResult {
-    assert!(config.replicas > 0, "a cluster needs a replica");
+    assert!(config.replicas > 0, "a cluster needs a replica that writes");
     let keys = Keys::new(&config.prefix);
     let mut seeds = SimRng::derive(config.seed, "slotlog-sim cluster");
     let mut world_bytes = [0u8; 16];
@@ -191,22 +266,23 @@ pub fn run(config: &ClusterConfig) -> RunResult {
         writes: Vec::new(),
         writer_node: Vec::new(),
         request_writer: BTreeMap::new(),
+        watchers: Vec::new(),
         next_request: 0,
         trace: blake3::Hasher::new(),
         workload_end: Instant::from_millis(config.duration_ms),
     };
     c.preload();
-    for n in 0..config.replicas {
+    for n in 0..config.nodes() {
         let skew_us =
             if config.clock_skew_ms_max == 0 { 0 } else { c.chaos.below(config.clock_skew_ms_max * 1_000) };
+        let report = ReplicaReport { follower: n >= config.replicas, ..ReplicaReport::default() };
         c.nodes.push(Node {
             replica: None,
             incarnation: 0,
             skew_us,
             wake_at: None,
             requests: BTreeMap::new(),
-            report: ReplicaReport::default(),
-            stats_before: CommitterStats::default(),
+            report,
         });
         c.start_node(n);
     }
@@ -219,6 +295,20 @@ pub fn run(config: &ClusterConfig) -> RunResult {
                     c.writer_node.push(n);
                     c.schedule(Instant::ZERO, Event::Arrival { writer: Some(w) });
                 }
+            }
+        }
+    }
+    if config.reads.is_some() {
+        c.schedule(Instant::ZERO, Event::ReadArrival { exact: true });
+        c.schedule(Instant::ZERO, Event::ReadArrival { exact: false });
+    }
+    if let Some(w) = &config.watchers {
+        for n in 0..config.nodes() {
+            for _ in 0..w.per_node {
+                let watcher = c.watchers.len();
+                c.watchers.push(Watcher { node: n, session: None, seen: 0 });
+                let at = Instant::ZERO + ms(c.chaos.uniform(0.0, w.pause_ms_max as f64));
+                c.schedule(at, Event::WatchStart { watcher });
             }
         }
     }
@@ -265,18 +355,26 @@ impl Cluster<'_> {
         Instant::from_micros(self.now.as_micros() + self.nodes[node].skew_us)
     }
 
+    fn live(&self, writers_only: bool) -> Vec<usize> {
+        let n = if writers_only { self.config.replicas } else { self.nodes.len() };
+        (0..n).filter(|&i| self.nodes[i].replica.is_some()).collect()
+    }
+
+    fn pick(&mut self, from: &[usize]) -> Option<usize> {
+        (!from.is_empty()).then(|| from[self.chaos.below(from.len() as u64) as usize])
+    }
+
     /// Writes the preloaded documents straight into the bucket: a marker and full slots,
     /// built with the kernel's own rules.
     fn preload(&mut self) {
-        let count = self.config.preload_documents;
-        let writes = self.generator.preload(count);
+        let writes = self.generator.preload(self.config.preload_documents);
         let marker = Marker { world_id: self.world_id, created_by: StoreId(0) };
         let marker_bytes = Bytes::from(marker.encode());
         let mut world = WorldState::genesis(self.world_id, Hash32::of(&marker_bytes));
         self.put(self.keys.marker(), marker_bytes);
-        for chunk in writes.chunks(SLOT_MEMBERS_MAX) {
+        for chunk in writes.chunks(self.config.preload_members_per_slot.clamp(1, SLOT_MEMBERS_MAX)) {
             let mut members = Vec::new();
-            let mut overlay = slotlog_kernel::world::Overlay::new(world.next_sequence() - 1);
+            let mut overlay = slotlog_kernel::world::Overlay::new(world.sequence());
             for (w, body) in chunk {
                 let valid = validate(&w.mutation).expect("preloaded writes are valid");
                 let layers = [&overlay];
@@ -330,13 +428,15 @@ impl Cluster<'_> {
         self.drain(n);
     }
 
-    /// A wake-up superseded by a later schedule, or meant for a replica that crashed.
+    /// A wake-up superseded by a later schedule, or an event for a replica incarnation
+    /// that crashed.
     fn is_stale(&self, event: &Event, at: Instant) -> bool {
         match event {
             Event::Wake { node, incarnation } => {
                 let n = &self.nodes[*node];
                 n.incarnation != *incarnation || n.wake_at != Some(at)
             }
+            Event::Hint { node, incarnation, .. } => self.nodes[*node].incarnation != *incarnation,
             _ => false,
         }
     }
@@ -344,6 +444,7 @@ impl Cluster<'_> {
     fn step(&mut self, event: Event) {
         match event {
             Event::Arrival { writer } => self.arrival(writer),
+            Event::ReadArrival { exact } => self.read_arrival(exact),
             Event::Apply { ticket } => {
                 let t = self.tickets.get_mut(&ticket).expect("ticket");
                 let result = self.gcs.apply(self.now, &t.op);
@@ -352,7 +453,8 @@ impl Cluster<'_> {
                     t.result = Some(result.clone());
                 }
                 let done = !t.replying;
-                self.trace(&[2, ticket], &format!("{result:?}"));
+                let (tag, generation, size) = result_digest(&result);
+                self.trace(&[2, ticket, tag, generation, size], "");
                 if done {
                     self.tickets.remove(&ticket);
                 }
@@ -370,11 +472,7 @@ impl Cluster<'_> {
                 }
                 self.trace(&[3, ticket, node as u64], "");
                 if self.nodes[node].incarnation == incarnation {
-                    let now = self.kernel_now(node);
-                    if let Some(r) = self.nodes[node].replica.as_mut() {
-                        r.handle(now, Input::BlobDone { id, result });
-                        self.drain(node);
-                    }
+                    self.input(node, Input::BlobDone { id, result });
                 }
             }
             Event::Wake { node, .. } => {
@@ -384,6 +482,10 @@ impl Cluster<'_> {
                     r.handle_timeout(now);
                     self.drain(node);
                 }
+            }
+            Event::Hint { node, sequence, .. } => {
+                self.trace(&[11, node as u64, sequence], "");
+                self.input(node, Input::Follow { sequence });
             }
             Event::Crash => self.crash(),
             Event::Restart { node } => {
@@ -397,7 +499,34 @@ impl Cluster<'_> {
                     }
                 }
             }
+            Event::WatchStart { watcher } => self.watch_start(watcher),
+            Event::WatchStop { watcher, session } => self.watch_stop(watcher, session),
+            Event::WatchCredit { watcher, session, events } => {
+                let w = &self.watchers[watcher];
+                if let Some((s, id)) = w.session {
+                    if s == session {
+                        let node = w.node;
+                        self.input(node, Input::WatchCredit { id, events });
+                    }
+                }
+            }
         }
+    }
+
+    /// Hands a live replica an input and carries out what it emits.
+    fn input(&mut self, node: usize, input: Input) {
+        let now = self.kernel_now(node);
+        if let Some(r) = self.nodes[node].replica.as_mut() {
+            r.handle(now, input);
+            self.drain(node);
+        }
+    }
+
+    fn new_request(&mut self, node: usize, what: InFlight) -> RequestId {
+        self.next_request += 1;
+        let id = RequestId(self.next_request);
+        self.nodes[node].requests.insert(id, what);
+        id
     }
 
     fn arrival(&mut self, writer: Option<usize>) {
@@ -411,20 +540,15 @@ impl Cluster<'_> {
                     let gap = self.chaos.exponential(1_000.0 / rate_per_s);
                     self.schedule(self.now + ms(gap), Event::Arrival { writer: None });
                 }
-                let live: Vec<usize> =
-                    (0..self.nodes.len()).filter(|&n| self.nodes[n].replica.is_some()).collect();
-                if live.is_empty() {
-                    return;
-                }
-                live[self.chaos.below(live.len() as u64) as usize]
+                let live = self.live(true);
+                let Some(n) = self.pick(&live) else { return };
+                n
             }
         };
         if self.nodes[node].replica.is_none() {
             return; // a writer on a crashed replica resumes at its restart
         }
         let write = self.generator.next_write();
-        self.next_request += 1;
-        let request = RequestId(self.next_request);
         let index = self.history.ops.len();
         self.history.ops.push(ClientOp {
             replica: node,
@@ -434,15 +558,88 @@ impl Cluster<'_> {
             outcome: Outcome::Unanswered,
         });
         self.writes.push(write.clone());
-        self.nodes[node].requests.insert(request, index);
+        let request = self.new_request(node, InFlight::Write(index));
         if let Some(w) = writer {
             self.request_writer.insert(request, w);
         }
         self.trace(&[4, node as u64, write.op_id.as_u128() as u64], "");
-        let now = self.kernel_now(node);
-        let replica = self.nodes[node].replica.as_mut().expect("live");
-        replica.handle(now, Input::Request { id: request, request: Request::Write(write) });
-        self.drain(node);
+        self.input(node, Input::Request { id: request, request: Request::Write(write) });
+    }
+
+    fn read_arrival(&mut self, exact: bool) {
+        if self.now >= self.workload_end {
+            return;
+        }
+        let load = self.config.reads.clone().expect("reads configured");
+        let rate = if exact { load.exact_per_s } else { load.catalog_per_s };
+        if rate <= 0.0 {
+            return;
+        }
+        let gap = self.chaos.exponential(1_000.0 / rate);
+        self.schedule(self.now + ms(gap), Event::ReadArrival { exact });
+        let live = self.live(exact && !load.exact_on_followers);
+        let Some(node) = self.pick(&live) else { return };
+        let read = self.generator.next_read(exact);
+        let index = self.history.reads.len();
+        self.history.reads.push(ReadOp {
+            replica: node,
+            read: read.clone(),
+            invoked_at: self.now,
+            outcome: ReadOutcome::Unanswered,
+        });
+        let request = self.new_request(node, InFlight::Read(index));
+        self.trace(&[12, node as u64, request.0], "");
+        self.input(node, Input::Request { id: request, request: Request::Read(read) });
+    }
+
+    fn watch_start(&mut self, watcher: usize) {
+        let load = self.config.watchers.clone().expect("watchers configured");
+        if self.watchers[watcher].session.is_some() {
+            return;
+        }
+        let live = self.live(false);
+        let Some(node) = self.pick(&live) else { return };
+        let mut cursor = self.watchers[watcher].seen;
+        if self.chaos.chance(load.old_cursor_rate) {
+            cursor = cursor.saturating_sub(1 + self.chaos.below(load.old_cursor_back_max.max(1)));
+        }
+        let session = self.history.watches.len();
+        self.history.watches.push(WatchSession {
+            replica: node,
+            cursor,
+            started_at: self.now,
+            events: Vec::new(),
+            end: SessionEnd::Open,
+        });
+        let id = self.new_request(node, InFlight::Watch { watcher, session });
+        self.watchers[watcher].node = node;
+        self.watchers[watcher].session = Some((session, id));
+        if self.now < self.workload_end {
+            let length = self.chaos.exponential(load.session_ms_mean as f64);
+            self.schedule(self.now + ms(length), Event::WatchStop { watcher, session });
+        }
+        self.trace(&[13, node as u64, cursor], "");
+        self.input(node, Input::Request { id, request: Request::Watch { cursor, credit: load.credit } });
+    }
+
+    fn watch_stop(&mut self, watcher: usize, session: usize) {
+        let Some((s, id)) = self.watchers[watcher].session else { return };
+        if s != session {
+            return;
+        }
+        let node = self.watchers[watcher].node;
+        self.nodes[node].requests.remove(&id);
+        self.watchers[watcher].session = None;
+        self.input(node, Input::Unwatch { id });
+        self.resume_later(watcher);
+    }
+
+    fn resume_later(&mut self, watcher: usize) {
+        let Some(load) = self.config.watchers.clone() else { return };
+        if self.now < self.workload_end {
+            let at = self.now + ms(self.chaos.uniform(0.0, load.pause_ms_max as f64));
+            self.schedule(at, Event::WatchStart { watcher });
+        }
     }
 
     fn crash(&mut self) {
@@ -452,29 +649,35 @@ impl Cluster<'_> {
         }
         let next = self.now + ms(self.chaos.exponential(cr.mean_interval_ms as f64));
         self.schedule(next, Event::Crash);
-        let live: Vec<usize> = (0..self.nodes.len()).filter(|&n| self.nodes[n].replica.is_some()).collect();
+        let live = self.live(false);
         if live.len() < 2 {
             return;
         }
-        let node = live[self.chaos.below(live.len() as u64) as usize];
+        let node = self.pick(&live).expect("live");
         self.trace(&[5, node as u64], "crash");
         let n = &mut self.nodes[node];
         let replica = n.replica.take().expect("live");
-        add_stats(&mut n.stats_before, &replica.stats());
+        merge(&mut n.report, &replica);
         n.incarnation += 1;
         n.wake_at = None;
         n.report.crashes += 1;
-        for (request, index) in std::mem::take(&mut n.requests) {
-            self.history.ops[index].outcome = Outcome::Crashed;
-            self.generator.forget(&self.writes[index - self.preloaded()].op_id);
-            self.request_writer.remove(&request);
+        for (request, what) in std::mem::take(&mut n.requests) {
+            match what {
+                InFlight::Write(index) => {
+                    self.history.ops[index].outcome = Outcome::Crashed;
+                    self.generator.forget(&self.writes[index - self.config.preload_documents].op_id);
+                    self.request_writer.remove(&request);
+                }
+                InFlight::Read(index) => self.history.reads[index].outcome = ReadOutcome::Crashed,
+                InFlight::Watch { watcher, session } => {
+                    self.history.watches[session].end = SessionEnd::Crashed;
+                    self.watchers[watcher].session = None;
+                    self.resume_later(watcher);
+                }
+            }
         }
         let down = cr.down_ms_min + self.chaos.below(cr.down_ms_max - cr.down_ms_min + 1);
         self.schedule(self.now + core::time::Duration::from_millis(down), Event::Restart { node });
-    }
-
-    fn preloaded(&self) -> usize {
-        self.config.preload_documents
     }
 
     /// Carries out every effect the replica emitted, then schedules its wake-up.
@@ -484,11 +687,13 @@ impl Cluster<'_> {
             match effect {
                 Effect::Blob { id, op } => self.submit(node, id, op),
                 Effect::Reply { id, reply } => self.answer(node, id, reply),
-                Effect::Committed { sequence } => self.trace(&[7, node as u64, sequence], ""),
+                Effect::Committed { sequence } => self.hint(node, sequence),
                 Effect::Failed(reason) => {
                     self.trace(&[8, node as u64], &format!("{reason:?}"));
                     self.nodes[node].report.failed = Some(reason);
                 }
+                Effect::Changes { id, events } => self.changes(node, id, events),
+                Effect::WatchEnded { id, end } => self.watch_ended(node, id, end),
             }
         }
         // A wake-up whose time no longer matches `wake_at` is stale and does nothing.
@@ -504,6 +709,23 @@ impl Cluster<'_> {
             if let Some(at) = at {
                 self.schedule(at, Event::Wake { node, incarnation });
             }
+        }
+    }
+
+    /// Passes a commit hint to every other live replica, each with its own delay, or loses it.
+    fn hint(&mut self, from: usize, sequence: u64) {
+        self.trace(&[7, from as u64, sequence], "");
+        self.nodes[from].report.hints_sent += 1;
+        let h = self.config.hints.clone();
+        for node in 0..self.nodes.len() {
+            let loss = if node < self.config.replicas { h.loss_rate } else { h.follower_loss_rate };
+            if node == from || self.nodes[node].replica.is_none() || self.chaos.chance(loss) {
+                continue;
+            }
+            let delay =
+                h.delay_ms_min as f64 + self.chaos.uniform(0.0, (h.delay_ms_max - h.delay_ms_min) as f64);
+            let incarnation = self.nodes[node].incarnation;
+            self.schedule(self.now + ms(delay), Event::Hint { node, incarnation, sequence });
         }
     }
 
@@ -532,28 +754,74 @@ impl Cluster<'_> {
     }
 
     fn answer(&mut self, node: usize, request: RequestId, reply: Reply) {
-        let Some(index) = self.nodes[node].requests.remove(&request) else {
+        let Some(what) = self.nodes[node].requests.remove(&request) else {
             panic!("replica {node} answered {request:?}, which it was not asked or answered twice");
         };
-        let Reply::Write(result) = reply;
-        self.trace(&[10, node as u64, request.0], &format!("{result:?}"));
-        let write = &self.writes[index - self.preloaded()];
-        self.generator.observe(write, &result);
-        self.history.ops[index].outcome = Outcome::Answered { at: self.now, result };
-        if let Some(w) = self.request_writer.remove(&request) {
-            self.schedule(self.now, Event::Arrival { writer: Some(w) });
+        match (what, reply) {
+            (InFlight::Write(index), Reply::Write(result)) => {
+                self.trace(&[10, node as u64, request.0], &format!("{result:?}"));
+                let write = &self.writes[index - self.config.preload_documents];
+                self.generator.observe(write, &result);
+                self.history.ops[index].outcome = Outcome::Answered { at: self.now, result };
+                if let Some(w) = self.request_writer.remove(&request) {
+                    self.schedule(self.now, Event::Arrival { writer: Some(w) });
+                }
+            }
+            (InFlight::Read(index), Reply::Read(result)) => {
+                let (at, kind) = match &result {
+                    Ok(ok) => (ok.at_sequence, std::mem::discriminant(&ok.answer)),
+                    Err(_) => (u64::MAX, std::mem::discriminant(&slotlog_kernel::Answer::NotFound)),
+                };
+                self.trace(&[14, node as u64, request.0, at], &format!("{kind:?}"));
+                self.history.reads[index].outcome = ReadOutcome::Answered { at: self.now, result };
+            }
+            (what, reply) => panic!("replica {node} answered {what:?} with {reply:?}"),
         }
     }
 
+    fn changes(&mut self, node: usize, id: RequestId, events: Vec<slotlog_kernel::world::Receipt>) {
+        let Some(&InFlight::Watch { watcher, session }) = self.nodes[node].requests.get(&id) else {
+            panic!("changes for {id:?}, which is no watch on replica {node}");
+        };
+        self.trace(&[15, node as u64, events.len() as u64, events.last().map_or(0, |e| e.sequence)], "");
+        let n = events.len() as u32;
+        if let Some(last) = events.last() {
+            self.watchers[watcher].seen = last.sequence;
+        }
+        self.history.watches[session].events.extend(events);
+        let load = self.config.watchers.clone().expect("watchers configured");
+        let consume = self.chaos.uniform(0.0, load.consume_ms_max as f64);
+        self.schedule(self.now + ms(consume), Event::WatchCredit { watcher, session, events: n });
+    }
+
+    fn watch_ended(&mut self, node: usize, id: RequestId, end: WatchEnd) {
+        let Some(InFlight::Watch { watcher, session }) = self.nodes[node].requests.remove(&id) else {
+            panic!("an end for {id:?}, which is no watch on replica {node}");
+        };
+        self.trace(&[16, node as u64, id.0], &format!("{end:?}"));
+        if let WatchEnd::Resync { tip, .. } = end {
+            // The subscriber rebuilds from a read of the world, then watches from its tip.
+            self.watchers[watcher].seen = tip;
+        }
+        self.history.watches[session].end = SessionEnd::Ended(end);
+        self.watchers[watcher].session = None;
+        self.resume_later(watcher);
+    }
+
     fn finish(mut self) -> RunResult {
-        let unsettled = self.nodes.iter().map(|n| n.requests.len()).sum();
+        let mut unsettled = 0;
+        for n in &self.nodes {
+            for what in n.requests.values() {
+                if matches!(what, InFlight::Write(_) | InFlight::Read(_)) {
+                    unsettled += 1;
+                }
+            }
+        }
         let mut replicas = Vec::new();
         for n in &mut self.nodes {
-            let mut stats = n.stats_before.clone();
             if let Some(r) = &n.replica {
-                add_stats(&mut stats, &r.stats());
+                merge(&mut n.report, r);
             }
-            n.report.stats = stats;
             replicas.push(n.report.clone());
         }
         let root = self.keys.root().to_string();
@@ -582,15 +850,48 @@ impl Cluster<'_> {
     }
 }
 
-fn add_stats(into: &mut CommitterStats, s: &CommitterStats) {
-    into.slots_won += s.slots_won;
-    into.slots_lost += s.slots_lost;
-    into.creates_ambiguous += s.creates_ambiguous;
-    into.members_committed += s.members_committed;
-    into.refused_busy += s.refused_busy;
-    into.expired += s.expired;
-    into.uncertain += s.uncertain;
-    into.requeued += s.requeued;
-    into.body_reads += s.body_reads;
-    into.calls_hedged += s.calls_hedged;
+/// What the trace records of a store result: its kind, generation and size, not its bytes.
+fn result_digest(result: &BlobResult) -> (u64, u64, u64) {
+    use slotlog_kernel::blob::BlobOutcome;
+    match result {
+        Ok(BlobOutcome::Created(m)) | Ok(BlobOutcome::Stat(m)) | Ok(BlobOutcome::Rewritten(m)) => {
+            (1, m.generation, m.size)
+        }
+        Ok(BlobOutcome::Got { meta, .. }) => (2, meta.generation, meta.size),
+        Ok(BlobOutcome::Listed { entries, more }) => {
+            (3, entries.last().map_or(0, |e| e.generation), entries.len() as u64 * 2 + u64::from(*more))
+        }
+        Ok(BlobOutcome::Deleted) => (4, 0, 0),
+        Err(e) => (5 + *e as u64, 0, 0),
+    }
+}
+
+/// Adds an incarnation's counters into the replica's report.
+fn merge(into: &mut ReplicaReport, r: &Replica) {
+    let s = r.stats();
+    let t = &mut into.stats;
+    t.slots_won += s.slots_won;
+    t.slots_lost += s.slots_lost;
+    t.creates_ambiguous += s.creates_ambiguous;
+    t.members_committed += s.members_committed;
+    t.refused_busy += s.refused_busy;
+    t.expired += s.expired;
+    t.uncertain += s.uncertain;
+    t.requeued += s.requeued;
+    t.body_reads += s.body_reads;
+    t.calls_hedged += s.calls_hedged;
+    let (rs, t) = (r.read_stats(), &mut into.reads);
+    t.exact += rs.exact;
+    t.catalog += rs.catalog;
+    t.probes += rs.probes;
+    t.slots_followed += rs.slots_followed;
+    t.refused_busy += rs.refused_busy;
+    t.deadlines += rs.deadlines;
+    let (fs, t) = (r.feed_stats(), &mut into.feed);
+    t.watches += fs.watches;
+    t.events_delivered += fs.events_delivered;
+    t.resumes_ring += fs.resumes_ring;
+    t.resumes_slots += fs.resumes_slots;
+    t.resyncs += fs.resyncs;
+    t.slot_reads += fs.slot_reads;
 }

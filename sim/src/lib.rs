@@ -8,5 +8,5 @@ pub(crate) mod math;
 pub(crate) mod rng;
 pub mod workload;
 
-pub use cluster::{run, ClusterConfig, Crashes, ReplicaReport, RunResult};
-pub use workload::{Arrivals, Generator, Mix, Workload};
+pub use cluster::{run, ClusterConfig, Crashes, Hints, ReplicaReport, RunResult};
+pub use workload::{Arrivals, Generator, Mix, ReadLoad, WatchLoad, Workload};

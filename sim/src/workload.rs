@@ -70,6 +70,35 @@ impl Mix {
     }
 }
 
+/// Reads sent at random to every replica, followers included.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadLoad {
+    /// Poisson rates, per second in total: fetch, versions and receipt reads...
+    pub exact_per_s: f64,
+    /// ...and lookup, list and hash lookup reads.
+    pub catalog_per_s: f64,
+    /// Whether exact reads go to followers too (else to writing replicas only).
+    pub exact_on_followers: bool,
+}
+
+/// Watchers: subscribers that connect, take events, disconnect and resume from cursors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchLoad {
+    /// Watchers per replica (followers included).
+    pub per_node: usize,
+    /// Mean length of one connection, and the longest pause before the next.
+    pub session_ms_mean: u64,
+    pub pause_ms_max: u64,
+    /// Events a watcher takes at a time, and how long it takes to consume them (a slow
+    /// watcher gives credit back late).
+    pub credit: u32,
+    pub consume_ms_max: u64,
+    /// How often a resume asks for an older cursor than it last saw (past the ring, or
+    /// past the newest slots), and how far back at most.
+    pub old_cursor_rate: f64,
+    pub old_cursor_back_max: u64,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workload {
     pub arrivals: Arrivals,
@@ -170,6 +199,55 @@ impl Generator {
                 (Write { op_id, mutation: m }, body)
             })
             .collect()
+    }
+
+    /// A read of what clients know: exact reads of known paths and recent operation ids,
+    /// catalog reads of prefixes, directories and known bodies.
+    pub fn next_read(&mut self, exact: bool) -> slotlog_kernel::Read {
+        use slotlog_kernel::Read;
+        if self.known_order.is_empty() {
+            return Read::List { directory: "/".into(), limit: 50 };
+        }
+        let path = self.known_path();
+        let kind = self.rng.below(3);
+        if exact {
+            match kind {
+                0 => {
+                    let k = &self.known[&path];
+                    let version =
+                        (k.version > 1 && self.rng.chance(0.3)).then(|| 1 + self.rng.below(k.version));
+                    Read::Fetch { path, version }
+                }
+                1 => Read::Versions { path },
+                _ => {
+                    let back = 1 + self.rng.below(self.next_op.clamp(1, 200));
+                    let n = self.next_op.saturating_sub(back) + 1;
+                    Read::Receipt { op_id: OperationId::from(GENERATED_OP_BASE + u128::from(n)) }
+                }
+            }
+        } else {
+            match kind {
+                0 => {
+                    let cut = path.len().saturating_sub(1 + self.rng.below(6) as usize).max(1);
+                    let prefix = path[..cut].to_string();
+                    Read::Lookup { prefix, start_after: None, limit: 20 }
+                }
+                1 => {
+                    let directory = match path.rfind('/') {
+                        Some(0) | None => "/".to_string(),
+                        Some(i) => path[..i].to_string(),
+                    };
+                    Read::List { directory, limit: 50 }
+                }
+                _ => match self.known[&path].body {
+                    Some((nonce, len)) => {
+                        let hash = slotlog_kernel::Hash32::of(&Generator::body(nonce, len));
+                        Read::HashLookup { hash, limit: 20 }
+                    }
+                    None => Read::List { directory: "/".into(), limit: 50 },
+                },
+            }
+        }
     }
 
     pub fn next_write(&mut self) -> Write {

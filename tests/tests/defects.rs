@@ -48,3 +48,20 @@ fn the_correct_committer_passes_the_same_runs() {
         assert!(report.passed(), "{name} seed 1: {:?}", report.violations);
     }
 }
+
+#[test]
+fn an_exact_read_that_skips_the_next_slot_check_is_caught() {
+    let found = first_failure(
+        Defects { exact_read_skips_probe: true, ..Defects::default() },
+        &["reads", "conflicts"],
+    );
+    let (scenario, seed, violation) = found.expect("the checker catches a stale exact read");
+    eprintln!("exact_read_skips_probe caught by {scenario} seed {seed}: {violation}");
+}
+
+#[test]
+fn a_catalog_read_from_a_snapshot_older_than_a_second_is_caught() {
+    let found = first_failure(Defects { catalog_ignores_staleness: true, ..Defects::default() }, &["reads"]);
+    let (scenario, seed, violation) = found.expect("the checker catches a catalog read past its bound");
+    eprintln!("catalog_ignores_staleness caught by {scenario} seed {seed}: {violation}");
+}

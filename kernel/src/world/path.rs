@@ -72,10 +72,12 @@ impl Path {
         s.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0).map(move |i| &s[..i])
     }
 
-    /// The smallest string that sorts after every descendant's prefix: descendants are the
-    /// keys in `[self + "/", self + "0")` (`'0'` follows `'/'` in byte order).
-    pub fn descendant_bounds(&self) -> (String, String) {
-        (format!("{}/", self.0), format!("{}0", self.0))
+    /// `self + "/"`: every descendant starts with it, and sorts at or after it.
+    pub fn descendant_start(&self) -> String {
+        let mut s = String::with_capacity(self.0.len() + 1);
+        s.push_str(&self.0);
+        s.push('/');
+        s
     }
 }
 

@@ -100,6 +100,16 @@ impl WorldState {
         self.documents.iter()
     }
 
+    /// Documents from `start` on, in path order.
+    pub fn documents_from(&self, start: &str) -> impl Iterator<Item = (&Path, &Document)> {
+        self.documents.range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
+    }
+
+    /// The receipt of a committed operation id.
+    pub fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
+        self.receipts.get(op_id)
+    }
+
     pub fn document_count(&self) -> usize {
         self.documents.len()
     }
@@ -121,14 +131,22 @@ impl WorldState {
             return Err(ApplyError::ChainBreak { sequence: slot.first_sequence });
         }
         // Check every member before changing anything, so a refused slot leaves no trace.
-        let mut scratch = super::view::Overlay::new(self.sequence);
-        for m in &slot.members {
-            let layers = [&scratch];
-            let view = super::view::Layered::new(self, &layers);
-            if let Some(rule) = member_problem(&view, m) {
+        // A lone member is checked against the state itself; later members of a slot
+        // against the state plus the members before them.
+        if let [m] = slot.members.as_slice() {
+            if let Some(rule) = member_problem(self, m) {
                 return Err(ApplyError::Inconsistent { sequence: m.sequence(), rule });
             }
-            scratch.apply(m);
+        } else {
+            let mut scratch = super::view::Overlay::new(self.sequence);
+            for m in &slot.members {
+                let layers = [&scratch];
+                let view = super::view::Layered::new(self, &layers);
+                if let Some(rule) = member_problem(&view, m) {
+                    return Err(ApplyError::Inconsistent { sequence: m.sequence(), rule });
+                }
+                scratch.apply(m);
+            }
         }
         for m in &slot.members {
             self.apply_member(m);
@@ -234,11 +252,12 @@ impl StateView for WorldState {
     }
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
-        let (lo, hi) = path.descendant_bounds();
+        let lo = path.descendant_start();
         self.documents
-            .range::<str, _>((std::ops::Bound::Included(lo.as_str()), std::ops::Bound::Excluded(hi.as_str())))
+            .range::<str, _>((std::ops::Bound::Included(lo.as_str()), std::ops::Bound::Unbounded))
             .next()
             .map(|(p, _)| p)
+            .filter(|p| p.as_str().starts_with(lo.as_str()))
     }
 
     fn policy(&self) -> &Policy {
@@ -246,7 +265,7 @@ impl StateView for WorldState {
     }
 
     fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
-        self.receipts.get(op_id)
+        WorldState::receipt(self, op_id)
     }
 
     fn sequence(&self) -> u64 {

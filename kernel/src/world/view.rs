@@ -7,7 +7,6 @@ use super::path::Path;
 use super::policy::Policy;
 use crate::ids::OperationId;
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 /// What evaluating a mutation needs to read.
 pub trait StateView {
@@ -82,12 +81,13 @@ impl<B: StateView> StateView for Layered<'_, B> {
     }
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
-        let (lo, hi) = path.descendant_bounds();
+        let lo = path.descendant_start();
         let in_layers = self.layers.iter().filter_map(|l| {
             l.entries
-                .range::<str, _>((Bound::Included(lo.as_str()), Bound::Excluded(hi.as_str())))
+                .range::<str, _>((std::ops::Bound::Included(lo.as_str()), std::ops::Bound::Unbounded))
                 .next()
                 .map(|(p, _)| p)
+                .filter(|p| p.as_str().starts_with(lo.as_str()))
         });
         in_layers.chain(self.base.first_descendant(path)).min()
     }

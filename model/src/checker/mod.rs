@@ -4,7 +4,10 @@
 //! through the reference model, and every answer is judged against the model at the
 //! state it names.
 
-use crate::history::{ClientOp, History, Outcome, StoredObject};
+mod reads;
+mod watches;
+
+use crate::history::{ClientOp, History, Outcome, ReadOutcome, StoredObject};
 use crate::{
     ModelInvalid, ModelPolicyBody, ModelReceipt, ModelRejection, ModelWorld, PathProblem, PolicyProblem,
     ReceiptKind, Verdict,
@@ -35,6 +38,30 @@ pub struct CheckReport {
     pub crashed_absent: u64,
     /// Answers that were not commits (rejected, unchanged, duplicate) judged at a state.
     pub answers_judged: u64,
+    pub reads_exact: u64,
+    pub reads_catalog: u64,
+    /// Exact reads whose state missed a write acknowledged before the read began.
+    pub stale_exact: u64,
+    /// How far a catalog read's state trailed the tip at the read's start.
+    pub catalog_lag_ms_max: f64,
+    pub watch_sessions: u64,
+    pub watch_events: u64,
+    pub watch_resyncs: u64,
+}
+
+/// The bounds the run's replicas were configured with, which some rules depend on.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckOptions {
+    /// How much older than its start a catalog read's state may be.
+    pub catalog_staleness_ms: u64,
+    /// A watch may resync only when its cursor is further back than this many slots.
+    pub recent_slots_max: usize,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions { catalog_staleness_ms: 1_000, recent_slots_max: 16_384 }
+    }
 }
 
 impl CheckReport {
@@ -56,8 +83,29 @@ struct SlotSpan {
     created_at: Instant,
 }
 
+/// The slot holding `sequence`.
+fn holding(spans: &[SlotSpan], sequence: u64) -> Option<&SlotSpan> {
+    let i = spans.partition_point(|s| s.last < sequence);
+    spans.get(i).filter(|s| s.first <= sequence)
+}
+
+/// When the state through `at` was the tip: from the creation of the slot holding `at`
+/// (the start of time for 0) until the creation of the slot holding `at + 1`.
+fn tip_interval(spans: &[SlotSpan], at: u64) -> (Instant, Instant) {
+    let from =
+        if at == 0 { Instant::ZERO } else { holding(spans, at).map_or(Instant::MAX, |s| s.created_at) };
+    let until = holding(spans, at + 1).map_or(Instant::MAX, |s| s.created_at);
+    (from, until)
+}
+
 /// Checks a run: `objects` is every object under the world's prefix.
-pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id: WorldId) -> CheckReport {
+pub fn check(
+    history: &History,
+    objects: &[StoredObject],
+    keys: &Keys,
+    world_id: WorldId,
+    options: CheckOptions,
+) -> CheckReport {
     let mut r = CheckReport::default();
     let Some(marker_obj) = objects.iter().find(|o| o.key == keys.marker()) else {
         if history.ops.iter().any(|op| matches!(op.outcome, Outcome::Answered { result: Ok(_), .. })) {
@@ -153,10 +201,35 @@ pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id:
         }
     }
 
+    let mut reads_at: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, op) in history.reads.iter().enumerate() {
+        match &op.outcome {
+            ReadOutcome::Answered { result: Ok(ok), .. } => {
+                if ok.at_sequence > r.tip_sequence {
+                    r.violation(format!(
+                        "read {i} was answered at sequence {}, past the log's tip",
+                        ok.at_sequence
+                    ));
+                } else {
+                    reads_at.entry(ok.at_sequence).or_default().push(i);
+                }
+            }
+            ReadOutcome::Answered { result: Err(e), .. } => reads::judge_error(i, op, e, &mut r),
+            ReadOutcome::Unanswered => {
+                r.violation(format!("read {i} on replica {} was never answered", op.replica))
+            }
+            ReadOutcome::Crashed => {}
+        }
+    }
+    let read_judge = reads::Judge::new(history, &spans, options);
+
     // 3. Replay the log through the model, judging each answer at the state it names.
     let mut model = ModelWorld::new();
     let mut committed: BTreeMap<OperationId, u64> = BTreeMap::new();
     let judge_at = |model: &ModelWorld, at: u64, r: &mut CheckReport| {
+        for &i in reads_at.get(&at).into_iter().flatten() {
+            read_judge.judge(model, i, at, r);
+        }
         for &i in judged_at.get(&at).into_iter().flatten() {
             let op = &history.ops[i];
             r.answers_judged += 1;
@@ -264,6 +337,11 @@ pub fn check(history: &History, objects: &[StoredObject], keys: &Keys, world_id:
 
     // 6. The kernel's replay of the log holds what the model holds.
     compare_states(&auditor, &model, &mut r);
+
+    // 7. Every watcher received the log's changes in order, none missing, none twice.
+    let receipts: Vec<&kw::Receipt> =
+        slots.iter().flat_map(|(s, _)| s.members.iter().map(|m| &m.receipt)).collect();
+    watches::check(history, &receipts, &spans, options, &mut r);
     r
 }
 
@@ -281,14 +359,11 @@ fn judged_sequence(op: &ClientOp) -> Option<u64> {
     }
 }
 
-/// A state at `at` is the tip from the creation of the slot holding `at` until the
-/// creation of the slot holding `at + 1`; a member inside a slot is placed at that slot's
-/// creation. The answer stands if that interval meets the request's time in flight.
+/// A member inside a slot is placed at that slot's creation; a state is the tip over
+/// `tip_interval`. The answer stands if that interval meets the request's time in flight.
 fn judged_in_time(spans: &[SlotSpan], at: u64, op: &ClientOp) -> bool {
     let Some(answered) = op.answered_at() else { return false };
-    let holding = |s: u64| spans.iter().find(|sp| sp.first <= s && s <= sp.last);
-    let from = if at == 0 { Instant::ZERO } else { holding(at).map_or(Instant::MAX, |sp| sp.created_at) };
-    let until = holding(at + 1).map_or(Instant::MAX, |sp| sp.created_at);
+    let (from, until) = tip_interval(spans, at);
     from <= answered && until >= op.invoked_at
 }
 
@@ -440,7 +515,7 @@ pub fn rejection_to_model(r: &kw::Rejection) -> ModelRejection {
     }
 }
 
-fn path_problem_to_model(p: &kw::PathProblem) -> PathProblem {
+pub(super) fn path_problem_to_model(p: &kw::PathProblem) -> PathProblem {
     match p {
         kw::PathProblem::Empty => PathProblem::Empty,
         kw::PathProblem::DotSegment => PathProblem::DotSegment,

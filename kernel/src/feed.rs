@@ -1,0 +1,295 @@
+//! The change feed (SPEC 9): every change in sequence order, exactly once per
+//! subscriber. Slots are the durable record; this module holds only a ring of the newest
+//! events (and only while someone watches), each subscriber's cursor and credit, and the
+//! slot reads of subscribers catching up from behind the ring.
+//!
+//! A subscriber is never lapped silently: one that falls behind the ring reads its
+//! backlog from slots, a page (about a ring's worth of events) at a time, and one whose
+//! cursor is older than the replica's index of newest slots is told to resync.
+
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::effect::{Effect, WatchEnd};
+use crate::format::{Keys, Slot};
+use crate::hash::Hash32;
+use crate::ids::RequestId;
+use crate::io::{Call, Io, Purpose};
+use crate::reply::FailReason;
+use crate::snapshot::{SlotSpan, Snapshot};
+use crate::time::Instant;
+use crate::world::Receipt;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FeedStats {
+    pub watches: u64,
+    pub events_delivered: u64,
+    /// Subscriptions that resumed from history the ring held.
+    pub resumes_ring: u64,
+    /// Subscriptions that read history from slots (at the start, or after falling behind).
+    pub resumes_slots: u64,
+    pub resyncs: u64,
+    pub slot_reads: u64,
+}
+
+struct Sub {
+    /// The next sequence to deliver.
+    next: u64,
+    credit: u64,
+    /// Catching up from slots: the page being read.
+    page: Option<Page>,
+    /// Reading from slots rather than the ring (counts each fall behind once).
+    behind: bool,
+}
+
+/// Slots a subscriber reads from behind the ring, oldest first; `asked` of them have
+/// been asked for (or were already at hand).
+struct Page {
+    spans: VecDeque<SlotSpan>,
+    asked: usize,
+}
+
+pub(crate) struct Feed {
+    keys: Keys,
+    ring_events_max: usize,
+    watches_max: usize,
+    page_events: u64,
+    gets_max: usize,
+    slots_cached_max: usize,
+    /// The newest events, only while anyone watches; `ring_start` is the sequence the
+    /// ring begins at (the next to come, when empty).
+    ring: VecDeque<Receipt>,
+    ring_start: u64,
+    subs: BTreeMap<RequestId, Sub>,
+    /// Events of slots read for backlogs, by first sequence; the oldest go first.
+    slots: BTreeMap<u64, Vec<Receipt>>,
+    slot_order: VecDeque<u64>,
+    /// Backlog slots asked for and not yet read.
+    requested: BTreeSet<u64>,
+    pub stats: FeedStats,
+}
+
+impl Feed {
+    pub fn new(config: &crate::Config, keys: Keys) -> Feed {
+        Feed {
+            keys,
+            ring_events_max: config.ring_events_max,
+            watches_max: config.watches_max,
+            page_events: config.ring_events_max as u64,
+            gets_max: config.replay_gets_max,
+            slots_cached_max: config.feed_slots_cached_max,
+            ring: VecDeque::new(),
+            ring_start: 0,
+            subs: BTreeMap::new(),
+            slots: BTreeMap::new(),
+            slot_order: VecDeque::new(),
+            requested: BTreeSet::new(),
+            stats: FeedStats::default(),
+        }
+    }
+
+    /// Takes the snapshot's newly installed events into the ring (or drops them when
+    /// nobody watches).
+    pub fn absorb(&mut self, sn: &mut Snapshot) {
+        if self.subs.is_empty() {
+            sn.fresh.clear();
+            return;
+        }
+        for r in sn.fresh.drain(..) {
+            debug_assert_eq!(r.sequence, self.ring_start + self.ring.len() as u64);
+            self.ring.push_back(r);
+        }
+        while self.ring.len() > self.ring_events_max {
+            self.ring.pop_front();
+            self.ring_start += 1;
+        }
+    }
+
+    /// Subscribes `id` to every change after `cursor`.
+    pub fn watch(&mut self, id: RequestId, cursor: u64, credit: u32, sn: &Snapshot, io: &mut Io) {
+        if self.subs.len() >= self.watches_max {
+            let end = WatchEnd::Busy { watches: self.subs.len() };
+            io.effects.push_back(Effect::WatchEnded { id, end });
+            return;
+        }
+        if self.subs.is_empty() {
+            self.ring.clear();
+            self.ring_start = sn.world.next_sequence();
+        }
+        self.stats.watches += 1;
+        let next = cursor.saturating_add(1);
+        if next <= sn.world.sequence() && next >= self.ring_start {
+            self.stats.resumes_ring += 1;
+        }
+        self.subs.insert(id, Sub { next, credit: u64::from(credit), page: None, behind: false });
+    }
+
+    pub fn credit(&mut self, id: RequestId, events: u32) {
+        if let Some(s) = self.subs.get_mut(&id) {
+            s.credit += u64::from(events);
+        }
+    }
+
+    /// The subscriber is gone; an unwatched hub holds no ring.
+    pub fn unwatch(&mut self, id: RequestId) {
+        self.subs.remove(&id);
+        if self.subs.is_empty() {
+            self.ring.clear();
+            self.slots.clear();
+            self.slot_order.clear();
+            // Reads in flight still land; they are dropped on arrival.
+        }
+    }
+
+    pub fn fail(&mut self, reason: &FailReason, io: &mut Io) {
+        for id in std::mem::take(&mut self.subs).into_keys() {
+            io.effects.push_back(Effect::WatchEnded { id, end: WatchEnd::Failed(reason.clone()) });
+        }
+        self.ring.clear();
+    }
+
+    /// Delivers what each subscriber has credit for, moves subscribers between the ring
+    /// and slot reads, and starts the slot reads they need.
+    pub fn deliver(&mut self, now: Instant, sn: &Snapshot, io: &mut Io) {
+        let ids: Vec<RequestId> = self.subs.keys().copied().collect();
+        for id in ids {
+            self.deliver_one(now, id, sn, io);
+        }
+        self.fetch_pages(now, io);
+    }
+
+    fn deliver_one(&mut self, _now: Instant, id: RequestId, sn: &Snapshot, io: &mut Io) {
+        let tip = sn.world.sequence();
+        let ring_end = self.ring_start + self.ring.len() as u64;
+        let sub = self.subs.get_mut(&id).expect("listed");
+        loop {
+            if sub.credit == 0 || sub.next > tip {
+                return;
+            }
+            if sub.page.is_none() && sub.next >= self.ring_start && sub.next < ring_end {
+                let from = (sub.next - self.ring_start) as usize;
+                sub.behind = false;
+                let n = (sub.credit as usize).min(self.ring.len() - from);
+                let events: Vec<Receipt> = self.ring.range(from..from + n).cloned().collect();
+                sub.next += n as u64;
+                sub.credit -= n as u64;
+                self.stats.events_delivered += n as u64;
+                io.effects.push_back(Effect::Changes { id, events });
+                continue;
+            }
+            if sub.page.is_none() {
+                // Behind the ring: read from slots while they are in the index.
+                if sn.recent.holding(sub.next).is_none() {
+                    self.stats.resyncs += 1;
+                    let end = WatchEnd::Resync { cursor: sub.next - 1, tip };
+                    io.effects.push_back(Effect::WatchEnded { id, end });
+                    self.subs.remove(&id);
+                    return;
+                }
+                if !sub.behind {
+                    sub.behind = true;
+                    self.stats.resumes_slots += 1;
+                }
+                // A page: slots from the cursor until about a ring's worth of events, or
+                // until the ring holds the rest.
+                let mut spans = VecDeque::new();
+                let mut events = 0;
+                for s in sn.recent.from(sub.next) {
+                    if events >= self.page_events || s.first >= self.ring_start {
+                        break;
+                    }
+                    events += s.last - s.first.max(sub.next) + 1;
+                    spans.push_back(*s);
+                }
+                sub.page = Some(Page { spans, asked: 0 });
+            }
+            // Deliver the page's slots that have been read, in order.
+            let page = sub.page.as_mut().expect("set above");
+            let mut delivered_any = false;
+            while let Some(span) = page.spans.front() {
+                let Some(events) = self.slots.get(&span.first) else {
+                    if !self.requested.contains(&span.first) {
+                        page.asked = 0; // read once, since evicted: ask again
+                    }
+                    break;
+                };
+                let take: Vec<Receipt> = events
+                    .iter()
+                    .filter(|r| r.sequence >= sub.next)
+                    .take(sub.credit as usize)
+                    .cloned()
+                    .collect();
+                if !take.is_empty() {
+                    sub.next = take.last().expect("non-empty").sequence + 1;
+                    sub.credit -= take.len() as u64;
+                    self.stats.events_delivered += take.len() as u64;
+                    io.effects.push_back(Effect::Changes { id, events: take });
+                    delivered_any = true;
+                }
+                if sub.next > span.last {
+                    page.spans.pop_front();
+                    page.asked = page.asked.saturating_sub(1);
+                } else {
+                    break; // out of credit inside this slot
+                }
+            }
+            if page.spans.is_empty() {
+                sub.page = None;
+                continue;
+            }
+            if !delivered_any || sub.credit == 0 {
+                return;
+            }
+        }
+    }
+
+    /// Starts reads for the slots pages wait on, up to `gets_max` in flight.
+    fn fetch_pages(&mut self, now: Instant, io: &mut Io) {
+        for sub in self.subs.values_mut() {
+            let Some(page) = sub.page.as_mut() else { continue };
+            while page.asked < page.spans.len() && self.requested.len() < self.gets_max {
+                let span = page.spans[page.asked];
+                page.asked += 1;
+                if self.slots.contains_key(&span.first) || !self.requested.insert(span.first) {
+                    continue;
+                }
+                self.stats.slot_reads += 1;
+                let purpose = Purpose::FeedGet { sequence: span.first, hash: span.hash };
+                io.issue(now, purpose, BlobOp::Get { key: self.keys.slot(span.first) }, 0);
+            }
+        }
+    }
+
+    /// A backlog slot arrived.
+    pub fn on_done(
+        &mut self,
+        now: Instant,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        let Purpose::FeedGet { sequence, hash } = call.purpose else { unreachable!("a feed call") };
+        match result {
+            Ok(BlobOutcome::Got { bytes, .. }) => {
+                self.requested.remove(&sequence);
+                let key = self.keys.slot(sequence);
+                if Hash32::of(&bytes) != hash {
+                    let error = crate::format::DecodeError::Invalid("slot differs from the one installed");
+                    return Err(FailReason::Decode { key, error });
+                }
+                let slot = Slot::decode(&bytes).map_err(|error| FailReason::Decode { key, error })?;
+                if self.subs.is_empty() {
+                    return Ok(());
+                }
+                self.slots.insert(sequence, slot.members.into_iter().map(|m| m.receipt).collect());
+                self.slot_order.push_back(sequence);
+                while self.slot_order.len() > self.slots_cached_max {
+                    let old = self.slot_order.pop_front().expect("non-empty");
+                    self.slots.remove(&old);
+                }
+            }
+            Err(BlobError::NotFound) => return Err(FailReason::SlotVanished { sequence }),
+            _ => io.retry_later(now, call),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,245 @@
+//! One test per rule of the change feed (SPEC 9), driven through `testkit`: every change
+//! in order exactly once, within credit, from the ring while it holds the history, from
+//! slots behind it, and a resync (never silence) past the newest slots.
+
+use crate::blob::BlobOp;
+use crate::config::Config;
+use crate::effect::{Input, WatchEnd};
+use crate::ids::RequestId;
+use crate::testkit::{is_slot_get, keys, Harness, MemStore};
+use crate::world::Receipt;
+
+// General helpers.
+
+/// Commits `n` writes, each in a slot of its own, with op ids from `first_op`; returns
+/// their receipts.
+fn commit_each(h: &mut Harness, first_op: u128, n: u128) -> Vec<Receipt> {
+    (first_op..first_op + n)
+        .map(|op| {
+            let r = h.publish(op, &format!("/d/{op}.md"), &format!("body {op}"));
+            h.settle();
+            h.receipt(r).clone()
+        })
+        .collect()
+}
+
+fn sequences(events: &[Receipt]) -> Vec<u64> {
+    events.iter().map(|r| r.sequence).collect()
+}
+
+fn events(h: &Harness, id: RequestId) -> Vec<Receipt> {
+    h.changes.get(&id).cloned().unwrap_or_default()
+}
+
+fn slot_gets(ops: &[BlobOp]) -> Vec<String> {
+    ops.iter().filter(|op| is_slot_get(op)).map(|op| op.key().to_string()).collect()
+}
+
+fn tip(h: &Harness) -> u64 {
+    h.replica.world().expect("open").sequence()
+}
+
+/// A store holding `n` single-write slots, written by another harness.
+fn store_with_slots(n: u128) -> (MemStore, Vec<Receipt>) {
+    let mut writer = Harness::opened(Config::default());
+    let receipts = commit_each(&mut writer, 1, n);
+    (std::mem::take(&mut writer.store), receipts)
+}
+
+// Order and credit.
+
+#[test]
+fn a_watch_delivers_every_change_in_order_exactly_once() {
+    let mut h = Harness::opened(Config::default());
+    let w = h.watch(0, 1_000);
+    let mut receipts = commit_each(&mut h, 1, 3);
+    // Some writes share a slot: batches behind a slot create in flight.
+    let batched: Vec<RequestId> = (4..10).map(|op| h.publish(op, &format!("/e/{op}.md"), "e")).collect();
+    h.settle();
+    receipts.extend(batched.iter().map(|r| h.receipt(*r).clone()));
+    assert!(h.slots_sent().iter().any(|s| s.members.len() > 1), "a slot with several members");
+    receipts.sort_by_key(|r| r.sequence);
+    let got = events(&h, w);
+    assert_eq!(sequences(&got), (1..=9).collect::<Vec<u64>>(), "in sequence order, none twice");
+    assert_eq!(got, receipts, "the events are the receipts");
+    assert!(!h.ended.contains_key(&w));
+}
+
+#[test]
+fn a_watch_delivers_no_more_than_its_credit() {
+    let mut h = Harness::opened(Config::default());
+    let w = h.watch(0, 2);
+    let receipts = commit_each(&mut h, 1, 5);
+    assert_eq!(events(&h, w), receipts[..2]);
+    assert!(!h.ended.contains_key(&w), "out of credit is not an end");
+}
+
+#[test]
+fn credit_resumes_delivery() {
+    let mut h = Harness::opened(Config::default());
+    let w = h.watch(0, 2);
+    let receipts = commit_each(&mut h, 1, 5);
+    assert_eq!(events(&h, w).len(), 2);
+    h.input(Input::WatchCredit { id: w, events: 2 });
+    assert_eq!(events(&h, w), receipts[..4], "two more");
+    h.input(Input::WatchCredit { id: w, events: 10 });
+    assert_eq!(events(&h, w), receipts, "the rest");
+    let later = commit_each(&mut h, 6, 2);
+    assert_eq!(events(&h, w)[5..], later[..], "unused credit carries to live events");
+}
+
+#[test]
+
+fn credit_given_while_opening_counts_once_open() {
+    let (store, receipts) = store_with_slots(3);
+    let mut h = Harness::with_store(Config::default(), store, 2);
+    let w = h.watch(0, 0);
+    h.input(Input::WatchCredit { id: w, events: 3 });
+    h.settle();
+    assert!(h.replica.is_open());
+    assert_eq!(events(&h, w), receipts, "the credit sent before the open is not lost");
+}
+
+// Where a resume reads from.
+
+#[test]
+fn a_resume_inside_the_ring_reads_no_slot() {
+    let mut h = Harness::opened(Config::default());
+    let first = h.watch(0, 1_000);
+    let receipts = commit_each(&mut h, 1, 5);
+    assert_eq!(events(&h, first), receipts);
+    let mark = h.log.len();
+    let second = h.watch(2, 1_000);
+    h.settle();
+    assert_eq!(events(&h, second), receipts[2..]);
+    assert_eq!(slot_gets(&h.log[mark..]), Vec::<String>::new(), "the ring held it");
+    assert_eq!(h.replica.feed_stats().resumes_ring, 1);
+    assert_eq!(h.replica.feed_stats().slot_reads, 0);
+}
+
+#[test]
+fn a_resume_behind_the_ring_reads_slots_in_pages() {
+    let mut h = Harness::opened(Config { ring_events_max: 8, ..Config::default() });
+    let receipts = commit_each(&mut h, 1, 30);
+    let mark = h.log.len();
+    let w = h.watch(0, 1_000);
+    let first_page: Vec<String> = (1..=8).map(|s| keys().slot(s)).collect();
+    assert_eq!(slot_gets(&h.pending(|_| true)), first_page, "one page: a ring's worth of events");
+    assert!(events(&h, w).is_empty());
+    h.settle();
+    assert_eq!(events(&h, w), receipts, "every event, in order");
+    let all_slots: Vec<String> = (1..=30).map(|s| keys().slot(s)).collect();
+    assert_eq!(slot_gets(&h.log[mark..]), all_slots, "each slot read once");
+    assert_eq!(h.replica.feed_stats().resumes_slots, 1);
+    let live = commit_each(&mut h, 31, 3);
+    assert_eq!(events(&h, w)[30..], live[..], "then live");
+    assert_eq!(slot_gets(&h.log[mark..]).len(), 30, "live events come from the ring");
+}
+
+#[test]
+fn a_resume_past_the_newest_slots_resyncs() {
+    let mut h = Harness::opened(Config { recent_slots_max: 4, ring_events_max: 2, ..Config::default() });
+    let receipts = commit_each(&mut h, 1, 10);
+    let mark = h.log.len();
+    let oldest_held = h.watch(6, 100);
+    let too_old = h.watch(5, 100);
+    let from_start = h.watch(0, 100);
+    h.settle();
+    assert_eq!(events(&h, oldest_held), receipts[6..], "slots 7 to 10 are the newest four");
+    assert!(!h.ended.contains_key(&oldest_held));
+    assert_eq!(h.ended.get(&too_old), Some(&WatchEnd::Resync { cursor: 5, tip: 10 }));
+    assert_eq!(h.ended.get(&from_start), Some(&WatchEnd::Resync { cursor: 0, tip: 10 }));
+    assert!(events(&h, too_old).is_empty() && events(&h, from_start).is_empty());
+    assert_eq!(slot_gets(&h.log[mark..]).len(), 4, "no slot read for a resync");
+    assert_eq!(h.replica.feed_stats().resyncs, 2);
+}
+
+#[test]
+fn a_slow_watcher_is_never_lapped_silently() {
+    let mut h = Harness::opened(Config { ring_events_max: 8, ..Config::default() });
+    let slow = h.watch(0, 0);
+    let fast = h.watch(0, 1_000);
+    let receipts = commit_each(&mut h, 1, 20);
+    assert_eq!(events(&h, fast), receipts);
+    assert!(events(&h, slow).is_empty());
+    let mark = h.log.len();
+    h.input(Input::WatchCredit { id: slow, events: 1_000 });
+    h.settle();
+    assert_eq!(events(&h, slow), receipts, "every event, in order, none twice");
+    let lapped: Vec<String> = (1..=12).map(|s| keys().slot(s)).collect();
+    assert_eq!(slot_gets(&h.log[mark..]), lapped, "what the ring dropped, from slots");
+    assert!(!h.ended.contains_key(&slow));
+    let live = commit_each(&mut h, 21, 2);
+    assert_eq!(events(&h, slow)[20..], live[..]);
+    assert_eq!(events(&h, fast)[20..], live[..]);
+}
+
+#[test]
+fn a_slow_watcher_past_the_newest_slots_is_told_to_resync() {
+    let mut h = Harness::opened(Config { ring_events_max: 2, recent_slots_max: 4, ..Config::default() });
+    let slow = h.watch(0, 1);
+    let receipts = commit_each(&mut h, 1, 10);
+    assert_eq!(events(&h, slow), receipts[..1]);
+    h.input(Input::WatchCredit { id: slow, events: 100 });
+    h.settle();
+    assert_eq!(h.ended.get(&slow), Some(&WatchEnd::Resync { cursor: 1, tip: 10 }));
+    assert_eq!(events(&h, slow), receipts[..1], "nothing skipped silently");
+    h.input(Input::WatchCredit { id: slow, events: 100 });
+    let later = commit_each(&mut h, 11, 1);
+    assert_eq!(later[0].sequence, 11);
+    assert_eq!(events(&h, slow).len(), 1, "an ended watch hears nothing more");
+}
+
+// Subscriptions.
+
+#[test]
+fn an_unwatched_hub_holds_no_ring() {
+    let mut h = Harness::opened(Config::default());
+    let first = h.watch(0, 1_000);
+    let receipts = commit_each(&mut h, 1, 5);
+    assert_eq!(events(&h, first), receipts);
+    h.input(Input::Unwatch { id: first });
+    let mark = h.log.len();
+    let second = h.watch(2, 1_000);
+    h.settle();
+    assert_eq!(events(&h, second), receipts[2..]);
+    let read: Vec<String> = (3..=5).map(|s| keys().slot(s)).collect();
+    assert_eq!(slot_gets(&h.log[mark..]), read, "the ring went with the last watcher");
+    assert_eq!(h.replica.feed_stats().resumes_ring, 0);
+    let more = commit_each(&mut h, 6, 1);
+    assert_eq!(events(&h, first), receipts, "an unwatched subscriber hears nothing more");
+    assert_eq!(events(&h, second)[3..], more[..]);
+}
+
+#[test]
+fn too_many_watches_are_refused_with_busy() {
+    let mut h = Harness::opened(Config { watches_max: 2, ..Config::default() });
+    let a = h.watch(0, 10);
+    let b = h.watch(0, 10);
+    let c = h.watch(0, 10);
+    assert_eq!(h.ended.get(&c), Some(&WatchEnd::Busy { watches: 2 }));
+    let receipts = commit_each(&mut h, 1, 1);
+    assert_eq!(events(&h, a), receipts);
+    assert_eq!(events(&h, b), receipts);
+    assert!(events(&h, c).is_empty(), "nothing was subscribed");
+    h.input(Input::Unwatch { id: a });
+    let d = h.watch(0, 10);
+    h.settle();
+    assert!(!h.ended.contains_key(&d), "room again");
+    assert_eq!(events(&h, d), receipts);
+}
+
+#[test]
+fn a_watch_asked_for_while_opening_starts_once_open() {
+    let (store, receipts) = store_with_slots(3);
+    let mut h = Harness::with_store(Config::default(), store, 2);
+    assert!(!h.replica.is_open());
+    let w = h.watch(1, 100);
+    assert!(events(&h, w).is_empty() && !h.ended.contains_key(&w));
+    h.settle();
+    assert!(h.replica.is_open());
+    assert_eq!(events(&h, w), receipts[1..], "the backlog after the cursor");
+    let live = commit_each(&mut h, 10, 2);
+    assert_eq!(events(&h, w)[2..], live[..], "then live");
+    assert_eq!(tip(&h), 5);
+}

@@ -1,0 +1,454 @@
+//! The read path (SPEC 8): exact and catalog reads answered from the snapshot once it is
+//! fresh enough, one shared probe of the tip in flight at a time, and reading ahead on a
+//! peer's hint. It may not answer from a snapshot older than a read's class allows. When
+//! its probe finds a slot at the name the committer is creating, it leaves that name to
+//! the committer (which settles it with its own create) instead of reading it.
+//!
+//! Freshness is one rule. The snapshot records the latest instant it was known to be the
+//! tip (`Snapshot::current_since`). An exact read is answered once that instant is at or
+//! after its arrival; a catalog read once it is within a second before its arrival. A
+//! probe (a metadata read of the next slot name) that finds nothing moves the instant to
+//! when it was sent; one that finds a slot reads it, installs it, and looks again. Every
+//! read that arrived before the probe was sent shares its answer; a read that arrived
+//! later waits for the next probe.
+
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::config::{Config, Defects};
+use crate::effect::{Effect, Read};
+use crate::format::{Keys, Slot};
+use crate::hash::Hash32;
+use crate::ids::{OperationId, RequestId};
+use crate::io::{Call, Io, Purpose};
+use crate::reply::{Answer, FailReason, ReadError, ReadOk, Reply};
+use crate::snapshot::Snapshot;
+use crate::time::Instant;
+use crate::world::{IndexEntry, Path, VersionRecord, WorldState};
+use bytes::Bytes;
+use core::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The most entries one lookup, listing or hash lookup returns.
+pub const READ_LIMIT_MAX: u32 = 1_000;
+
+/// A read whose input has been checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ValidRead {
+    Fetch { path: Path, version: Option<u64> },
+    Versions { path: Path },
+    Receipt { op_id: OperationId },
+    Lookup { prefix: String, start_after: Option<String>, limit: usize },
+    List { directory: Option<Path>, limit: usize },
+    HashLookup { hash: Hash32, limit: usize },
+}
+
+impl ValidRead {
+    fn is_exact(&self) -> bool {
+        matches!(self, ValidRead::Fetch { .. } | ValidRead::Versions { .. } | ValidRead::Receipt { .. })
+    }
+}
+
+fn limit(l: u32) -> usize {
+    if l == 0 || l > READ_LIMIT_MAX {
+        READ_LIMIT_MAX as usize
+    } else {
+        l as usize
+    }
+}
+
+fn validate(read: &Read) -> Result<ValidRead, crate::world::PathProblem> {
+    Ok(match read {
+        Read::Fetch { path, version } => ValidRead::Fetch { path: Path::parse(path)?, version: *version },
+        Read::Versions { path } => ValidRead::Versions { path: Path::parse(path)? },
+        Read::Receipt { op_id } => ValidRead::Receipt { op_id: *op_id },
+        Read::Lookup { prefix, start_after, limit: l } => {
+            ValidRead::Lookup { prefix: prefix.clone(), start_after: start_after.clone(), limit: limit(*l) }
+        }
+        Read::List { directory, limit: l } => {
+            let directory =
+                if directory.split('/').all(str::is_empty) { None } else { Some(Path::parse(directory)?) };
+            ValidRead::List { directory, limit: limit(*l) }
+        }
+        Read::HashLookup { hash, limit: l } => ValidRead::HashLookup { hash: *hash, limit: limit(*l) },
+    })
+}
+
+struct PendingRead {
+    read: ValidRead,
+    arrived: Instant,
+    deadline: Instant,
+}
+
+struct AwaitingBody {
+    id: RequestId,
+    at_sequence: u64,
+    entry: IndexEntry,
+    version: VersionRecord,
+    deadline: Instant,
+}
+
+/// The one probe of the tip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Probe {
+    Idle,
+    /// Is the slot at this name absent?
+    Stat {
+        sequence: u64,
+    },
+    /// Reading the slot found at this name.
+    Get {
+        sequence: u64,
+    },
+    /// The slot at this name exists and the committer is settling its own create there.
+    Parked {
+        sequence: u64,
+    },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    pub exact: u64,
+    pub catalog: u64,
+    /// Metadata reads of the next slot name.
+    pub probes: u64,
+    /// Slots a probe or a hint installed.
+    pub slots_followed: u64,
+    pub refused_busy: u64,
+    pub deadlines: u64,
+}
+
+pub(crate) struct Reads {
+    keys: Keys,
+    pending_max: usize,
+    deadline: Duration,
+    catalog_staleness: Duration,
+    defects: Defects,
+    pending: BTreeMap<RequestId, PendingRead>,
+    deadlines: BTreeSet<(Instant, RequestId)>,
+    probe: Probe,
+    /// The highest sequence a peer said it committed through.
+    follow_to: u64,
+    /// Fetches answered but for their body, by body hash; they keep their deadlines.
+    awaiting_body: BTreeMap<Hash32, Vec<AwaitingBody>>,
+    pub stats: ReadStats,
+    failed: Option<FailReason>,
+}
+
+impl Reads {
+    pub fn new(config: &Config, keys: Keys) -> Reads {
+        Reads {
+            keys,
+            pending_max: config.read_pending_max,
+            deadline: Duration::from_millis(config.request_deadline_ms),
+            catalog_staleness: Duration::from_millis(config.catalog_staleness_ms_max),
+            defects: config.defects,
+            pending: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            probe: Probe::Idle,
+            follow_to: 0,
+            awaiting_body: BTreeMap::new(),
+            stats: ReadStats::default(),
+            failed: None,
+        }
+    }
+
+    pub fn submit(&mut self, now: Instant, id: RequestId, read: &Read, io: &mut Io) {
+        if let Some(reason) = &self.failed {
+            return reply(io, id, Err(ReadError::Failed(reason.clone())));
+        }
+        let read = match validate(read) {
+            Ok(r) => r,
+            Err(problem) => return reply(io, id, Err(ReadError::InvalidPath(problem))),
+        };
+        if self.pending.len() >= self.pending_max {
+            self.stats.refused_busy += 1;
+            return reply(io, id, Err(ReadError::Busy { pending: self.pending.len() }));
+        }
+        let deadline = now + self.deadline;
+        self.deadlines.insert((deadline, id));
+        self.pending.insert(id, PendingRead { read, arrived: now, deadline });
+    }
+
+    /// A peer committed through `sequence`: read ahead to it, unless already there.
+    pub fn follow(&mut self, sequence: u64) {
+        self.follow_to = self.follow_to.max(sequence);
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(t, _)| *t)
+    }
+
+    pub fn expire(&mut self, now: Instant, io: &mut Io) {
+        while let Some(&(t, id)) = self.deadlines.first() {
+            if t > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            let waited_for_body = self.awaiting_body.values_mut().any(|list| {
+                let before = list.len();
+                list.retain(|a| a.id != id);
+                list.len() < before
+            });
+            if self.pending.remove(&id).is_some() || waited_for_body {
+                self.stats.deadlines += 1;
+                reply(io, id, Err(ReadError::Deadline));
+            }
+        }
+    }
+
+    pub fn fail(&mut self, reason: FailReason, io: &mut Io) {
+        let waiting = self.pending.keys().copied().chain(self.awaiting_body.values().flatten().map(|w| w.id));
+        for id in waiting.collect::<Vec<_>>() {
+            reply(io, id, Err(ReadError::Failed(reason.clone())));
+        }
+        self.pending.clear();
+        self.awaiting_body.clear();
+        self.deadlines.clear();
+        self.failed = Some(reason);
+    }
+
+    fn fresh_enough(&self, sn: &Snapshot, r: &PendingRead) -> bool {
+        if r.read.is_exact() {
+            self.defects.exact_read_skips_probe || sn.current_since(r.arrived)
+        } else {
+            let since = Instant::from_micros(
+                r.arrived.as_micros().saturating_sub(self.catalog_staleness.as_micros() as u64),
+            );
+            self.defects.catalog_ignores_staleness || sn.current_since(since)
+        }
+    }
+
+    /// Answers every read the snapshot is fresh enough for, and starts a probe if anyone
+    /// (a read, a hint, the committer's answers-only batch) still needs a newer tip.
+    pub fn serve(
+        &mut self,
+        now: Instant,
+        sn: &Snapshot,
+        creating: Option<u64>,
+        committer_needs_tip: bool,
+        body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
+        io: &mut Io,
+    ) {
+        if self.failed.is_some() {
+            return;
+        }
+        let ready: Vec<RequestId> =
+            self.pending.iter().filter(|(_, r)| self.fresh_enough(sn, r)).map(|(id, _)| *id).collect();
+        for id in ready {
+            let r = self.pending.remove(&id).expect("listed");
+            if self.answer(now, id, &r, sn, body_of, io) {
+                self.deadlines.remove(&(r.deadline, id));
+            }
+        }
+        let wanted = !self.pending.is_empty() || self.follow_to > sn.world.sequence() || committer_needs_tip;
+        let next = sn.world.next_sequence();
+        match self.probe {
+            Probe::Idle if wanted => self.stat(now, next, io),
+            Probe::Parked { sequence } if creating != Some(sequence) => {
+                self.probe = Probe::Idle;
+                if wanted {
+                    self.stat(now, next, io);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn stat(&mut self, now: Instant, sequence: u64, io: &mut Io) {
+        self.stats.probes += 1;
+        self.probe = Probe::Stat { sequence };
+        io.issue(now, Purpose::TipStat { sequence }, BlobOp::Stat { key: self.keys.slot(sequence) }, 0);
+    }
+
+    /// A probe call completed. An error is a reason to fail the replica closed.
+    pub fn on_done(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        creating: Option<u64>,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        match (call.purpose.clone(), result) {
+            (Purpose::TipStat { sequence }, Err(BlobError::NotFound)) => {
+                self.probe = Probe::Idle;
+                // Absent at the next name when the stat was sent: the snapshot was the tip
+                // then. (If the world moved on meanwhile, the newer state is unconfirmed.)
+                if sequence == sn.world.next_sequence() {
+                    sn.confirm_current(call.issued_at);
+                    // A hint past a tip the store just showed cannot be met: forget it
+                    // rather than probe again and again.
+                    self.follow_to = self.follow_to.min(sn.world.sequence());
+                }
+            }
+            (Purpose::TipStat { sequence }, Ok(_)) => {
+                if sequence != sn.world.next_sequence() {
+                    self.probe = Probe::Idle;
+                } else if creating == Some(sequence) {
+                    self.probe = Probe::Parked { sequence };
+                } else {
+                    self.probe = Probe::Get { sequence };
+                    io.issue(
+                        now,
+                        Purpose::ProbeGet { sequence },
+                        BlobOp::Get { key: self.keys.slot(sequence) },
+                        0,
+                    );
+                }
+            }
+            (Purpose::ProbeGet { sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
+                self.probe = Probe::Idle;
+                let key = self.keys.slot(sequence);
+                let slot =
+                    Slot::decode(&bytes).map_err(|error| FailReason::Decode { key: key.clone(), error })?;
+                if slot.first_sequence != sequence {
+                    let error = crate::format::DecodeError::Invalid("slot under another name");
+                    return Err(FailReason::Decode { key, error });
+                }
+                if sequence == sn.world.next_sequence() {
+                    sn.install(&slot, Hash32::of(&bytes), now).map_err(FailReason::Apply)?;
+                    self.stats.slots_followed += 1;
+                }
+            }
+            (Purpose::ProbeGet { .. }, Err(BlobError::NotFound)) => self.probe = Probe::Idle,
+            _ => io.retry_later(now, call),
+        }
+        Ok(())
+    }
+
+    /// A body arrived (verified against its hash): answer the fetches waiting on it.
+    pub fn on_body(&mut self, hash: &Hash32, body: &Bytes, io: &mut Io) {
+        for a in self.awaiting_body.remove(hash).unwrap_or_default() {
+            self.deadlines.remove(&(a.deadline, a.id));
+            let answer = Answer::Document { entry: a.entry, version: a.version, body: body.clone() };
+            reply(io, a.id, Ok(ReadOk { at_sequence: a.at_sequence, answer }));
+        }
+    }
+
+    /// Answers from the snapshot as it is now: every part of one answer from one state.
+    /// False when the answer waits for a body (the read keeps its deadline).
+    fn answer(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        pending: &PendingRead,
+        sn: &Snapshot,
+        body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
+        io: &mut Io,
+    ) -> bool {
+        let read = &pending.read;
+        let world = &sn.world;
+        let at_sequence = world.sequence();
+        if read.is_exact() {
+            self.stats.exact += 1;
+        } else {
+            self.stats.catalog += 1;
+        }
+        let answer = match read {
+            ValidRead::Fetch { path, version } => match fetch(world, path, *version) {
+                Ok((entry, version)) => match body_of(&version.body_hash) {
+                    Some(body) => Answer::Document { entry, version, body },
+                    None => {
+                        // The body is content-addressed: read later, it is still this state's.
+                        let hash = version.body_hash;
+                        let purpose = Purpose::BodyGet { hash };
+                        if !io.is_pending(&purpose) {
+                            io.issue(now, purpose, BlobOp::Get { key: self.keys.body(&hash) }, 0);
+                        }
+                        let waiting =
+                            AwaitingBody { id, at_sequence, entry, version, deadline: pending.deadline };
+                        self.awaiting_body.entry(hash).or_default().push(waiting);
+                        return false;
+                    }
+                },
+                Err(a) => *a,
+            },
+            ValidRead::Versions { path } => match world.document(path) {
+                Some(d) => Answer::Versions {
+                    entry: d.entry.clone(),
+                    versions: d.versions.iter().cloned().collect(),
+                },
+                None => Answer::NotFound,
+            },
+            ValidRead::Receipt { op_id } => Answer::Receipt(world.receipt(op_id).cloned()),
+            ValidRead::Lookup { prefix, start_after, limit } => {
+                let from = match start_after {
+                    Some(a) if a.as_str() >= prefix.as_str() => format!("{a}\0"),
+                    _ => prefix.clone(),
+                };
+                let mut entries: Vec<IndexEntry> = world
+                    .documents_from(&from)
+                    .take_while(|(p, _)| p.as_str().starts_with(prefix.as_str()))
+                    .take(limit + 1)
+                    .map(|(_, d)| d.entry.clone())
+                    .collect();
+                let more = entries.len() > *limit;
+                entries.truncate(*limit);
+                Answer::Lookup { entries, more }
+            }
+            ValidRead::List { directory, limit } => list(world, directory.as_ref(), *limit),
+            ValidRead::HashLookup { hash, limit } => {
+                let mut paths: Vec<Path> = world.paths_with_body(hash).take(limit + 1).cloned().collect();
+                let more = paths.len() > *limit;
+                paths.truncate(*limit);
+                Answer::Paths { paths, more }
+            }
+        };
+        reply(io, id, Ok(ReadOk { at_sequence, answer }));
+        true
+    }
+}
+
+fn fetch(
+    world: &WorldState,
+    path: &Path,
+    version: Option<u64>,
+) -> Result<(IndexEntry, VersionRecord), Box<Answer>> {
+    let doc = world.document(path).ok_or(Box::new(Answer::NotFound))?;
+    let e = &doc.entry;
+    let v = version.unwrap_or(e.version);
+    if v < e.first_version || v > e.version {
+        return Err(Box::new(Answer::VersionNotRetained {
+            first_version: e.first_version,
+            current: e.version,
+        }));
+    }
+    // Retained versions are contiguous from the first.
+    let record = doc.versions[(v - e.first_version) as usize].clone();
+    debug_assert_eq!(record.version, v);
+    Ok((e.clone(), record))
+}
+
+/// The documents and subdirectories directly in `directory` (None: the root), skipping
+/// each subdirectory's contents with one range seek.
+fn list(world: &WorldState, directory: Option<&Path>, limit: usize) -> Answer {
+    let base = directory.map_or(String::new(), |d| d.as_str().to_string());
+    let prefix = format!("{base}/");
+    let (mut documents, mut directories) = (Vec::new(), Vec::new());
+    let mut from = prefix.clone();
+    let mut more = false;
+    loop {
+        let Some((path, doc)) = world.documents_from(&from).next() else { break };
+        let Some(rest) = path.as_str().strip_prefix(prefix.as_str()) else { break };
+        if documents.len() + directories.len() == limit {
+            more = true;
+            break;
+        }
+        match rest.find('/') {
+            None => {
+                documents.push(doc.entry.clone());
+                from = format!("{}\0", path.as_str());
+            }
+            Some(i) => {
+                let sub = format!("{prefix}{}", &rest[..i]);
+                from = format!("{sub}0");
+                directories.push(Path::parse(&sub).expect("a prefix of a normalized path"));
+            }
+        }
+    }
+    Answer::Listing { documents, directories, more }
+}
+
+fn reply(io: &mut Io, id: RequestId, result: Result<ReadOk, ReadError>) {
+    io.effects.push_back(Effect::Reply { id, reply: Reply::Read(result) });
+}

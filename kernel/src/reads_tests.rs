@@ -1,0 +1,580 @@
+//! One test per rule of the read path (SPEC 8), driven through `testkit`: exact reads
+//! check the next slot name, catalog reads may trail by a second, one probe is shared,
+//! each read has its own deadline, and a peer's hint is followed without a read waiting.
+//! A peer is simulated by writing its slots straight into the store (`testkit::Peer`).
+
+use crate::blob::{BlobOp, BlobResult};
+use crate::config::Config;
+use crate::effect::{Input, Read};
+use crate::hash::Hash32;
+use crate::ids::{OperationId, RequestId};
+use crate::reply::{Answer, ReadError, ReadOk};
+use crate::testkit::{
+    is_body_get, is_slot_create, is_slot_get, is_slot_stat, keys, publish, Fate, Harness, Peer,
+};
+use crate::world::{Expected, Mutation, Path, PathProblem, PolicyBody};
+use bytes::Bytes;
+
+// General helpers.
+
+/// No hedging, so a test that fires timers fires only the ones it means to.
+fn no_hedging() -> Config {
+    Config { hedge_after_ms: 0, ..Config::default() }
+}
+
+fn stat_of(sequence: u64) -> BlobOp {
+    BlobOp::Stat { key: keys().slot(sequence) }
+}
+
+fn get_of(sequence: u64) -> BlobOp {
+    BlobOp::Get { key: keys().slot(sequence) }
+}
+
+fn path(p: &str) -> Path {
+    Path::parse(p).expect("a valid path")
+}
+
+fn fetch(p: &str) -> Read {
+    Read::Fetch { path: p.into(), version: None }
+}
+
+fn fetch_version(p: &str, version: u64) -> Read {
+    Read::Fetch { path: p.into(), version: Some(version) }
+}
+
+fn lookup(prefix: &str, start_after: Option<&str>, limit: u32) -> Read {
+    Read::Lookup { prefix: prefix.into(), start_after: start_after.map(str::to_string), limit }
+}
+
+fn list(directory: &str, limit: u32) -> Read {
+    Read::List { directory: directory.into(), limit }
+}
+
+/// Commits each write in a slot of its own.
+fn publish_each(h: &mut Harness, writes: &[(u128, &str, &str)]) {
+    for (op, p, body) in writes {
+        let r = h.publish(*op, p, body);
+        h.settle();
+        h.receipt(r);
+    }
+}
+
+fn tip(h: &Harness) -> u64 {
+    h.replica.world().expect("open").sequence()
+}
+
+/// The path, version and body of a `Fetch` answer; panics on any other answer.
+fn document(ok: &ReadOk) -> (String, u64, Bytes) {
+    match &ok.answer {
+        Answer::Document { entry, version, body } => {
+            assert_eq!(Hash32::of(body), version.body_hash, "the body of the version answered");
+            (entry.path.as_str().to_string(), version.version, body.clone())
+        }
+        other => panic!("expected a document, got {other:?}"),
+    }
+}
+
+fn entry_paths(entries: &[crate::world::IndexEntry]) -> Vec<&str> {
+    entries.iter().map(|e| e.path.as_str()).collect()
+}
+
+fn paths(paths: &[Path]) -> Vec<&str> {
+    paths.iter().map(Path::as_str).collect()
+}
+
+fn set_retention(h: &mut Harness, op: u128, versions: u32) {
+    let policy =
+        PolicyBody { retention_versions: versions, body_bytes_max: 1 << 20, read_only_prefixes: Vec::new() };
+    let r = h.write(op, Mutation::SetPolicy { policy, expected: Expected::Any });
+    h.settle();
+    h.receipt(r);
+}
+
+/// A replica that cold-started on a log written by another harness: no body is in its
+/// memory.
+fn cold_replica(config: Config, writes: &[(u128, &str, &str)]) -> Harness {
+    let mut writer = Harness::opened(Config::default());
+    publish_each(&mut writer, writes);
+    let mut h = Harness::with_store(config, std::mem::take(&mut writer.store), 2);
+    h.settle();
+    assert!(h.replica.is_open());
+    assert_eq!(tip(&h), writes.len() as u64);
+    h
+}
+
+// Exact reads: the tip is checked after the read arrived.
+
+#[test]
+fn an_exact_read_checks_the_next_slot_name_first() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(&mut h, &[(1, "/a.md", "a")]);
+    h.advance_ms(1);
+    let mark = h.log.len();
+    let r = h.read(fetch("/a.md"));
+    assert!(!h.read_replies.contains_key(&r), "not answered before the tip is checked");
+    assert_eq!(h.pending(|_| true), vec![stat_of(2)], "a metadata read of the next slot name");
+    h.deliver();
+    let ok = h.read_ok(r);
+    assert_eq!(ok.at_sequence, 1, "the next name was free: the snapshot is the tip");
+    assert_eq!(document(ok), ("/a.md".into(), 1, Bytes::from_static(b"a")));
+    assert_eq!(h.log[mark..], [stat_of(2)]);
+}
+
+#[test]
+fn an_exact_read_sees_a_peers_commit_made_before_it_began() {
+    let mut h = Harness::opened(Config::default());
+    let mut peer = Peer::following(&h);
+    peer.commit(&mut h, &[(50, publish("/p.md", "peer", Expected::Any))]);
+    h.advance_ms(1);
+    let mark = h.log.len();
+    let r = h.read(fetch("/p.md"));
+    h.settle();
+    let ok = h.read_ok(r).clone();
+    assert_eq!(ok.at_sequence, 1);
+    assert_eq!(document(&ok), ("/p.md".into(), 1, Bytes::from_static(b"peer")));
+    let Answer::Document { entry, .. } = &ok.answer else { unreachable!() };
+    let body = BlobOp::Get { key: keys().body(&entry.body_hash) };
+    assert_eq!(
+        h.log[mark..],
+        [stat_of(1), get_of(1), stat_of(2), body],
+        "found the slot, read it, installed it, looked again, then read the body"
+    );
+    assert_eq!(h.replica.read_stats().slots_followed, 1);
+}
+
+#[test]
+fn concurrent_exact_reads_share_one_probe() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(&mut h, &[(1, "/a.md", "a")]);
+    h.advance_ms(1);
+    let mark = h.log.len();
+    let f = h.read(fetch("/a.md"));
+    let v = h.read(Read::Versions { path: "/a.md".into() });
+    let r = h.read(Read::Receipt { op_id: OperationId::from(1u128) });
+    assert_eq!(h.pending(|_| true), vec![stat_of(2)], "one probe for three reads");
+    h.settle();
+    assert_eq!(h.log[mark..], [stat_of(2)]);
+    for id in [f, v, r] {
+        assert_eq!(h.read_ok(id).at_sequence, 1);
+    }
+    assert_eq!(h.replica.read_stats().probes, 1);
+}
+
+#[test]
+fn a_read_that_arrives_after_the_probe_was_sent_waits_for_the_next_one() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(&mut h, &[(1, "/a.md", "a")]);
+    h.advance_ms(1);
+    let first = h.read(fetch("/a.md"));
+    h.advance_ms(1);
+    let second = h.read(fetch("/a.md"));
+    assert_eq!(h.pending(|_| true), vec![stat_of(2)], "no second probe while one is out");
+    h.deliver();
+    assert_eq!(h.read_ok(first).at_sequence, 1);
+    assert!(!h.read_replies.contains_key(&second), "the probe was sent before it arrived");
+    assert_eq!(h.pending(|_| true), vec![stat_of(2)], "the next probe");
+    h.deliver();
+    assert_eq!(h.read_ok(second).at_sequence, 1);
+    assert_eq!(h.replica.read_stats().probes, 2);
+}
+
+#[test]
+fn each_read_has_its_own_deadline() {
+    let mut h = Harness::opened(Config { request_deadline_ms: 500, ..no_hedging() });
+    let first_at = h.now;
+    let first = h.read(fetch("/a.md"));
+    h.advance_ms(100);
+    let second = h.read(fetch("/a.md"));
+    assert_eq!(h.pending(|_| true), vec![stat_of(1)], "the probe is held");
+    h.fire_timer();
+    assert_eq!(h.now, first_at + core::time::Duration::from_millis(500));
+    assert_eq!(h.read_replies.get(&first), Some(&Err(ReadError::Deadline)));
+    assert!(!h.read_replies.contains_key(&second), "its own deadline is later");
+    h.fire_timer();
+    assert_eq!(h.read_replies.get(&second), Some(&Err(ReadError::Deadline)));
+    assert_eq!(h.replica.read_stats().deadlines, 2);
+    assert_eq!(h.replica.poll_timeout(), None, "nothing left to wait for");
+}
+
+#[test]
+
+fn a_fetch_waiting_for_its_body_still_has_its_deadline() {
+    let mut h = cold_replica(Config { request_deadline_ms: 500, ..no_hedging() }, &[(1, "/a.md", "a")]);
+    h.advance_ms(1);
+    let arrived = h.now;
+    let r = h.read(fetch("/a.md"));
+    h.deliver();
+    assert_eq!(h.pending(|_| true).len(), 1, "the snapshot is confirmed; the body read is held");
+    assert!(h.pending(is_body_get).len() == 1);
+    assert_eq!(
+        h.replica.poll_timeout(),
+        Some(arrived + core::time::Duration::from_millis(500)),
+        "the read's deadline is still set"
+    );
+    h.fire_timer();
+    assert_eq!(h.read_replies.get(&r), Some(&Err(ReadError::Deadline)));
+}
+
+#[test]
+fn a_held_probe_does_not_block_the_committers_writes() {
+    let mut h = Harness::opened(no_hedging());
+    h.advance_ms(1);
+    let r = h.read(fetch("/a.md"));
+    assert_eq!(h.pending(|_| true), vec![stat_of(1)]);
+    let w = h.publish(1, "/a.md", "a");
+    h.deliver_all_but(is_slot_stat);
+    assert_eq!(h.receipt(w).sequence, 1, "the write committed while the probe was held");
+    assert_eq!(h.pending(|_| true), vec![stat_of(1)], "still held");
+    // The slot's create was sent after the read arrived and found the name free: that
+    // confirms the new state as the tip for the read.
+    assert_eq!(document(h.read_ok(r)), ("/a.md".into(), 1, Bytes::from_static(b"a")));
+    h.deliver();
+    assert!(h.calls.is_empty(), "the stale probe found the committed slot and is done");
+}
+
+// Catalog reads: up to a second behind.
+
+#[test]
+fn a_catalog_read_within_a_second_of_a_confirmed_tip_is_answered_at_once() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(&mut h, &[(1, "/a.md", "a")]);
+    h.advance_ms(900);
+    let mark = h.log.len();
+    let r = h.read(lookup("/", None, 10));
+    let ok = h.read_ok(r);
+    assert_eq!(ok.at_sequence, 1);
+    assert!(
+        matches!(&ok.answer, Answer::Lookup { entries, more: false } if entry_paths(entries) == ["/a.md"])
+    );
+    assert_eq!(h.log.len(), mark, "no tip check");
+}
+
+#[test]
+fn a_catalog_read_after_a_second_probes_the_tip() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(&mut h, &[(1, "/a.md", "a")]);
+    h.advance_ms(1_100);
+    let r = h.read(lookup("/", None, 10));
+    assert!(!h.read_replies.contains_key(&r));
+    assert_eq!(h.pending(|_| true), vec![stat_of(2)]);
+    h.deliver();
+    assert_eq!(h.read_ok(r).at_sequence, 1);
+
+    // Under a steady stream of catalog reads, at most one tip check a second.
+    let mut stats_at = Vec::new();
+    let mut reads = Vec::new();
+    for _ in 0..40 {
+        h.advance_ms(100);
+        let before = h.log.len();
+        reads.push(h.read(list("/", 10)));
+        if h.log[before..].iter().any(is_slot_stat) {
+            stats_at.push(h.now);
+        }
+        h.settle();
+    }
+    for id in reads {
+        assert_eq!(h.read_ok(id).at_sequence, 1);
+    }
+    assert!(stats_at.len() >= 3, "four seconds of reads check the tip: {stats_at:?}");
+    for pair in stats_at.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= core::time::Duration::from_secs(1),
+            "two checks within a second: {pair:?}"
+        );
+    }
+}
+
+// What each read answers.
+
+#[test]
+fn fetch_of_an_absent_document_is_not_found() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(&mut h, &[(1, "/a.md", "a")]);
+    let f = h.read(fetch("/b.md"));
+    let v = h.read(Read::Versions { path: "/b.md".into() });
+    let dir = h.read(fetch("/a.md/x"));
+    h.settle();
+    for id in [f, v, dir] {
+        assert_eq!(h.read_ok(id), &ReadOk { at_sequence: 1, answer: Answer::NotFound });
+    }
+}
+
+#[test]
+fn fetch_of_a_pruned_version_is_not_retained() {
+    let mut h = Harness::opened(Config::default());
+    set_retention(&mut h, 100, 2);
+    publish_each(&mut h, &[(1, "/a.md", "1"), (2, "/a.md", "2"), (3, "/a.md", "3"), (4, "/a.md", "4")]);
+    let pruned = h.read(fetch_version("/a.md", 2));
+    let future = h.read(fetch_version("/a.md", 5));
+    let kept = h.read(fetch_version("/a.md", 3));
+    h.settle();
+    let not_retained = Answer::VersionNotRetained { first_version: 3, current: 4 };
+    assert_eq!(h.read_ok(pruned).answer, not_retained);
+    assert_eq!(h.read_ok(future).answer, not_retained, "a version not yet written");
+    assert_eq!(document(h.read_ok(kept)), ("/a.md".into(), 3, Bytes::from_static(b"3")));
+}
+
+#[test]
+fn fetch_returns_the_body_of_the_version_asked_for() {
+    let mut h = cold_replica(Config::default(), &[(1, "/a.md", "one"), (2, "/a.md", "two")]);
+    let mark = h.log.len();
+    let old = h.read(fetch_version("/a.md", 1));
+    let current = h.read(fetch("/a.md"));
+    h.settle();
+    let old = h.read_ok(old).clone();
+    let current = h.read_ok(current).clone();
+    assert_eq!(document(&old), ("/a.md".into(), 1, Bytes::from_static(b"one")));
+    assert_eq!(document(&current), ("/a.md".into(), 2, Bytes::from_static(b"two")));
+    let hashes: Vec<Hash32> = [&old, &current]
+        .iter()
+        .map(|ok| match &ok.answer {
+            Answer::Document { entry, version, .. } => {
+                assert_eq!(entry.version, 2, "the entry is the document's current one");
+                version.body_hash
+            }
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_ne!(hashes[0], hashes[1]);
+    let body_gets: Vec<BlobOp> = h.log[mark..].iter().filter(|op| is_body_get(op)).cloned().collect();
+    let expected: Vec<BlobOp> = hashes.iter().map(|hash| BlobOp::Get { key: keys().body(hash) }).collect();
+    assert_eq!(body_gets, expected, "each body read from its blob, not from memory");
+}
+
+#[test]
+fn versions_lists_the_retained_versions() {
+    let mut h = Harness::opened(Config::default());
+    set_retention(&mut h, 100, 2);
+    publish_each(&mut h, &[(1, "/a.md", "1"), (2, "/a.md", "2"), (3, "/a.md", "3")]);
+    let r = h.read(Read::Versions { path: "/a.md".into() });
+    h.settle();
+    let ok = h.read_ok(r);
+    assert_eq!(ok.at_sequence, 4);
+    let Answer::Versions { entry, versions } = &ok.answer else { panic!("versions: {ok:?}") };
+    assert_eq!((entry.first_version, entry.version), (2, 3));
+    let listed: Vec<(u64, OperationId, u64)> =
+        versions.iter().map(|v| (v.version, v.op_id, v.sequence)).collect();
+    assert_eq!(
+        listed,
+        vec![(2, OperationId::from(2u128), 3), (3, OperationId::from(3u128), 4)],
+        "oldest first"
+    );
+    assert_eq!(versions.last().map(|v| v.body_hash), Some(entry.body_hash));
+}
+
+#[test]
+fn receipt_settles_a_committed_operation_id() {
+    let mut h = Harness::opened(Config::default());
+    let w = h.publish(7, "/a.md", "a");
+    h.settle();
+    let receipt = h.receipt(w).clone();
+    let known = h.read(Read::Receipt { op_id: OperationId::from(7u128) });
+    let unknown = h.read(Read::Receipt { op_id: OperationId::from(8u128) });
+    h.settle();
+    assert_eq!(h.read_ok(known), &ReadOk { at_sequence: 1, answer: Answer::Receipt(Some(receipt)) });
+    assert_eq!(h.read_ok(unknown), &ReadOk { at_sequence: 1, answer: Answer::Receipt(None) });
+}
+
+#[test]
+fn lookup_returns_documents_under_a_prefix_in_order_with_paging() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(
+        &mut h,
+        &[
+            (1, "/docs/c.md", "c"),
+            (2, "/docs/a.md", "a"),
+            (3, "/other.md", "o"),
+            (4, "/docs/b.md", "b"),
+            (5, "/docsx.md", "x"),
+        ],
+    );
+    let first = h.read(lookup("/docs/", None, 2));
+    let second = h.read(lookup("/docs/", Some("/docs/b.md"), 2));
+    let bytewise = h.read(lookup("/docs", None, 0));
+    let before = h.read(lookup("/docs/", Some("/a.md"), 10));
+    h.settle();
+    let entries = |id: RequestId| match &h.read_ok(id).answer {
+        Answer::Lookup { entries, more } => (entry_paths(entries), *more),
+        other => panic!("a lookup: {other:?}"),
+    };
+    assert_eq!(entries(first), (vec!["/docs/a.md", "/docs/b.md"], true));
+    assert_eq!(entries(second), (vec!["/docs/c.md"], false));
+    assert_eq!(entries(bytewise), (vec!["/docs/a.md", "/docs/b.md", "/docs/c.md", "/docsx.md"], false));
+    assert_eq!(
+        entries(before),
+        (vec!["/docs/a.md", "/docs/b.md", "/docs/c.md"], false),
+        "start_after before the prefix"
+    );
+}
+
+#[test]
+fn list_returns_documents_and_subdirectories_directly_in_a_directory() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(
+        &mut h,
+        &[
+            (1, "/a.md", "a"),
+            (2, "/d/b.md", "b"),
+            (3, "/d/e/c.md", "c"),
+            (4, "/d/e/f/g.md", "g"),
+            (5, "/d-x.md", "x"),
+            (6, "/z.md", "z"),
+            (7, "/d/e2/h.md", "h"),
+        ],
+    );
+    let root = h.read(list("/", 10));
+    let nested = h.read(list("/d", 10));
+    let deeper = h.read(list("/d/e/", 10));
+    let cut = h.read(list("/", 2));
+    let empty = h.read(list("/nothing", 10));
+    h.settle();
+    let listing = |id: RequestId| match &h.read_ok(id).answer {
+        Answer::Listing { documents, directories, more } => {
+            (entry_paths(documents), paths(directories), *more)
+        }
+        other => panic!("a listing: {other:?}"),
+    };
+    assert_eq!(listing(root), (vec!["/a.md", "/d-x.md", "/z.md"], vec!["/d"], false));
+    assert_eq!(listing(nested), (vec!["/d/b.md"], vec!["/d/e", "/d/e2"], false), "no contents of /d/e");
+    assert_eq!(listing(deeper), (vec!["/d/e/c.md"], vec!["/d/e/f"], false));
+    assert_eq!(listing(cut), (vec!["/a.md", "/d-x.md"], vec![], true));
+    assert_eq!(listing(empty), (vec![], vec![], false));
+}
+
+#[test]
+fn hash_lookup_returns_the_paths_with_that_body() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(
+        &mut h,
+        &[(1, "/b.md", "same"), (2, "/a.md", "same"), (3, "/c.md", "other"), (4, "/d.md", "same")],
+    );
+    publish_each(&mut h, &[(5, "/d.md", "changed")]);
+    let world = h.replica.world().expect("open");
+    let same = world.document(&path("/a.md")).expect("a").entry.body_hash;
+    assert_eq!(world.document(&path("/b.md")).expect("b").entry.body_hash, same);
+    let all = h.read(Read::HashLookup { hash: same, limit: 10 });
+    let one = h.read(Read::HashLookup { hash: same, limit: 1 });
+    let none = h.read(Read::HashLookup { hash: Hash32::of(b"absent"), limit: 10 });
+    h.settle();
+    let found = |id: RequestId| match &h.read_ok(id).answer {
+        Answer::Paths { paths: p, more } => (paths(p), *more),
+        other => panic!("paths: {other:?}"),
+    };
+    assert_eq!(found(all), (vec!["/a.md", "/b.md"], false), "in order; /d.md's current body differs");
+    assert_eq!(found(one), (vec!["/a.md"], true));
+    assert_eq!(found(none), (vec![], false));
+}
+
+// Refusals.
+
+#[test]
+fn an_invalid_path_is_refused_at_once() {
+    let mut h = Harness::opened(Config::default());
+    h.advance_ms(1);
+    let mark = h.log.len();
+    let dots = h.read(fetch("/a/../b.md"));
+    let empty = h.read(Read::Versions { path: "//".into() });
+    let control = h.read(list("/a\u{1}", 10));
+    let long = h.read(fetch(&format!("/{}", "x".repeat(300))));
+    assert_eq!(h.read_replies.get(&dots), Some(&Err(ReadError::InvalidPath(PathProblem::DotSegment))));
+    assert_eq!(h.read_replies.get(&empty), Some(&Err(ReadError::InvalidPath(PathProblem::Empty))));
+    assert_eq!(
+        h.read_replies.get(&control),
+        Some(&Err(ReadError::InvalidPath(PathProblem::ControlCharacter)))
+    );
+    assert_eq!(h.read_replies.get(&long), Some(&Err(ReadError::InvalidPath(PathProblem::SegmentTooLong))));
+    assert_eq!(h.log.len(), mark, "nothing queued, no probe");
+}
+
+#[test]
+fn a_full_read_queue_refuses_with_busy() {
+    let mut h = Harness::opened(Config { read_pending_max: 2, ..Config::default() });
+    h.advance_ms(1);
+    let a = h.read(fetch("/a.md"));
+    let b = h.read(Read::Versions { path: "/b.md".into() });
+    let c = h.read(fetch("/c.md"));
+    assert_eq!(h.read_replies.get(&c), Some(&Err(ReadError::Busy { pending: 2 })));
+    assert_eq!(h.replica.read_stats().refused_busy, 1);
+    h.settle();
+    assert_eq!(h.read_ok(a).at_sequence, 0);
+    assert_eq!(h.read_ok(b).at_sequence, 0);
+    let e = h.read(fetch("/e.md"));
+    h.settle();
+    assert_eq!(h.read_ok(e).answer, Answer::NotFound, "room again once answered");
+}
+
+// Hints.
+
+#[test]
+fn follow_reads_ahead_to_a_peers_sequence() {
+    let mut h = Harness::opened(Config::default());
+    let mut peer = Peer::following(&h);
+    peer.commit(
+        &mut h,
+        &[(50, publish("/p.md", "p", Expected::Any)), (51, publish("/q.md", "q", Expected::Any))],
+    );
+    let mark = h.log.len();
+    h.input(Input::Follow { sequence: 2 });
+    h.settle();
+    assert_eq!(h.log[mark..], [stat_of(1), get_of(1)], "read ahead to the hint, then stop");
+    assert!(h.read_replies.is_empty());
+    let world = h.replica.world().expect("open");
+    assert_eq!(world.sequence(), 2);
+    assert!(world.document(&path("/q.md")).is_some());
+    assert_eq!(h.replica.read_stats().slots_followed, 1);
+}
+
+#[test]
+fn follow_of_a_sequence_already_served_does_nothing() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(&mut h, &[(1, "/a.md", "a"), (2, "/b.md", "b")]);
+    let mark = h.log.len();
+    h.input(Input::Follow { sequence: 2 });
+    h.input(Input::Follow { sequence: 1 });
+    h.input(Input::Follow { sequence: 0 });
+    assert!(h.calls.is_empty());
+    assert_eq!(h.log.len(), mark, "no call");
+    assert_eq!(h.replica.read_stats().probes, 0);
+}
+
+#[test]
+fn a_hint_past_what_the_store_holds_costs_one_probe_and_is_forgotten() {
+    let mut h = Harness::opened(Config::default());
+    h.input(Input::Follow { sequence: 50 });
+    assert_eq!(h.replica.read_stats().probes, 1);
+    h.run();
+    assert!(h.calls.is_empty(), "no probe after the store showed the tip");
+    assert_eq!(h.replica.read_stats().probes, 1);
+}
+
+// The probe and the committer.
+
+#[test]
+fn the_probe_leaves_the_name_the_committer_is_creating_to_the_committer() {
+    let mut h = Harness::opened(Config::default());
+    let w = h.publish(1, "/a.md", "a");
+    h.deliver_all_but(is_slot_create);
+    assert_eq!(h.pending(|_| true).len(), 1, "our slot create at 1 is out");
+    // The create lands in the store; its answer is held.
+    let created: BlobResult = h.apply_early(is_slot_create);
+    assert!(created.is_ok());
+    h.advance_ms(1);
+    let r = h.read(fetch("/a.md"));
+    assert_eq!(h.pending(is_slot_stat), vec![stat_of(1)]);
+    assert!(h.bring_forward(is_slot_stat));
+    h.deliver();
+    assert!(h.store.bytes(&keys().slot(1)).is_some(), "the stat found our slot");
+    assert!(!h.log.iter().any(is_slot_get), "the probe does not read the name the committer is creating");
+    assert_eq!(h.replica.read_stats().slots_followed, 0);
+    assert!(!h.read_replies.contains_key(&r));
+    assert!(h.pending(is_slot_stat).is_empty(), "parked, not polling");
+    assert!(h.bring_forward(is_slot_create));
+    h.deliver_with(Fate::Answer(created));
+    assert_eq!(h.receipt(w).sequence, 1);
+    h.settle();
+    assert!(!h.log.iter().any(is_slot_get));
+    let ok = h.read_ok(r);
+    assert_eq!(ok.at_sequence, 1);
+    assert_eq!(document(ok), ("/a.md".into(), 1, Bytes::from_static(b"a")), "the answer holds our write");
+    assert_eq!(h.log.iter().filter(|op| **op == stat_of(2)).count(), 1, "then the probe looked past it");
+}

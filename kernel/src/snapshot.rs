@@ -1,0 +1,150 @@
+//! The replica's snapshot: the world it loaded plus every slot applied since, an index of
+//! its newest slots, and the latest instant it knew that world to be the tip. Every path
+//! that learns of a slot (an own commit, a lost race, a read's probe, a peer's hint)
+//! installs through [`Snapshot::install`], in sequence order, and no install waits on a
+//! bucket call: by the time a slot reaches it, its bytes are in hand.
+
+use crate::format::Slot;
+use crate::hash::Hash32;
+use crate::ids::StoreId;
+use crate::time::Instant;
+use crate::world::{ApplyError, Receipt, WorldState};
+use std::collections::VecDeque;
+
+/// One slot of the index: its sequences, its hash and its writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SlotSpan {
+    pub first: u64,
+    pub last: u64,
+    pub hash: Hash32,
+    pub store_id: StoreId,
+    /// When this replica installed it.
+    pub installed_at: Instant,
+}
+
+/// The newest slots, oldest first, at most `slots_max`.
+pub(crate) struct RecentSlots {
+    spans: VecDeque<SlotSpan>,
+    slots_max: usize,
+}
+
+impl RecentSlots {
+    pub fn new(slots_max: usize) -> RecentSlots {
+        RecentSlots { spans: VecDeque::new(), slots_max }
+    }
+
+    fn push(&mut self, span: SlotSpan) {
+        debug_assert!(self.spans.back().is_none_or(|b| b.last + 1 == span.first));
+        self.spans.push_back(span);
+        while self.spans.len() > self.slots_max {
+            self.spans.pop_front();
+        }
+    }
+
+    /// The span holding `sequence`, if it is among the newest slots.
+    pub fn holding(&self, sequence: u64) -> Option<&SlotSpan> {
+        let i = self.spans.partition_point(|s| s.last < sequence);
+        self.spans.get(i).filter(|s| s.first <= sequence)
+    }
+
+    /// Spans from the one holding `sequence` on, in order.
+    pub fn from(&self, sequence: u64) -> impl Iterator<Item = &SlotSpan> {
+        let i = self.spans.partition_point(|s| s.last < sequence);
+        self.spans.range(i..)
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+}
+
+/// What an install did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Installed {
+    /// The slot was new and is now applied.
+    Applied,
+    /// The slot was already applied (someone else installed it first).
+    AlreadyHeld,
+}
+
+pub(crate) struct Snapshot {
+    pub world: WorldState,
+    pub recent: RecentSlots,
+    /// The world was the tip at some instant at or after this. Reset by any install that
+    /// is not known to be the tip.
+    pub current_since: Option<Instant>,
+    /// Receipts of members installed since the feed last took them, in sequence order.
+    pub fresh: Vec<Receipt>,
+}
+
+impl Snapshot {
+    pub fn new(world: WorldState, recent_slots_max: usize, current_since: Instant) -> Snapshot {
+        Snapshot {
+            world,
+            recent: RecentSlots::new(recent_slots_max),
+            current_since: Some(current_since),
+            fresh: Vec::new(),
+        }
+    }
+
+    /// Applies a slot that continues the chain, or recognizes one already applied. A slot
+    /// under an applied name with other bytes means the log forked: refused.
+    pub fn install(&mut self, slot: &Slot, hash: Hash32, now: Instant) -> Result<Installed, ApplyError> {
+        if slot.first_sequence <= self.world.sequence() {
+            return match self.recent.holding(slot.first_sequence) {
+                Some(s) if s.first == slot.first_sequence && s.hash == hash => Ok(Installed::AlreadyHeld),
+                Some(_) => Err(ApplyError::ChainBreak { sequence: slot.first_sequence }),
+                // Older than the index: nothing reads that far back through an install.
+                None => Ok(Installed::AlreadyHeld),
+            };
+        }
+        self.world.apply_slot(slot, hash)?;
+        // A newer state: whoever installs it says whether it is known to be the tip.
+        self.current_since = None;
+        self.recent.push(SlotSpan {
+            first: slot.first_sequence,
+            last: slot.last_sequence(),
+            hash,
+            store_id: slot.store_id,
+            installed_at: now,
+        });
+        self.fresh.extend(slot.members.iter().map(|m| m.receipt.clone()));
+        Ok(Installed::Applied)
+    }
+
+    /// The state is known to have been the tip at `at`.
+    pub fn confirm_current(&mut self, at: Instant) {
+        if self.current_since.is_none_or(|t| t < at) {
+            self.current_since = Some(at);
+        }
+    }
+
+    /// Whether the state was the tip at some instant at or after `since`.
+    pub fn current_since(&self, since: Instant) -> bool {
+        self.current_since.is_some_and(|t| t >= since)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(first: u64, last: u64) -> SlotSpan {
+        SlotSpan { first, last, hash: Hash32::ZERO, store_id: StoreId(0), installed_at: Instant::ZERO }
+    }
+
+    #[test]
+    fn the_index_keeps_only_the_newest_slots() {
+        let mut r = RecentSlots::new(3);
+        for i in 0..5 {
+            r.push(span(i * 10 + 1, i * 10 + 10));
+        }
+        assert_eq!(r.len(), 3);
+        assert!(r.holding(15).is_none(), "evicted");
+        assert_eq!(r.holding(25).map(|s| s.first), Some(21));
+        assert_eq!(r.holding(50).map(|s| s.first), Some(41));
+        assert!(r.holding(51).is_none());
+        assert_eq!(r.from(33).map(|s| s.first).collect::<Vec<_>>(), vec![31, 41]);
+    }
+}

@@ -1,0 +1,247 @@
+//! Judging reads: every answer must be the model's answer at the state it names, and
+//! that state must have been the tip while the read was in flight (exact reads) or
+//! within the staleness bound before it began (catalog reads).
+
+use super::{receipt_to_model, tip_interval, CheckOptions, CheckReport, SlotSpan};
+use crate::history::{History, Outcome, ReadOp, ReadOutcome};
+use crate::{normalize_path, ModelDocument, ModelVersion, ModelWorld, ReceiptKind};
+use slotlog_kernel::reply::{Answer, ReadError, WriteOk};
+use slotlog_kernel::time::Instant;
+use slotlog_kernel::world::{IndexEntry, VersionKind, VersionRecord};
+use slotlog_kernel::{Read, READ_LIMIT_MAX};
+
+pub(super) struct Judge<'a> {
+    history: &'a History,
+    spans: &'a [SlotSpan],
+    staleness_us: u64,
+    /// Acknowledged commits by answer time, with the largest sequence acknowledged so far.
+    acked: Vec<(Instant, u64)>,
+}
+
+impl<'a> Judge<'a> {
+    pub fn new(history: &'a History, spans: &'a [SlotSpan], options: CheckOptions) -> Judge<'a> {
+        let mut acked: Vec<(Instant, u64)> = history
+            .ops
+            .iter()
+            .filter_map(|op| match &op.outcome {
+                Outcome::Answered { at, result: Ok(WriteOk::Committed(r)) } => Some((*at, r.sequence)),
+                _ => None,
+            })
+            .collect();
+        acked.sort();
+        let mut max = 0;
+        for a in &mut acked {
+            max = max.max(a.1);
+            a.1 = max;
+        }
+        Judge { history, spans, staleness_us: options.catalog_staleness_ms * 1_000, acked }
+    }
+
+    /// The largest sequence acknowledged strictly before `t`.
+    fn acked_before(&self, t: Instant) -> u64 {
+        let i = self.acked.partition_point(|(at, _)| *at < t);
+        if i == 0 {
+            0
+        } else {
+            self.acked[i - 1].1
+        }
+    }
+
+    /// Judges read `i`, answered at sequence `at`, against the model at that state.
+    pub fn judge(&self, model: &ModelWorld, i: usize, at: u64, r: &mut CheckReport) {
+        let op = &self.history.reads[i];
+        let ReadOutcome::Answered { at: answered, result: Ok(ok) } = &op.outcome else { return };
+        let exact = op.read.is_exact();
+        let (from, until) = tip_interval(self.spans, at);
+        let earliest = if exact {
+            op.invoked_at
+        } else {
+            Instant::from_micros(op.invoked_at.as_micros().saturating_sub(self.staleness_us))
+        };
+        let lag_ms = op.invoked_at.saturating_since(until).as_secs_f64() * 1_000.0;
+        if exact {
+            r.reads_exact += 1;
+            if self.acked_before(op.invoked_at) > at {
+                r.stale_exact += 1;
+            }
+        } else {
+            r.reads_catalog += 1;
+            r.catalog_lag_ms_max = r.catalog_lag_ms_max.max(lag_ms);
+        }
+        if from > *answered || until < earliest {
+            let class = if exact { "exact" } else { "catalog" };
+            r.violation(format!(
+                "{class} read {i} on replica {} answered at sequence {at}, a state {lag_ms:.0} ms older than the read",
+                op.replica
+            ));
+        }
+        if let Some(diff) = answer_differs(model, &op.read, &ok.answer) {
+            r.violation(format!("read {i} ({:?}) at sequence {at}: {diff}", op.read));
+        }
+    }
+}
+
+pub(super) fn judge_error(i: usize, op: &ReadOp, e: &ReadError, r: &mut CheckReport) {
+    let ReadError::InvalidPath(problem) = e else { return };
+    let raw = match &op.read {
+        Read::Fetch { path, .. } | Read::Versions { path } => path,
+        Read::List { directory, .. } => directory,
+        other => return r.violation(format!("read {i} ({other:?}) names no path but was refused for one")),
+    };
+    if normalize_path(raw).err() != Some(super::path_problem_to_model(problem)) {
+        r.violation(format!("read {i} was refused {problem:?}, but the model normalizes {raw:?}"));
+    }
+}
+
+fn limit(l: u32) -> usize {
+    if l == 0 || l > READ_LIMIT_MAX {
+        READ_LIMIT_MAX as usize
+    } else {
+        l as usize
+    }
+}
+
+fn entry_matches(e: &IndexEntry, path: &str, d: &ModelDocument) -> bool {
+    e.path.as_str() == path
+        && e.version == d.version
+        && e.first_version == d.first_version
+        && e.archived == d.archived
+        && e.body_hash.0 == d.body_hash
+        && e.body_len == d.body_len
+        && e.modified_sequence == d.modified_sequence
+}
+
+fn version_matches(v: &VersionRecord, m: &ModelVersion) -> bool {
+    let kind = match v.kind {
+        VersionKind::Publish => ReceiptKind::Published,
+        VersionKind::Append => ReceiptKind::Appended,
+    };
+    v.version == m.version
+        && v.sequence == m.sequence
+        && v.op_id == m.op_id
+        && v.body_hash.0 == m.body_hash
+        && v.body_len == m.body_len
+        && kind == m.kind
+}
+
+/// Entries in order against the model's documents at these paths.
+fn entries_match(entries: &[IndexEntry], model: &ModelWorld, paths: &[String]) -> bool {
+    entries.len() == paths.len()
+        && entries.iter().zip(paths).all(|(e, p)| model.document(p).is_some_and(|d| entry_matches(e, p, &d)))
+}
+
+fn answer_differs(model: &ModelWorld, read: &Read, answer: &Answer) -> Option<String> {
+    let agrees = match read {
+        Read::Fetch { path, version } => {
+            let path = normalize_path(path).ok()?;
+            match (model.document(&path), answer) {
+                (None, Answer::NotFound) => true,
+                (Some(d), a) => {
+                    let v = version.unwrap_or(d.version);
+                    if v < d.first_version || v > d.version {
+                        *a == Answer::VersionNotRetained {
+                            first_version: d.first_version,
+                            current: d.version,
+                        }
+                    } else {
+                        let record = model.versions(&path).into_iter().find(|m| m.version == v);
+                        match (a, record, model.body(&path, v)) {
+                            (Answer::Document { entry, version, body }, Some(m), Some(b)) => {
+                                entry_matches(entry, &path, &d)
+                                    && version_matches(version, &m)
+                                    && body[..] == *b
+                            }
+                            _ => false,
+                        }
+                    }
+                }
+                _ => false,
+            }
+        }
+        Read::Versions { path } => {
+            let path = normalize_path(path).ok()?;
+            match (model.document(&path), answer) {
+                (None, Answer::NotFound) => true,
+                (Some(d), Answer::Versions { entry, versions }) => {
+                    let mv = model.versions(&path);
+                    entry_matches(entry, &path, &d)
+                        && versions.len() == mv.len()
+                        && versions.iter().zip(&mv).all(|(v, m)| version_matches(v, m))
+                }
+                _ => false,
+            }
+        }
+        Read::Receipt { op_id } => match answer {
+            Answer::Receipt(r) => r.as_ref().map(receipt_to_model) == model.receipt(*op_id),
+            _ => false,
+        },
+        Read::Lookup { prefix, start_after, limit: l } => {
+            let from = match start_after {
+                Some(a) if a.as_str() >= prefix.as_str() => format!("{a}\0"),
+                _ => prefix.clone(),
+            };
+            let paths: Vec<String> = model
+                .documents_from(&from)
+                .map(|(p, _)| p.to_string())
+                .take_while(|p| p.starts_with(prefix.as_str()))
+                .take(limit(*l) + 1)
+                .collect();
+            match answer {
+                Answer::Lookup { entries, more } => {
+                    let n = paths.len().min(limit(*l));
+                    *more == (paths.len() > n) && entries_match(entries, model, &paths[..n])
+                }
+                _ => false,
+            }
+        }
+        Read::List { directory, limit: l } => {
+            let base = if directory.split('/').all(str::is_empty) {
+                String::new()
+            } else {
+                normalize_path(directory).ok()?
+            };
+            let prefix = format!("{base}/");
+            // Children in key order: a document, or the first key of a subdirectory.
+            let mut children: Vec<(bool, String)> = Vec::new();
+            for (p, _) in model.documents_from(&prefix) {
+                let Some(rest) = p.strip_prefix(prefix.as_str()) else { break };
+                match rest.find('/') {
+                    None => children.push((true, p.to_string())),
+                    Some(i) => {
+                        let sub = format!("{prefix}{}", &rest[..i]);
+                        if children.last().is_none_or(|(doc, last)| *doc || *last != sub) {
+                            children.push((false, sub));
+                        }
+                    }
+                }
+            }
+            let n = children.len().min(limit(*l));
+            let docs: Vec<String> = children[..n].iter().filter(|c| c.0).map(|c| c.1.clone()).collect();
+            let dirs: Vec<String> = children[..n].iter().filter(|c| !c.0).map(|c| c.1.clone()).collect();
+            match answer {
+                Answer::Listing { documents, directories, more } => {
+                    *more == (children.len() > n)
+                        && entries_match(documents, model, &docs)
+                        && directories.iter().map(|d| d.as_str()).eq(dirs.iter().map(String::as_str))
+                }
+                _ => false,
+            }
+        }
+        Read::HashLookup { hash, limit: l } => {
+            let paths: Vec<String> = model
+                .documents()
+                .filter(|(_, d)| d.body_hash == hash.0)
+                .map(|(p, _)| p.to_string())
+                .collect();
+            let n = paths.len().min(limit(*l));
+            match answer {
+                Answer::Paths { paths: got, more } => {
+                    *more == (paths.len() > n)
+                        && got.iter().map(|p| p.as_str()).eq(paths[..n].iter().map(String::as_str))
+                }
+                _ => false,
+            }
+        }
+    };
+    (!agrees).then(|| format!("answered {answer:?}, which the model does not give"))
+}
