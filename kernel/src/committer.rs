@@ -110,6 +110,41 @@ enum BodyState {
 /// oldest is forgotten (a repeated create only costs one call that finds it taken).
 const STORED_BODIES_REMEMBERED_MAX: usize = 4_096;
 
+/// Recoveries remembered for a report (newest kept).
+const RECOVERIES_REMEMBERED_MAX: usize = 4_096;
+
+/// A peer lost to this store and is retrying: owed a turn at the store's next win.
+#[derive(Clone, Copy, Debug)]
+struct Owed {
+    at: Instant,
+    /// The tip when the hint came: a peer slot after it answers the hint.
+    base: u64,
+}
+
+/// The store is giving a peer its turn: the head's create waits.
+#[derive(Clone, Copy, Debug)]
+struct Hold {
+    since: Instant,
+    until: Instant,
+    /// The tip when the hold began: a slot installed past it is the peer's.
+    base: u64,
+}
+
+/// A loser reading the slots past the one it lost to before it rebuilds (record: "a
+/// loser's recovery is then the winner's read, one listing and a rebuild in memory").
+#[derive(Debug, Default)]
+struct CatchUp {
+    /// Listed names not yet installed, in order.
+    listed: VecDeque<u64>,
+    fetched: BTreeMap<u64, Bytes>,
+    /// The listing stopped at its limit: list again after the last name.
+    more: bool,
+    after: Option<String>,
+}
+
+/// Names one catch-up listing asks for.
+const CATCH_UP_LIST_MAX: u32 = 64;
+
 /// Counters a report reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommitterStats {
@@ -124,6 +159,13 @@ pub struct CommitterStats {
     pub body_reads: u64,
     /// Calls sent a second time because the first had not answered in time.
     pub calls_hedged: u64,
+    /// Turns given: holds begun, and their time in all.
+    pub holds: u64,
+    pub hold_ms_total: u64,
+    /// Holds that ended because a peer's slot arrived (the rest ran out).
+    pub holds_answered: u64,
+    /// Time from each lost create to this store's next create, microseconds (newest kept).
+    pub recoveries_us: VecDeque<u64>,
 }
 
 pub(crate) struct Committer {
@@ -140,6 +182,11 @@ pub(crate) struct Committer {
     body_cache: BodyCache,
     pub stats: CommitterStats,
     failed: Option<FailReason>,
+    owed: Option<Owed>,
+    hold: Option<Hold>,
+    /// When the head last lost its name, until the next create is sent.
+    lost_at: Option<Instant>,
+    catch_up: Option<CatchUp>,
 }
 
 impl Committer {
@@ -157,6 +204,10 @@ impl Committer {
             stored_order: VecDeque::new(),
             stats: CommitterStats::default(),
             failed: None,
+            owed: None,
+            hold: None,
+            lost_at: None,
+            catch_up: None,
         }
     }
 
@@ -188,8 +239,31 @@ impl Committer {
         self.queue.len()
     }
 
+    /// The next instant the committer has something to do: a deadline, or a hold's end.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(t, _)| *t)
+        let deadline = self.deadlines.first().map(|(t, _)| *t);
+        let hold = self.hold.map(|h| h.until);
+        deadline.into_iter().chain(hold).min()
+    }
+
+    /// A peer committed through `sequence`. Inside one of this store's newest slots, or
+    /// the slot it is creating, it means the peer lost that name to this store and is
+    /// retrying: the store owes it a turn.
+    pub fn on_hint(&mut self, now: Instant, sn: &Snapshot, sequence: u64) {
+        if !self.config.turns {
+            return;
+        }
+        let creating = self.head_call
+            && self
+                .pipeline
+                .front()
+                .and_then(|b| b.slot.as_ref())
+                .is_some_and(|e| (e.slot.first_sequence..=e.slot.last_sequence()).contains(&sequence));
+        let ours = sn.recent.holding(sequence).is_some_and(|s| s.store_id == self.store_id)
+            && sn.recent.from(sequence).filter(|s| s.store_id == self.store_id).count() <= self.config.turn_slots_max;
+        if creating || ours {
+            self.owed = Some(Owed { at: now, base: sn.world.sequence() });
+        }
     }
 
     /// Admits a validated write, or refuses it at once.
@@ -293,6 +367,8 @@ impl Committer {
             Purpose::BodyCreate { hash } => self.on_body_created(now, hash, call, result, io),
             Purpose::SlotCreate { sequence } => self.on_slot_created(now, sn, sequence, call, result, io),
             Purpose::SlotGet { sequence } => self.on_slot_read(now, sn, sequence, call, result, io),
+            Purpose::CatchUpList => self.on_catch_up_list(now, sn, call, result, io),
+            Purpose::CatchUpGet { sequence } => self.on_catch_up_get(now, sn, sequence, call, result, io),
             other => unreachable!("not a committer call: {other:?}"),
         }
     }
@@ -303,6 +379,8 @@ impl Committer {
         if self.failed.is_some() {
             return;
         }
+        // A hold ends by its own clock (or a peer's slot), whatever the head is doing.
+        self.holding(now, sn);
         loop {
             self.fill_pipeline(now, sn, io);
             if !self.drive_head(now, sn, io) {
@@ -313,6 +391,9 @@ impl Committer {
     }
 
     fn fill_pipeline(&mut self, now: Instant, sn: &Snapshot, io: &mut Io) {
+        if self.catch_up.is_some() {
+            return; // batches built now would be stale once the catch-up installs
+        }
         let depth_max = 1 + self.config.batches_ahead_max;
         while self.pipeline.len() < depth_max && !self.queue.is_empty() {
             if let Some(last) = self.pipeline.back() {
@@ -427,9 +508,19 @@ impl Committer {
         // A probe or a peer's hint may have installed slots past the head's base. The head
         // still creates: its lost create is the signal (SPEC 7), and what tells peers.
         assert!(head.base_sequence <= world_sequence, "the head builds on a confirmed state");
+        if head.slot.is_some() && self.holding(now, sn) {
+            return false;
+        }
+        let Some(head) = self.pipeline.front_mut() else { return true };
         match &head.slot {
             Some(enc) => {
                 let sequence = enc.slot.first_sequence;
+                if let Some(lost_at) = self.lost_at.take() {
+                    if self.stats.recoveries_us.len() == RECOVERIES_REMEMBERED_MAX {
+                        self.stats.recoveries_us.pop_front();
+                    }
+                    self.stats.recoveries_us.push_back(now.saturating_since(lost_at).as_micros() as u64);
+                }
                 let op = BlobOp::Create { key: self.keys.slot(sequence), bytes: enc.bytes.clone() };
                 head.first_create_at.get_or_insert(now);
                 self.head_call = true;
@@ -477,8 +568,8 @@ impl Committer {
                 let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
                 match theirs {
                     Some((hash, _)) if Some(hash) == ours => self.commit_head(now, sn, io),
-                    Some((_, last)) => self.lost(last, io),
-                    None => self.lost(sn.world.sequence(), io),
+                    Some((_, last)) => self.lost(last, now, sn, io),
+                    None => self.lost(sn.world.sequence(), now, sn, io),
                 }
             }
             Err(BlobError::AlreadyExists) => self.read_slot(now, sequence, io),
@@ -544,6 +635,7 @@ impl Committer {
             Err(e) => panic!("own slot {} does not apply: {e:?}", enc.slot.first_sequence),
         }
         self.head_call = false;
+        self.start_hold(now, sn);
         self.stats.slots_won += 1;
         self.stats.members_committed += enc.slot.members.len() as u64;
         answer_batch(&mut head, &mut self.deadlines, io);
@@ -576,16 +668,140 @@ impl Committer {
         if let Err(e) = sn.install(&slot, Hash32::of(bytes), now) {
             return self.fail(FailReason::Apply(e), io);
         }
-        self.lost(slot.last_sequence(), io);
+        self.lost(slot.last_sequence(), now, sn, io);
+    }
+
+    /// After a win: if a peer is owed a turn, and no peer slot answered the hint since, and
+    /// the hint is younger than a hold, hold the next create.
+    fn start_hold(&mut self, now: Instant, sn: &Snapshot) {
+        let Some(owed) = self.owed.take() else { return };
+        let hold = Duration::from_millis(self.config.hold_ms);
+        let answered = sn.recent.from(owed.base + 1).any(|s| s.store_id != self.store_id);
+        if answered || now.saturating_since(owed.at) > hold {
+            return;
+        }
+        self.stats.holds += 1;
+        self.hold = Some(Hold { since: now, until: now + hold, base: sn.world.sequence() });
+    }
+
+    /// Whether the head's create must wait for a peer's turn. Ends the hold when a peer's
+    /// slot arrived (rebuilding the held batches once on it) or when it ran out.
+    fn holding(&mut self, now: Instant, sn: &Snapshot) -> bool {
+        let Some(h) = self.hold else { return false };
+        let answered = sn.world.sequence() > h.base;
+        if !answered && now < h.until {
+            return true;
+        }
+        self.hold = None;
+        self.stats.hold_ms_total += now.saturating_since(h.since).as_millis() as u64;
+        if answered {
+            self.stats.holds_answered += 1;
+            self.requeue_all();
+        }
+        false
     }
 
     /// A peer's slot, through `winner_last`, holds the head's name: report it to peers and
     /// rebuild every batch on the new tip.
-    fn lost(&mut self, winner_last: u64, io: &mut Io) {
+    fn lost(&mut self, winner_last: u64, now: Instant, sn: &Snapshot, io: &mut Io) {
+        self.lost_at.get_or_insert(now);
         self.head_call = false;
         self.stats.slots_lost += 1;
         io.effects.push_back(Effect::Committed { sequence: winner_last });
         self.requeue_all();
+        // A peer said the world is further on: the next name is taken too. List past the
+        // tip and read what is there before rebuilding, rather than lose one name a time.
+        if sn.behind_hints() {
+            let after = sn.recent.holding(sn.world.sequence()).map(|s| self.keys.slot(s.first));
+            self.catch_up = Some(CatchUp { after, ..CatchUp::default() });
+            self.list_catch_up(now, io);
+        }
+    }
+
+    fn list_catch_up(&mut self, now: Instant, io: &mut Io) {
+        let after = self.catch_up.as_ref().expect("catching up").after.clone();
+        let op = BlobOp::List { prefix: self.keys.log_prefix(), start_after: after, limit: CATCH_UP_LIST_MAX };
+        io.issue(now, Purpose::CatchUpList, op, 0);
+    }
+
+    fn on_catch_up_list(&mut self, now: Instant, sn: &mut Snapshot, call: Call, result: BlobResult, io: &mut Io) {
+        let Ok(BlobOutcome::Listed { entries, more }) = result else {
+            return io.retry_later(now, call);
+        };
+        let Some(cu) = self.catch_up.as_mut() else { return };
+        cu.more = more;
+        for e in &entries {
+            match self.keys.parse_slot(&e.key) {
+                Some(seq) if seq > sn.world.sequence() => {
+                    cu.listed.push_back(seq);
+                    io.issue(now, Purpose::CatchUpGet { sequence: seq }, BlobOp::Get { key: e.key.clone() }, 0);
+                }
+                Some(_) => {}
+                None => {
+                    let error = crate::format::DecodeError::Foreign;
+                    return self.fail(FailReason::Decode { key: e.key.clone(), error }, io);
+                }
+            }
+        }
+        cu.after = entries.last().map(|e| e.key.clone()).or(cu.after.take());
+        self.advance_catch_up(now, sn, io);
+    }
+
+    fn on_catch_up_get(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        sequence: u64,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) {
+        match result {
+            // A read that lands after the catch-up ended (a probe installed the slot first)
+            // has nothing left to do.
+            Ok(BlobOutcome::Got { bytes, .. }) => {
+                let Some(cu) = self.catch_up.as_mut() else { return };
+                cu.fetched.insert(sequence, bytes);
+                self.advance_catch_up(now, sn, io);
+            }
+            Err(BlobError::NotFound) => self.fail(FailReason::SlotVanished { sequence }, io),
+            _ if self.catch_up.is_none() => {}
+            _ => io.retry_later(now, call),
+        }
+    }
+
+    /// Installs the listed slots in order as they arrive; lists on, or ends the catch-up.
+    fn advance_catch_up(&mut self, now: Instant, sn: &mut Snapshot, io: &mut Io) {
+        let cu = self.catch_up.as_mut().expect("catching up");
+        while let Some(&seq) = cu.listed.front() {
+            if seq <= sn.world.sequence() {
+                cu.listed.pop_front(); // a probe installed it meanwhile
+                cu.fetched.remove(&seq);
+                continue;
+            }
+            let Some(bytes) = cu.fetched.remove(&seq) else { break };
+            cu.listed.pop_front();
+            let key = self.keys.slot(seq);
+            let slot = match Slot::decode(&bytes) {
+                Ok(s) if s.first_sequence == seq => s,
+                Ok(_) => {
+                    let error = crate::format::DecodeError::Invalid("slot under another name");
+                    return self.fail(FailReason::Decode { key, error }, io);
+                }
+                Err(error) => return self.fail(FailReason::Decode { key, error }, io),
+            };
+            if let Err(e) = sn.install(&slot, Hash32::of(&bytes), now) {
+                return self.fail(FailReason::Apply(e), io);
+            }
+        }
+        let cu = self.catch_up.as_ref().expect("catching up");
+        if !cu.listed.is_empty() {
+            return;
+        }
+        if cu.more {
+            return self.list_catch_up(now, io);
+        }
+        self.catch_up = None;
     }
 
     /// Puts every batch's writes back at the front of the queue, in order, with their reads.

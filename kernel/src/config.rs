@@ -49,6 +49,16 @@ pub struct Config {
     pub watches_max: usize,
     /// Backlog slots the feed keeps decoded for watchers catching up together.
     pub feed_slots_cached_max: usize,
+    /// Turns (record: "Found by the dry run ..."): a store that learns a peer lost to it
+    /// holds its next create after its next win, so the peer gets a slot. Off only for
+    /// comparison runs.
+    pub turns: bool,
+    /// A hint inside one of this store's newest slots means a peer lost to it (record:
+    /// 256, "over a second of slots at any rate"; eight starved a backlogged replica).
+    pub turn_slots_max: usize,
+    /// The longest hold (record: 300 ms, about twice the measured recovery of a loser;
+    /// 1 s gave the same throughput, 100 ms and none lost more slots or starved a store).
+    pub hold_ms: u64,
     /// Deliberate defects, for proving the simulation catches them. Never set outside tests.
     pub defects: Defects,
 }
@@ -86,6 +96,9 @@ impl Default for Config {
             ring_events_max: 4_096,
             watches_max: 1_024,
             feed_slots_cached_max: 1_024,
+            turns: true,
+            turn_slots_max: 256,
+            hold_ms: 300,
             defects: Defects::default(),
         }
     }

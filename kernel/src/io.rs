@@ -35,6 +35,12 @@ pub(crate) enum Purpose {
     SlotGet {
         sequence: u64,
     },
+    /// A loser lists the log past the slot it lost to, to catch up to the tip...
+    CatchUpList,
+    /// ...and reads each slot it listed.
+    CatchUpGet {
+        sequence: u64,
+    },
     /// Is the slot after the tip absent? (metadata only; the read path's probe)
     TipStat {
         sequence: u64,

@@ -125,8 +125,6 @@ pub(crate) struct Reads {
     pending: BTreeMap<RequestId, PendingRead>,
     deadlines: BTreeSet<(Instant, RequestId)>,
     probe: Probe,
-    /// The highest sequence a peer said it committed through.
-    follow_to: u64,
     /// Fetches answered but for their body, by body hash; they keep their deadlines.
     awaiting_body: BTreeMap<Hash32, Vec<AwaitingBody>>,
     pub stats: ReadStats,
@@ -144,7 +142,6 @@ impl Reads {
             pending: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             probe: Probe::Idle,
-            follow_to: 0,
             awaiting_body: BTreeMap::new(),
             stats: ReadStats::default(),
             failed: None,
@@ -166,11 +163,6 @@ impl Reads {
         let deadline = now + self.deadline;
         self.deadlines.insert((deadline, id));
         self.pending.insert(id, PendingRead { read, arrived: now, deadline });
-    }
-
-    /// A peer committed through `sequence`: read ahead to it, unless already there.
-    pub fn follow(&mut self, sequence: u64) {
-        self.follow_to = self.follow_to.max(sequence);
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
@@ -222,7 +214,7 @@ impl Reads {
     pub fn serve(
         &mut self,
         now: Instant,
-        sn: &Snapshot,
+        sn: &mut Snapshot,
         creating: Option<u64>,
         committer_needs_tip: bool,
         body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
@@ -239,7 +231,7 @@ impl Reads {
                 self.deadlines.remove(&(r.deadline, id));
             }
         }
-        let wanted = !self.pending.is_empty() || self.follow_to > sn.world.sequence() || committer_needs_tip;
+        let wanted = !self.pending.is_empty() || sn.behind_hints() || committer_needs_tip;
         let next = sn.world.next_sequence();
         match self.probe {
             Probe::Idle if wanted => self.stat(now, next, io),
@@ -278,7 +270,7 @@ impl Reads {
                     sn.confirm_current(call.issued_at);
                     // A hint past a tip the store just showed cannot be met: forget it
                     // rather than probe again and again.
-                    self.follow_to = self.follow_to.min(sn.world.sequence());
+                    sn.hinted = sn.hinted.min(sn.world.sequence());
                 }
             }
             (Purpose::TipStat { sequence }, Ok(_)) => {

@@ -84,7 +84,12 @@ impl Replica {
                     self.blob_done(now, call, result);
                 }
             }
-            Input::Follow { sequence } => self.reads.follow(sequence),
+            Input::Follow { sequence } => {
+                if let Some(sn) = self.snapshot.as_mut() {
+                    self.committer.on_hint(now, sn, sequence);
+                    sn.hinted = sn.hinted.max(sequence);
+                }
+            }
             Input::WatchCredit { id, events } => match self.early_watches.iter_mut().find(|w| w.0 == id) {
                 Some(w) => w.2 = w.2.saturating_add(events),
                 None => self.feed.credit(id, events),
@@ -181,7 +186,11 @@ impl Replica {
                     None
                 }
             },
-            Purpose::BodyCreate { .. } | Purpose::SlotCreate { .. } | Purpose::SlotGet { .. } => {
+            Purpose::BodyCreate { .. }
+            | Purpose::SlotCreate { .. }
+            | Purpose::SlotGet { .. }
+            | Purpose::CatchUpList
+            | Purpose::CatchUpGet { .. } => {
                 let sn = self.snapshot.as_mut().expect("the committer calls only once open");
                 self.committer.on_done(now, sn, call, result, &mut self.io);
                 None

@@ -76,6 +76,8 @@ pub(crate) struct Snapshot {
     pub current_since: Option<Instant>,
     /// Receipts of members installed since the feed last took them, in sequence order.
     pub fresh: Vec<Receipt>,
+    /// The highest sequence a peer said it committed through (its hints).
+    pub hinted: u64,
 }
 
 impl Snapshot {
@@ -85,6 +87,7 @@ impl Snapshot {
             recent: RecentSlots::new(recent_slots_max),
             current_since: Some(current_since),
             fresh: Vec::new(),
+            hinted: 0,
         }
     }
 
@@ -118,6 +121,11 @@ impl Snapshot {
         if self.current_since.is_none_or(|t| t < at) {
             self.current_since = Some(at);
         }
+    }
+
+    /// Whether a peer said the world is past this snapshot.
+    pub fn behind_hints(&self) -> bool {
+        self.hinted > self.world.sequence()
     }
 
     /// Whether the state was the tip at some instant at or after `since`.

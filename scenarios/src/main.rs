@@ -37,6 +37,17 @@ struct RunFlags {
     /// Closed-loop writers per replica.
     #[arg(long)]
     writers: Option<usize>,
+    /// Turns between replicas: on (the default) or off, for comparison.
+    #[arg(long, value_parser = parse_on_off)]
+    turns: Option<bool>,
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("expected on or off, got {other:?}")),
+    }
 }
 
 impl RunFlags {
@@ -49,6 +60,7 @@ impl RunFlags {
             ahead: self.ahead,
             rate: self.rate,
             writers: self.writers,
+            turns: self.turns,
             defects: Default::default(),
         }
     }

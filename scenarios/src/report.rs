@@ -22,6 +22,12 @@ pub struct PerReplica {
     pub slots_won: u64,
     pub slots_lost: u64,
     pub crashes: u32,
+    pub holds: u64,
+    /// Holds a peer's slot ended (the rest ran their full time).
+    pub holds_answered: u64,
+    pub hold_ms_total: u64,
+    /// Median time from a lost create to this replica's next create.
+    pub recovery_ms_p50: f64,
     pub failed: Option<String>,
 }
 
@@ -93,6 +99,9 @@ pub struct Report {
     pub violations_total: usize,
     /// Successful answers per second of workload time.
     pub throughput_wps: f64,
+    /// The smallest writing replica's acknowledged writes over a fair share (total over
+    /// writing replicas): 1 is perfectly even.
+    pub share_min: f64,
     pub latency_ms: Latency,
     /// Slots in the log, and the average members per slot the run's writers made.
     pub slots: u64,
@@ -105,6 +114,15 @@ pub struct Report {
     pub store: Store,
     pub trace_hash: String,
     pub repro: String,
+}
+
+fn median_ms(samples_us: &std::collections::VecDeque<u64>) -> f64 {
+    if samples_us.is_empty() {
+        return 0.0;
+    }
+    let mut v: Vec<u64> = samples_us.iter().copied().collect();
+    v.sort_unstable();
+    v[v.len() / 2] as f64 / 1_000.0
 }
 
 impl Report {
@@ -184,6 +202,11 @@ impl Report {
             violations_total: check.violations_total + violations.len() - check.violations.len(),
             violations,
             throughput_wps: acked_in_window as f64 / window_s,
+            share_min: {
+                let writers = &acked_by[..config.replicas];
+                let fair = writers.iter().sum::<u64>() as f64 / writers.len() as f64;
+                if fair == 0.0 { 0.0 } else { *writers.iter().min().expect("a writer") as f64 / fair }
+            },
             latency_ms: Latency {
                 p50: ms(0.5),
                 p99: ms(0.99),
@@ -203,6 +226,10 @@ impl Report {
                     slots_won: r.stats.slots_won,
                     slots_lost: r.stats.slots_lost,
                     crashes: r.crashes,
+                    holds: r.stats.holds,
+                    holds_answered: r.stats.holds_answered,
+                    hold_ms_total: r.stats.hold_ms_total,
+                    recovery_ms_p50: median_ms(&r.stats.recoveries_us),
                     failed: r.failed.as_ref().map(|f| format!("{f:?}")),
                 })
                 .collect(),
@@ -263,10 +290,13 @@ impl Report {
             "  latency  p50 {:.1} ms  p99 {:.1} ms  p999 {:.1} ms  max {:.1} ms\n",
             self.latency_ms.p50, self.latency_ms.p99, self.latency_ms.p999, self.latency_ms.max
         );
+        if self.per_replica.len() > 1 {
+            s += &format!("  share    smallest writing replica {:.2} of a fair share\n", self.share_min);
+        }
         for r in &self.per_replica {
             s += &format!(
-                "  replica {}  acked {}  slots won {}  lost {}  crashes {}\n",
-                r.replica, r.acked, r.slots_won, r.slots_lost, r.crashes
+                "  replica {}  acked {}  slots won {}  lost {}  holds {} ({} ms)  recovery p50 {:.0} ms  crashes {}\n",
+                r.replica, r.acked, r.slots_won, r.slots_lost, r.holds, r.hold_ms_total, r.recovery_ms_p50, r.crashes
             );
         }
         let rd = &self.reads;

@@ -17,6 +17,8 @@ pub struct Overrides {
     pub ahead: Option<usize>,
     pub rate: Option<f64>,
     pub writers: Option<usize>,
+    /// Turns on or off (on by default), for comparison runs.
+    pub turns: Option<bool>,
     /// Deliberate kernel defects; only tests set these, and no flag does.
     pub defects: Defects,
 }
@@ -46,6 +48,9 @@ impl Overrides {
         if let Some(v) = self.writers {
             s += &format!(" --writers {v}");
         }
+        if let Some(v) = self.turns {
+            s += if v { " --turns on" } else { " --turns off" };
+        }
         s
     }
 }
@@ -71,6 +76,16 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "race",
         about: "R stores (default 3), gcs-shaped, 2,000-document seed, 30% creates 70% blind updates, 64 writers per store",
         build: race,
+    },
+    Scenario {
+        name: "fast2",
+        about: "two stores, fast profile (2 ms calls), closed loop, 1.5 s: the record's model of turns",
+        build: fast2,
+    },
+    Scenario {
+        name: "open300",
+        about: "three stores, gcs-shaped, open loop 300 writes/s split evenly, 2,000-document seed, 30% creates 70% blind updates, 60 s",
+        build: open300,
     },
     Scenario {
         name: "faults",
@@ -135,6 +150,9 @@ impl Scenario {
                 }
             }
         }
+        if let Some(t) = o.turns {
+            c.kernel.turns = t;
+        }
         c.kernel.defects = o.defects;
         c
     }
@@ -178,6 +196,22 @@ fn race(seed: u64) -> ClusterConfig {
         Workload::new(Arrivals::Closed { writers_per_replica: 64 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::GcsShaped), workload);
     c.duration_ms = 20_000;
+    c.preload_documents = 2_000;
+    c
+}
+
+fn fast2(seed: u64) -> ClusterConfig {
+    let workload = Workload::new(Arrivals::Closed { writers_per_replica: 64 }, Mix::creates_and_blind_updates());
+    let mut c = ClusterConfig::new(seed, 2, GcsConfig::of(ProfileKind::Fast), workload);
+    c.duration_ms = 1_500;
+    c.preload_documents = 2_000;
+    c
+}
+
+fn open300(seed: u64) -> ClusterConfig {
+    let workload = Workload::new(Arrivals::Open { rate_per_s: 300.0 }, Mix::creates_and_blind_updates());
+    let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::GcsShaped), workload);
+    c.duration_ms = 60_000;
     c.preload_documents = 2_000;
     c
 }

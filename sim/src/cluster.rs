@@ -880,6 +880,10 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.requeued += s.requeued;
     t.body_reads += s.body_reads;
     t.calls_hedged += s.calls_hedged;
+    t.holds += s.holds;
+    t.hold_ms_total += s.hold_ms_total;
+    t.holds_answered += s.holds_answered;
+    t.recoveries_us.extend(s.recoveries_us.iter().copied());
     let (rs, t) = (r.read_stats(), &mut into.reads);
     t.exact += rs.exact;
     t.catalog += rs.catalog;
