@@ -9,7 +9,7 @@ printf '%-22s %10s %9s %8s %s\n' config writes/s slots/s p50_ms "record (real GC
 row() {
   local label=$1 record=$2; shift 2
   local out
-  out=$(for s in $seeds; do "$slotlog" run saturate --seed "$s" "$@" --json; done | python3 -c '
+  out=$(for s in $seeds; do "$slotlog" run saturate --seed "$s" --duration-s 30 "$@" --json; done | python3 -c '
 import json, sys
 dec = json.JSONDecoder(); text = sys.stdin.read(); i = 0; rows = []
 while i < len(text):

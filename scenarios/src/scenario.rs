@@ -186,7 +186,7 @@ fn saturate(seed: u64) -> ClusterConfig {
     let workload =
         Workload::new(Arrivals::Closed { writers_per_replica: 256 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 1, GcsConfig::of(ProfileKind::Gcs), workload);
-    c.duration_ms = 30_000;
+    c.duration_ms = 20_000;
     c.preload_documents = 2_000;
     c
 }
