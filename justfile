@@ -14,12 +14,19 @@ build:
 sim SCENARIO="single" SEED="1": build
     {{slotlog}} run {{SCENARIO}} --seed {{SEED}}
 
-# The full test suite: unit, property and cross-crate tests, then a sweep of 200 seeds
-# over every scenario. This is what CI runs.
+# The full test suite: unit, property and cross-crate tests (the S3 ones against moto,
+# installed from PyPI on first use), a sweep of 200 seeds over every scenario, and the
+# production driver under madsim. This is what CI runs.
 test: build
-    if command -v cargo-nextest >/dev/null; then cargo nextest run --release --workspace --no-fail-fast; else cargo test --release --workspace; fi
+    scripts/with-moto.sh just unit
     cargo test --release --workspace --doc
     {{slotlog}} sweep all --seeds 1..200
+    just madsim-sweep 100
+
+# Unit, property and cross-crate tests; the S3 tests skip unless SLOTLOG_S3_ENDPOINT is
+# set (`scripts/with-moto.sh just unit` sets it).
+unit: build
+    if command -v cargo-nextest >/dev/null; then cargo nextest run --release --workspace --no-fail-fast; else cargo test --release --workspace; fi
 
 # Sweep seeds over one scenario or `all`.
 sweep SCENARIO="all" SEEDS="1..200": build
@@ -36,6 +43,20 @@ soak SEEDS="1..5000": build
 # Benchmarks. `just bench throughput` reproduces the record's batch/ahead table.
 bench WHAT="throughput": build
     scripts/bench-{{WHAT}}.sh {{slotlog}}
+
+# The production driver under madsim (its own target directory and RUSTFLAGS, so the
+# main build is untouched): `just madsim driver-race 1`, `just madsim driver-crash 7`.
+madsim SCENARIO="driver-race" SEED="1":
+    RUSTFLAGS="--cfg madsim" CARGO_TARGET_DIR=target-madsim cargo run -q -p slotlog --no-default-features --features sim --bin slotlog-dsim -- {{SCENARIO}} --seed {{SEED}}
+
+# Both madsim scenarios over a range of seeds.
+madsim-sweep SEEDS="20":
+    RUSTFLAGS="--cfg madsim" CARGO_TARGET_DIR=target-madsim cargo build -q -p slotlog --no-default-features --features sim --bin slotlog-dsim
+    for s in $(seq 1 {{SEEDS}}); do for sc in driver-race driver-crash; do target-madsim/debug/slotlog-dsim $sc --seed $s --json > /dev/null || { echo "FAIL: just madsim $sc $s"; exit 1; }; done; done; echo "madsim: 2 scenarios x {{SEEDS}} seeds passed"
+
+# Three writer processes on moto's S3, one killed every few seconds, then verified.
+s3-crash: build
+    scripts/with-moto.sh scripts/s3-crash.sh {{slotlog}}
 
 # Formatting and lints.
 lint:

@@ -17,9 +17,9 @@ pub enum BlobOp {
     /// Keys under `prefix` strictly after `start_after`, in byte order, at most `limit`.
     List { prefix: String, start_after: Option<String>, limit: u32 },
     /// Replace an object only if its current generation is `if_generation` (the freshen).
-    Rewrite { key: String, bytes: Bytes, if_generation: u64 },
+    Rewrite { key: String, bytes: Bytes, if_generation: Generation },
     /// Delete an object only if its current generation is `if_generation`.
-    Delete { key: String, if_generation: u64 },
+    Delete { key: String, if_generation: Generation },
 }
 
 impl BlobOp {
@@ -44,12 +44,30 @@ impl BlobOp {
     }
 }
 
+/// The store's token for one write of one name: a GCS generation, an S3 ETag. Opaque to
+/// the kernel, which only hands it back to condition a rewrite or delete.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Generation(pub String);
+
+impl From<u64> for Generation {
+    fn from(n: u64) -> Self {
+        Generation(n.to_string())
+    }
+}
+
+impl Generation {
+    /// The number, for stores whose generations are numbers (GCS, the simulation).
+    pub fn as_number(&self) -> Option<u64> {
+        self.0.parse().ok()
+    }
+}
+
 /// What the store says of one object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectMeta {
     pub key: String,
     /// Changes on every write of the name; the fence for conditional rewrites and deletes.
-    pub generation: u64,
+    pub generation: Generation,
     /// Store-side time this generation was written, microseconds on the store's clock.
     pub created_at_us: u64,
     pub size: u64,
@@ -89,6 +107,9 @@ pub enum BlobError {
     /// The caller stopped waiting: the operation may or may not have happened, and may
     /// still happen later.
     Timeout,
+    /// The backend cannot do this operation at all (a conditional delete on a store
+    /// without one). Nothing happened.
+    Unsupported,
 }
 
 pub type BlobResult = Result<BlobOutcome, BlobError>;

@@ -117,7 +117,7 @@ const RECOVERIES_REMEMBERED_MAX: usize = 4_096;
 #[derive(Clone, Copy, Debug)]
 struct Owed {
     at: Instant,
-    /// The tip when the hint came: a peer slot after it answers the hint.
+    /// The last sequence of the hinted slot: a peer slot after it answers the hint.
     base: u64,
 }
 
@@ -184,6 +184,8 @@ pub(crate) struct Committer {
     failed: Option<FailReason>,
     owed: Option<Owed>,
     hold: Option<Hold>,
+    /// The last hinted slot that earned a hold: a hint at or before it holds nothing more.
+    held_through: u64,
     /// When the head last lost its name, until the next create is sent.
     lost_at: Option<Instant>,
     catch_up: Option<CatchUp>,
@@ -206,6 +208,7 @@ impl Committer {
             failed: None,
             owed: None,
             hold: None,
+            held_through: 0,
             lost_at: None,
             catch_up: None,
         }
@@ -253,17 +256,28 @@ impl Committer {
         if !self.config.turns {
             return;
         }
-        let creating = self.head_call
-            && self
-                .pipeline
-                .front()
-                .and_then(|b| b.slot.as_ref())
-                .is_some_and(|e| (e.slot.first_sequence..=e.slot.last_sequence()).contains(&sequence));
-        let ours = sn.recent.holding(sequence).is_some_and(|s| s.store_id == self.store_id)
-            && sn.recent.from(sequence).filter(|s| s.store_id == self.store_id).count() <= self.config.turn_slots_max;
-        if creating || ours {
-            self.owed = Some(Owed { at: now, base: sn.world.sequence() });
+        let creating = self
+            .pipeline
+            .front()
+            .and_then(|b| b.slot.as_ref())
+            .filter(|e| {
+                self.head_call && (e.slot.first_sequence..=e.slot.last_sequence()).contains(&sequence)
+            })
+            .map(|e| e.slot.last_sequence());
+        let ours = sn
+            .recent
+            .holding(sequence)
+            .filter(|s| s.store_id == self.store_id)
+            .filter(|_| {
+                let newer_own = sn.recent.from(sequence).filter(|s| s.store_id == self.store_id).count();
+                newer_own <= self.config.turn_slots_max
+            })
+            .map(|s| s.last);
+        let Some(base) = creating.or(ours) else { return };
+        if base <= self.held_through {
+            return; // this hint already earned its hold
         }
+        self.owed = Some(Owed { at: now, base });
     }
 
     /// Admits a validated write, or refuses it at once.
@@ -566,13 +580,18 @@ impl Committer {
                 let theirs =
                     sn.recent.holding(sequence).filter(|s| s.first == sequence).map(|s| (s.hash, s.last));
                 let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
+                self.lost_at.get_or_insert(now);
                 match theirs {
                     Some((hash, _)) if Some(hash) == ours => self.commit_head(now, sn, io),
                     Some((_, last)) => self.lost(last, now, sn, io),
-                    None => self.lost(sn.world.sequence(), now, sn, io),
+                    // Older than the index: read it to learn whose it is, and where it ends.
+                    None => self.read_slot(now, sequence, io),
                 }
             }
-            Err(BlobError::AlreadyExists) => self.read_slot(now, sequence, io),
+            Err(BlobError::AlreadyExists) => {
+                self.lost_at.get_or_insert(now);
+                self.read_slot(now, sequence, io)
+            }
             Err(BlobError::Throttled) => io.retry_later(now, call),
             Err(_) => {
                 self.stats.creates_ambiguous += 1;
@@ -625,6 +644,8 @@ impl Committer {
 
     /// The head's slot is in the log: install it and answer its members.
     fn commit_head(&mut self, now: Instant, sn: &mut Snapshot, io: &mut Io) {
+        // A name found taken was ours after all: no loss to recover from.
+        self.lost_at = None;
         let mut head = self.pipeline.pop_front().expect("a head to commit");
         let enc = head.slot.clone().expect("a committed head has a slot");
         match sn.install(&enc.slot, enc.hash, now) {
@@ -681,6 +702,7 @@ impl Committer {
             return;
         }
         self.stats.holds += 1;
+        self.held_through = owed.base;
         self.hold = Some(Hold { since: now, until: now + hold, base: sn.world.sequence() });
     }
 
@@ -720,11 +742,19 @@ impl Committer {
 
     fn list_catch_up(&mut self, now: Instant, io: &mut Io) {
         let after = self.catch_up.as_ref().expect("catching up").after.clone();
-        let op = BlobOp::List { prefix: self.keys.log_prefix(), start_after: after, limit: CATCH_UP_LIST_MAX };
+        let op =
+            BlobOp::List { prefix: self.keys.log_prefix(), start_after: after, limit: CATCH_UP_LIST_MAX };
         io.issue(now, Purpose::CatchUpList, op, 0);
     }
 
-    fn on_catch_up_list(&mut self, now: Instant, sn: &mut Snapshot, call: Call, result: BlobResult, io: &mut Io) {
+    fn on_catch_up_list(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) {
         let Ok(BlobOutcome::Listed { entries, more }) = result else {
             return io.retry_later(now, call);
         };
@@ -734,7 +764,12 @@ impl Committer {
             match self.keys.parse_slot(&e.key) {
                 Some(seq) if seq > sn.world.sequence() => {
                     cu.listed.push_back(seq);
-                    io.issue(now, Purpose::CatchUpGet { sequence: seq }, BlobOp::Get { key: e.key.clone() }, 0);
+                    io.issue(
+                        now,
+                        Purpose::CatchUpGet { sequence: seq },
+                        BlobOp::Get { key: e.key.clone() },
+                        0,
+                    );
                 }
                 Some(_) => {}
                 None => {

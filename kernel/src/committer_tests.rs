@@ -106,8 +106,36 @@ fn genesis_creates_the_marker_once() {
 }
 
 #[test]
+fn a_prefix_with_foreign_objects_and_no_marker_fails_closed() {
+    let mut store = MemStore::default();
+    store.put(Instant::ZERO, format!("{}notes.txt", keys().root()), Bytes::from_static(b"someone else's"));
+    let mut h = Harness::with_store(Config::default(), store, 1);
+    h.failure_expected = true;
+    h.run();
+    assert!(matches!(h.failures.as_slice(), [FailReason::ForeignObjects { .. }]), "{:?}", h.failures);
+    assert!(!h.log.iter().any(|op| matches!(op, BlobOp::Create { .. })), "no marker is made there");
+}
+
+#[test]
+fn a_marker_that_appears_during_genesis_is_adopted() {
+    let mut h = Harness::new(Config::default());
+    h.deliver(); // the marker is absent
+    let rival = Bytes::from(Marker { world_id: WORLD, created_by: StoreId(2) }.encode());
+    let now = h.now;
+    h.store.put(now, keys().marker(), rival.clone());
+    h.run(); // the listing sees it; the marker is read again and adopted
+    assert_eq!(h.replica.world().expect("open").tip_hash(), Hash32::of(&rival));
+    assert!(!h.log.iter().any(|op| matches!(op, BlobOp::Create { .. })));
+}
+
+#[test]
 fn a_genesis_race_adopts_the_marker_that_won() {
     let mut h = Harness::new(Config::default());
+    h.deliver();
+    assert!(
+        matches!(&h.calls[0].1, BlobOp::List { limit: 1, .. }),
+        "genesis first checks the prefix is empty"
+    );
     h.deliver();
     assert!(matches!(&h.calls[0].1, BlobOp::Create { key, .. } if *key == keys().marker()));
     let rival = Bytes::from(Marker { world_id: WORLD, created_by: StoreId(2) }.encode());

@@ -16,6 +16,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Purpose {
     MarkerGet,
+    /// No marker: is anything else under the prefix? (A world is only made in an empty one.)
+    GenesisList,
     MarkerCreate,
     LogList,
     ReplayGet {

@@ -40,8 +40,10 @@ mod feed_tests;
 mod reads_tests;
 #[cfg(test)]
 mod testkit;
+#[cfg(test)]
+mod turns_tests;
 
-pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
+pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
 pub use committer::CommitterStats;
 pub use config::{Config, ConfigError, Defects};
 pub use effect::{Effect, Input, Read, Request, WatchEnd};

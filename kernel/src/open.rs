@@ -17,8 +17,12 @@ use std::collections::{BTreeMap, VecDeque};
 
 pub(crate) struct Opening {
     keys: Keys,
-    world_id: WorldId,
+    /// The world expected (None: adopt the marker's), and the id a genesis would take.
+    world_id: Option<WorldId>,
+    genesis_world_id: WorldId,
     store_id: StoreId,
+    /// A listing found objects while the marker was absent: read the marker once more.
+    marker_recheck: bool,
     replay_gets_max: usize,
     list_page_max: u32,
     recent_slots_max: usize,
@@ -48,7 +52,8 @@ impl Opening {
     pub fn start(
         config: &Config,
         keys: Keys,
-        world_id: WorldId,
+        world_id: Option<WorldId>,
+        genesis_world_id: WorldId,
         store_id: StoreId,
         now: Instant,
         io: &mut Io,
@@ -57,7 +62,9 @@ impl Opening {
         Opening {
             keys,
             world_id,
+            genesis_world_id,
             store_id,
+            marker_recheck: false,
             replay_gets_max: config.replay_gets_max,
             list_page_max: config.list_page_max,
             recent_slots_max: config.recent_slots_max,
@@ -79,20 +86,35 @@ impl Opening {
                     Ok(m) => m,
                     Err(error) => return self.decode_failed(self.keys.marker(), error),
                 };
-                if marker.world_id != self.world_id {
+                if self.world_id.is_some_and(|w| w != marker.world_id) {
                     return Progress::Failed(FailReason::ForeignWorld);
                 }
-                self.genesis(Hash32::of(&bytes), now);
+                self.genesis(marker.world_id, Hash32::of(&bytes), now);
                 self.list_next(now, io);
             }
+            (Purpose::MarkerGet, Err(BlobError::NotFound)) if self.marker_recheck => {
+                // Objects under the prefix, still no marker: not ours to make a world in.
+                return Progress::Failed(FailReason::ForeignObjects { key: self.keys.root().to_string() });
+            }
             (Purpose::MarkerGet, Err(BlobError::NotFound)) => {
-                let marker = Marker { world_id: self.world_id, created_by: self.store_id };
+                let op = BlobOp::List { prefix: self.keys.root().to_string(), start_after: None, limit: 1 };
+                io.issue(now, Purpose::GenesisList, op, 0);
+            }
+            (Purpose::GenesisList, Ok(BlobOutcome::Listed { entries, .. })) if !entries.is_empty() => {
+                // A racing genesis may have made the marker since: look once more.
+                self.marker_recheck = true;
+                io.issue(now, Purpose::MarkerGet, BlobOp::Get { key: self.keys.marker() }, 0);
+            }
+            (Purpose::GenesisList, Ok(BlobOutcome::Listed { .. })) => {
+                let world_id = self.world_id.unwrap_or(self.genesis_world_id);
+                let marker = Marker { world_id, created_by: self.store_id };
                 let op = BlobOp::Create { key: self.keys.marker(), bytes: Bytes::from(marker.encode()) };
                 io.issue(now, Purpose::MarkerCreate, op, 0);
             }
             (Purpose::MarkerCreate, Ok(_)) => {
                 let BlobOp::Create { bytes, .. } = &call.op else { unreachable!("a create") };
-                self.genesis(Hash32::of(bytes), now);
+                let marker = Marker::decode(bytes).expect("our own marker decodes");
+                self.genesis(marker.world_id, Hash32::of(bytes), now);
                 self.list_next(now, io);
             }
             // Taken by a racing genesis, or ours landed despite the error: read what is there.
@@ -134,8 +156,8 @@ impl Opening {
         self.finished()
     }
 
-    fn genesis(&mut self, marker_hash: Hash32, now: Instant) {
-        let world = WorldState::genesis(self.world_id, marker_hash);
+    fn genesis(&mut self, world_id: WorldId, marker_hash: Hash32, now: Instant) {
+        let world = WorldState::genesis(world_id, marker_hash);
         self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
     }
 

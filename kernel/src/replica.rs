@@ -23,7 +23,9 @@ use rand_core::SeedableRng;
 /// Who this replica is and which world it serves.
 #[derive(Clone, Debug)]
 pub struct Identity {
-    pub world_id: WorldId,
+    /// The world this replica serves; None adopts the marker's (and at genesis takes an
+    /// id drawn from `rng_seed`).
+    pub world_id: Option<WorldId>,
     pub store_id: StoreId,
     /// Key prefix of the world in the bucket.
     pub prefix: String,
@@ -60,8 +62,22 @@ impl Replica {
                 hedge_after_ms: config.hedge_after_ms,
             },
         );
-        let opening =
-            Opening::start(&config, keys.clone(), identity.world_id, identity.store_id, now, &mut io);
+        // The id a genesis would take, drawn from the seeded RNG.
+        let genesis_world_id = {
+            use rand_core::Rng;
+            let mut id = [0u8; 16];
+            io.rng.fill_bytes(&mut id);
+            WorldId(id)
+        };
+        let opening = Opening::start(
+            &config,
+            keys.clone(),
+            identity.world_id,
+            genesis_world_id,
+            identity.store_id,
+            now,
+            &mut io,
+        );
         Ok(Replica {
             reads: Reads::new(&config, keys.clone()),
             feed: Feed::new(&config, keys.clone()),
@@ -153,7 +169,11 @@ impl Replica {
             return;
         }
         let failure = match call.purpose.clone() {
-            Purpose::MarkerGet | Purpose::MarkerCreate | Purpose::LogList | Purpose::ReplayGet { .. } => {
+            Purpose::MarkerGet
+            | Purpose::GenesisList
+            | Purpose::MarkerCreate
+            | Purpose::LogList
+            | Purpose::ReplayGet { .. } => {
                 let Some(opening) = self.opening.as_mut() else { return };
                 match opening.on_done(now, call, result, &mut self.io) {
                     Progress::Working => None,

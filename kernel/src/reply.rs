@@ -43,6 +43,8 @@ pub enum FailReason {
     Decode { key: String, error: DecodeError },
     /// The marker names another world.
     ForeignWorld,
+    /// The prefix holds objects but no marker: not a world, and not empty.
+    ForeignObjects { key: String },
     /// A slot did not continue the chain this replica holds.
     Apply(ApplyError),
     /// A body the log names is not in the bucket.

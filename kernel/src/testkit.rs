@@ -38,7 +38,7 @@ impl MemStore {
     pub fn apply(&mut self, now: Instant, op: &BlobOp) -> BlobResult {
         let meta = |key: &str, g: u64, t: u64, size: usize| ObjectMeta {
             key: key.to_string(),
-            generation: g,
+            generation: g.into(),
             created_at_us: t,
             size: size as u64,
         };
@@ -138,8 +138,12 @@ impl Harness {
     }
 
     pub fn with_store(config: Config, store: MemStore, store_id: u64) -> Harness {
-        let identity =
-            Identity { world_id: WORLD, store_id: StoreId(store_id), prefix: PREFIX.into(), rng_seed: 7 };
+        let identity = Identity {
+            world_id: Some(WORLD),
+            store_id: StoreId(store_id),
+            prefix: PREFIX.into(),
+            rng_seed: 7,
+        };
         let now = Instant::from_millis(1);
         let replica = Replica::new(config, identity, now).expect("valid config");
         let mut h = Harness {

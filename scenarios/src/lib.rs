@@ -4,6 +4,7 @@
 pub mod report;
 pub mod scenario;
 pub mod sweep;
+pub mod tools;
 
 pub use report::Report;
 pub use scenario::{run_scenario, Overrides, Scenario, SCENARIOS};

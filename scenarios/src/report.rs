@@ -7,7 +7,7 @@ use slotlog_kernel::reply::WriteError;
 use slotlog_model::{CheckReport, Outcome};
 use slotlog_sim::{ClusterConfig, RunResult};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Latency {
     pub p50: f64,
     pub p99: f64,
@@ -15,7 +15,7 @@ pub struct Latency {
     pub max: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct PerReplica {
     pub replica: usize,
     pub acked: u64,
@@ -31,7 +31,7 @@ pub struct PerReplica {
     pub failed: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Store {
     pub creates: u64,
     pub gets: u64,
@@ -44,7 +44,7 @@ pub struct Store {
     pub late_creates: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Reads {
     /// Exact and catalog reads answered, as the checker judged them.
     pub exact: u64,
@@ -59,7 +59,7 @@ pub struct Reads {
     pub deadlines: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Watch {
     pub sessions: u64,
     pub events_delivered: u64,
@@ -69,7 +69,7 @@ pub struct Watch {
     pub slot_reads: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub scenario: String,
     pub seed: u64,
@@ -126,6 +126,30 @@ fn median_ms(samples_us: &std::collections::VecDeque<u64>) -> f64 {
 }
 
 impl Report {
+    /// The report of a run an assertion stopped: no counts, one violation that says why.
+    pub fn stopped(
+        scenario: &str,
+        seed: u64,
+        config: &ClusterConfig,
+        message: String,
+        wall_s: f64,
+        repro: String,
+    ) -> Report {
+        Report {
+            scenario: scenario.to_string(),
+            seed,
+            profile: config.gcs.profile.kind.to_string(),
+            replicas: config.replicas + config.followers,
+            batch_max: config.kernel.batch_members_max.max(config.kernel.batch_members_deep_max),
+            ahead: config.kernel.batches_ahead_max,
+            wall_s,
+            violations: vec![format!("the run stopped on an assertion: {message}")],
+            violations_total: 1,
+            repro,
+            ..Report::default()
+        }
+    }
+
     pub fn new(
         scenario: &str,
         seed: u64,
@@ -205,7 +229,11 @@ impl Report {
             share_min: {
                 let writers = &acked_by[..config.replicas];
                 let fair = writers.iter().sum::<u64>() as f64 / writers.len() as f64;
-                if fair == 0.0 { 0.0 } else { *writers.iter().min().expect("a writer") as f64 / fair }
+                if fair == 0.0 {
+                    0.0
+                } else {
+                    *writers.iter().min().expect("a writer") as f64 / fair
+                }
             },
             latency_ms: Latency {
                 p50: ms(0.5),

@@ -162,7 +162,27 @@ impl Scenario {
 pub fn run_scenario(scenario: &Scenario, seed: u64, o: &Overrides) -> Report {
     let config = scenario.config(seed, o);
     let started = std::time::Instant::now();
-    let result = slotlog_sim::run(&config);
+    let repro = format!("slotlog run {} --seed {seed}{}", scenario.name, o.flags());
+    // An assertion in the kernel, the store or the harness stops the run; it is a
+    // finding like any violation, reported with the command that replays it.
+    let result = match std::panic::catch_unwind(|| slotlog_sim::run(&config)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic without a message".to_string());
+            return Report::stopped(
+                scenario.name,
+                seed,
+                &config,
+                message,
+                started.elapsed().as_secs_f64(),
+                repro,
+            );
+        }
+    };
     let options = CheckOptions {
         catalog_staleness_ms: config.kernel.catalog_staleness_ms_max,
         recent_slots_max: config.kernel.recent_slots_max,
@@ -170,7 +190,6 @@ pub fn run_scenario(scenario: &Scenario, seed: u64, o: &Overrides) -> Report {
     let check =
         slotlog_model::check(&result.history, &result.objects, &result.keys, result.world_id, options);
     let wall_s = started.elapsed().as_secs_f64();
-    let repro = format!("slotlog run {} --seed {seed}{}", scenario.name, o.flags());
     Report::new(scenario.name, seed, &config, &result, &check, wall_s, repro)
 }
 
@@ -201,7 +220,8 @@ fn race(seed: u64) -> ClusterConfig {
 }
 
 fn fast2(seed: u64) -> ClusterConfig {
-    let workload = Workload::new(Arrivals::Closed { writers_per_replica: 64 }, Mix::creates_and_blind_updates());
+    let workload =
+        Workload::new(Arrivals::Closed { writers_per_replica: 64 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 2, GcsConfig::of(ProfileKind::Fast), workload);
     c.duration_ms = 1_500;
     c.preload_documents = 2_000;

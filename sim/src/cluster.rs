@@ -416,7 +416,7 @@ impl Cluster<'_> {
     fn start_node(&mut self, n: usize) {
         let incarnation = self.nodes[n].incarnation;
         let identity = Identity {
-            world_id: self.world_id,
+            world_id: Some(self.world_id),
             store_id: StoreId(((n as u64) << 32) | u64::from(incarnation)),
             prefix: self.config.prefix.clone(),
             rng_seed: self.chaos.next_u64(),
@@ -855,12 +855,14 @@ fn result_digest(result: &BlobResult) -> (u64, u64, u64) {
     use slotlog_kernel::blob::BlobOutcome;
     match result {
         Ok(BlobOutcome::Created(m)) | Ok(BlobOutcome::Stat(m)) | Ok(BlobOutcome::Rewritten(m)) => {
-            (1, m.generation, m.size)
+            (1, m.generation.as_number().unwrap_or(0), m.size)
         }
-        Ok(BlobOutcome::Got { meta, .. }) => (2, meta.generation, meta.size),
-        Ok(BlobOutcome::Listed { entries, more }) => {
-            (3, entries.last().map_or(0, |e| e.generation), entries.len() as u64 * 2 + u64::from(*more))
-        }
+        Ok(BlobOutcome::Got { meta, .. }) => (2, meta.generation.as_number().unwrap_or(0), meta.size),
+        Ok(BlobOutcome::Listed { entries, more }) => (
+            3,
+            entries.last().and_then(|e| e.generation.as_number()).unwrap_or(0),
+            entries.len() as u64 * 2 + u64::from(*more),
+        ),
         Ok(BlobOutcome::Deleted) => (4, 0, 0),
         Err(e) => (5 + *e as u64, 0, 0),
     }

@@ -3,12 +3,14 @@
 //! the same bytes on every machine, which is what lets a slot's hash chain the log.
 
 pub mod body;
+pub mod chain;
 pub mod frame;
 pub mod key;
 pub mod marker;
 pub mod slot;
 
 pub use body::{decode_body, encode_body};
+pub use chain::{scan_chain, ChainProblem, ChainScan};
 pub use frame::{DecodeError, Kind};
 pub use key::Keys;
 pub use marker::Marker;

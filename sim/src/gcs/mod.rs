@@ -290,7 +290,7 @@ impl SimGcs {
         for (key, bytes, meta) in self.objects.iter() {
             h.update(&(key.len() as u64).to_le_bytes());
             h.update(key.as_bytes());
-            h.update(&meta.generation.to_le_bytes());
+            h.update(meta.generation.0.as_bytes());
             h.update(&meta.created_at_us.to_le_bytes());
             h.update(&(bytes.len() as u64).to_le_bytes());
             h.update(bytes);
@@ -385,9 +385,13 @@ mod tests {
             ("list", BlobOp::List { prefix: "obj/".into(), start_after: None, limit: 100 }),
             (
                 "rewrite",
-                BlobOp::Rewrite { key: key.clone(), bytes: Bytes::from(vec![1u8; 256]), if_generation: 1 },
+                BlobOp::Rewrite {
+                    key: key.clone(),
+                    bytes: Bytes::from(vec![1u8; 256]),
+                    if_generation: 1.into(),
+                },
             ),
-            ("delete", BlobOp::Delete { key, if_generation: 1 }),
+            ("delete", BlobOp::Delete { key, if_generation: 1.into() }),
         ]
     }
 
@@ -520,8 +524,12 @@ mod tests {
                     0..=2 => BlobOp::Create { key, bytes: Bytes::from(i.to_le_bytes().to_vec()) },
                     3 => BlobOp::Get { key },
                     4 => BlobOp::List { prefix: "k/".into(), start_after: Some(key), limit: 5 },
-                    5 => BlobOp::Rewrite { key, bytes: Bytes::from_static(b"r"), if_generation: i / 3 },
-                    _ => BlobOp::Delete { key, if_generation: i / 3 },
+                    5 => BlobOp::Rewrite {
+                        key,
+                        bytes: Bytes::from_static(b"r"),
+                        if_generation: (i / 3).into(),
+                    },
+                    _ => BlobOp::Delete { key, if_generation: (i / 3).into() },
                 };
                 (at, op)
             })
@@ -553,6 +561,6 @@ mod tests {
         let keys: Vec<&str> = gcs.objects().map(|(k, _, _)| k).collect();
         assert_eq!(keys, ["a", "b", "c"]);
         let (_, _, meta) = gcs.objects().next().unwrap();
-        assert_eq!((meta.generation, meta.created_at_us, meta.size), (2, 5_000, 256));
+        assert_eq!((meta.generation.as_number(), meta.created_at_us, meta.size), (Some(2), 5_000, 256));
     }
 }

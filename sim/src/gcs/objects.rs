@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use bytes::Bytes;
-use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
 use slotlog_kernel::time::Instant;
 
 /// GCS allows one write per second to one object name; faster rewrites or deletes get a
@@ -30,7 +30,7 @@ impl Object {
     fn meta(&self, key: &str) -> ObjectMeta {
         ObjectMeta {
             key: key.to_owned(),
-            generation: self.generation,
+            generation: self.generation.into(),
             created_at_us: self.created_at_us,
             size: self.bytes.len() as u64,
         }
@@ -104,7 +104,7 @@ impl Objects {
                 Ok(self.list(prefix, start_after.as_deref(), *limit))
             }
             BlobOp::Rewrite { key, bytes, if_generation } => {
-                self.check_update(at_us, key, *if_generation)?;
+                self.check_update(at_us, key, if_generation)?;
                 let generation = self.next_generation();
                 let o = self.by_key.get_mut(key).expect("checked present");
                 o.bytes = bytes.clone();
@@ -113,7 +113,7 @@ impl Objects {
                 Ok(BlobOutcome::Rewritten(o.meta(key)))
             }
             BlobOp::Delete { key, if_generation } => {
-                self.check_update(at_us, key, *if_generation)?;
+                self.check_update(at_us, key, if_generation)?;
                 self.by_key.remove(key);
                 Ok(BlobOutcome::Deleted)
             }
@@ -123,9 +123,9 @@ impl Objects {
     /// A conditional update's checks, in the order the store answers them: absent, then
     /// the precondition (a mismatch is not a write, so it is not rate limited), then the
     /// per-name rate.
-    fn check_update(&self, at_us: u64, key: &str, if_generation: u64) -> Result<(), BlobError> {
+    fn check_update(&self, at_us: u64, key: &str, if_generation: &Generation) -> Result<(), BlobError> {
         let o = self.by_key.get(key).ok_or(BlobError::NotFound)?;
-        if o.generation != if_generation {
+        if if_generation.as_number() != Some(o.generation) {
             return Err(BlobError::PreconditionFailed);
         }
         if at_us < o.created_at_us.saturating_add(NAME_UPDATE_INTERVAL_US) {
@@ -196,13 +196,16 @@ mod tests {
         let mut objects = Objects::new();
         let a = created(objects.apply(at_ms(0), &create("a", "1")));
         let b = created(objects.apply(at_ms(1), &create("b", "1")));
-        let rw =
-            BlobOp::Rewrite { key: "a".into(), bytes: Bytes::from_static(b"2"), if_generation: a.generation };
+        let rw = BlobOp::Rewrite {
+            key: "a".into(),
+            bytes: Bytes::from_static(b"2"),
+            if_generation: a.generation.clone(),
+        };
         let Ok(BlobOutcome::Rewritten(a2)) = objects.apply(at_ms(2_000), &rw) else {
             panic!("rewrite failed");
         };
-        assert!(a.generation < b.generation);
-        assert!(b.generation < a2.generation);
+        assert!(a.generation.as_number().unwrap() < b.generation.as_number().unwrap());
+        assert!(b.generation.as_number().unwrap() < a2.generation.as_number().unwrap());
         assert_eq!(a2.created_at_us, 2_000_000);
     }
 
@@ -266,12 +269,15 @@ mod tests {
     #[test]
     fn conditional_rewrite_and_delete_check_presence_then_generation() {
         let mut objects = Objects::new();
-        let rw =
-            |g: u64| BlobOp::Rewrite { key: "m".into(), bytes: Bytes::from_static(b"new"), if_generation: g };
-        let del = |g: u64| BlobOp::Delete { key: "m".into(), if_generation: g };
+        let rw = |g: u64| BlobOp::Rewrite {
+            key: "m".into(),
+            bytes: Bytes::from_static(b"new"),
+            if_generation: g.into(),
+        };
+        let del = |g: u64| BlobOp::Delete { key: "m".into(), if_generation: g.into() };
         assert_eq!(objects.apply(at_ms(0), &rw(1)), Err(BlobError::NotFound));
         assert_eq!(objects.apply(at_ms(0), &del(1)), Err(BlobError::NotFound));
-        let g1 = created(objects.apply(at_ms(0), &create("m", "old"))).generation;
+        let g1 = created(objects.apply(at_ms(0), &create("m", "old"))).generation.as_number().unwrap();
         let later = at_ms(5_000);
         assert_eq!(objects.apply(later, &rw(g1 + 1)), Err(BlobError::PreconditionFailed));
         assert_eq!(objects.apply(later, &del(g1 + 1)), Err(BlobError::PreconditionFailed));
@@ -282,20 +288,29 @@ mod tests {
         assert_eq!(&objects.get("m").unwrap().0[..], b"new");
         let much_later = at_ms(10_000);
         assert_eq!(objects.apply(much_later, &del(g1)), Err(BlobError::PreconditionFailed));
-        assert_eq!(objects.apply(much_later, &del(m2.generation)), Ok(BlobOutcome::Deleted));
+        assert_eq!(
+            objects.apply(much_later, &del(m2.generation.as_number().unwrap())),
+            Ok(BlobOutcome::Deleted)
+        );
         assert!(objects.get("m").is_none());
-        assert_eq!(objects.apply(much_later, &del(m2.generation)), Err(BlobError::NotFound));
+        assert_eq!(
+            objects.apply(much_later, &del(m2.generation.as_number().unwrap())),
+            Err(BlobError::NotFound)
+        );
     }
 
     #[test]
     fn one_update_per_second_per_object_name() {
         let mut objects = Objects::new();
-        let g1 = created(objects.apply(at_ms(0), &create("n", "v1"))).generation;
-        let rw =
-            |g: u64| BlobOp::Rewrite { key: "n".into(), bytes: Bytes::from_static(b"v2"), if_generation: g };
+        let g1 = created(objects.apply(at_ms(0), &create("n", "v1"))).generation.as_number().unwrap();
+        let rw = |g: u64| BlobOp::Rewrite {
+            key: "n".into(),
+            bytes: Bytes::from_static(b"v2"),
+            if_generation: g.into(),
+        };
         // A create counts as a write: a rewrite within the second is refused, unchanged.
         assert_eq!(objects.apply(at_ms(999), &rw(g1)), Err(BlobError::Throttled));
-        assert_eq!(objects.get("n").unwrap().1.generation, g1);
+        assert_eq!(objects.get("n").unwrap().1.generation.as_number().unwrap(), g1);
         // Another name is not affected.
         objects.apply(at_ms(999), &create("other", "")).unwrap();
         // At exactly one second it is allowed.
@@ -303,7 +318,7 @@ mod tests {
             panic!("rewrite after a second failed");
         };
         // The rewrite restarts the second, for deletes too.
-        let del = BlobOp::Delete { key: "n".into(), if_generation: m2.generation };
+        let del = BlobOp::Delete { key: "n".into(), if_generation: m2.generation.clone() };
         assert_eq!(objects.apply(at_ms(1_500), &del), Err(BlobError::Throttled));
         assert!(objects.get("n").is_some());
         assert_eq!(objects.apply(at_ms(2_000), &del), Ok(BlobOutcome::Deleted));

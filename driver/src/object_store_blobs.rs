@@ -1,0 +1,779 @@
+//! The kernel's blob contract over any `object_store` store: S3, GCS, a local directory,
+//! memory, or a store of the embedder's own.
+//!
+//! Owns the mapping of each [`BlobOp`] onto `object_store` calls, of every store answer
+//! onto [`BlobOutcome`] / [`BlobError`], and the two calls `object_store` lacks: the
+//! conditional deletes of S3 (`DeleteObject` with `If-Match`) and GCS
+//! (`x-goog-if-generation-match`), sent with object_store's own HTTP client and, for S3,
+//! signed with its SigV4 authorizer. It does not retry: the kernel owns retries, and a
+//! store built by [`crate::store_url::open_store`] has its own retries turned off, so a
+//! create is never silently sent twice.
+//!
+//! # Mapping
+//!
+//! | kernel | object_store |
+//! |---|---|
+//! | `Create` | `put_opts`, `PutMode::Create` |
+//! | `Get` | `get` (bytes and meta) |
+//! | `Stat` | `head` |
+//! | `List` | `list_with_offset` on the prefix's directory, filtered to the string prefix, strictly after `start_after`, sorted |
+//! | `Rewrite` | `put_opts`, `PutMode::Update` with the version the generation encodes |
+//! | `Delete` | S3 / GCS: a conditional `DELETE` of our own; memory, local: `Unsupported` |
+//!
+//! # Generation encoding
+//!
+//! A [`Generation`] is the one token the backend conditions writes on, verbatim:
+//!
+//! * GCS: the object generation (`x-goog-generation`, object_store's `version`), a decimal
+//!   number, so [`Generation::as_number`] works as it does on the simulated GCS;
+//! * S3, memory, local directory and [`Backend::Other`]: the ETag exactly as the store
+//!   sends it, quotes included (`"9dd4e461268c8034f5c8564e155c67a6"`). S3 conditions
+//!   `If-Match` on the ETag only, even in a versioned bucket, so the version id is not used.
+//!   When the preferred token is missing the other one is used (a conditional write then
+//!   fails as `PreconditionFailed`, never succeeds wrongly).
+//!
+//! Caveat, S3: an ETag of a single-part upload is the MD5 of the bytes, so rewriting an
+//! object with identical bytes (the freshen) keeps its generation. A delete fenced on the
+//! generation listed before such a rewrite still succeeds. GCS generations change on every
+//! write.
+//!
+//! # Listing
+//!
+//! `object_store` lists by path segments and stores disagree on the offset: S3's
+//! `start-after` is exclusive, GCS's JSON `startOffset` inclusive, LocalFileSystem lists
+//! unsorted. The adapter lists the directory part of the prefix (up to its last `/`) from
+//! `start_after`, keeps keys that start with the whole prefix and sort strictly after
+//! `start_after`, and keeps the smallest `limit + 1` in a bounded heap, so the answer is
+//! the same on every store: byte order, exclusive, `more` when cut short.
+//!
+//! # Errors
+//!
+//! `NotFound`, `AlreadyExists` (a create), `Precondition` and `NotModified` map to the
+//! kernel's kinds; HTTP 429 (and S3's 503 `SlowDown`) is `Throttled`; other 5xx and
+//! connection failures before the request was sent are `Unavailable`; a timeout, a
+//! connection cut after sending, or any failure the adapter cannot classify on a write is
+//! `Timeout`, since the write may have happened.
+
+use std::collections::BinaryHeap;
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::{Arc, Once};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use object_store::aws::{AwsAuthorizer, AwsCredentialProvider};
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequestBody, ReqwestConnector,
+};
+use object_store::gcp::GcpCredentialProvider;
+use object_store::path::Path;
+use object_store::{
+    ClientOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
+};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
+use tracing::Instrument;
+
+use crate::blobs::{BlobFuture, Blobs};
+
+/// A listing answers at most this many keys, whatever the limit asked (GCS's page cap,
+/// and the simulated GCS's).
+pub const LIST_LIMIT_MAX: u32 = 1_000;
+
+/// S3 path encoding: everything but unreserved characters and `/` (object_store's own
+/// `STRICT_PATH_ENCODE_SET`, which it does not export).
+const S3_PATH_ENCODE_SET: &AsciiSet =
+    &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~').remove(b'/');
+
+/// Which of an object's `e_tag` and `version` conditions writes on the backend, and so
+/// which one a [`Generation`] carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GenerationToken {
+    /// The ETag (S3, memory, local directory).
+    ETag,
+    /// The version (GCS's object generation).
+    Version,
+}
+
+/// A conditional delete for a store `object_store` cannot do one on: the embedder's own
+/// call, or a test store's.
+pub trait ConditionalDelete: Send + Sync + 'static {
+    /// Delete `key` only if its current generation is `generation`. Answers `Deleted`,
+    /// `NotFound`, `PreconditionFailed`, or a transient error.
+    fn delete_if_generation(&self, key: String, generation: Generation) -> BlobFuture;
+}
+
+/// A store of the embedder's own: its name, its generation token, and its conditional
+/// delete if it has one.
+#[derive(Clone)]
+pub struct CustomBackend {
+    /// For logs and [`Blobs::kind`].
+    pub name: &'static str,
+    pub token: GenerationToken,
+    /// Whether its listings come in key order (lets a listing stop at `limit + 1`).
+    pub lists_sorted: bool,
+    pub conditional_delete: Option<Arc<dyn ConditionalDelete>>,
+}
+
+impl fmt::Debug for CustomBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CustomBackend")
+            .field("name", &self.name)
+            .field("token", &self.token)
+            .field("lists_sorted", &self.lists_sorted)
+            .field("conditional_delete", &self.conditional_delete.is_some())
+            .finish()
+    }
+}
+
+/// What store an [`ObjectStoreBlobs`] runs over: decides the generation token, whether
+/// listings are sorted, and how (whether) a conditional delete is done.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// `object_store::memory::InMemory`. No conditional delete.
+    Memory,
+    /// `object_store::local::LocalFileSystem`. No conditional rewrite, no conditional
+    /// delete; lists unsorted.
+    Local,
+    /// Amazon S3 or an S3-compatible server.
+    S3(S3Backend),
+    /// Google Cloud Storage (XML API, as object_store speaks it).
+    Gcs(GcsBackend),
+    /// A store this module knows nothing about: ETag token, no conditional delete.
+    Other,
+    /// A store described by the embedder.
+    Custom(CustomBackend),
+}
+
+impl Backend {
+    /// The short name [`Blobs::kind`] reports.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Backend::Memory => "memory",
+            Backend::Local => "file",
+            Backend::S3(_) => "s3",
+            Backend::Gcs(_) => "gcs",
+            Backend::Other => "other",
+            Backend::Custom(c) => c.name,
+        }
+    }
+
+    fn token(&self) -> GenerationToken {
+        match self {
+            Backend::Gcs(_) => GenerationToken::Version,
+            Backend::Custom(c) => c.token,
+            Backend::Memory | Backend::Local | Backend::S3(_) | Backend::Other => GenerationToken::ETag,
+        }
+    }
+
+    fn lists_sorted(&self) -> bool {
+        match self {
+            Backend::Memory | Backend::S3(_) | Backend::Gcs(_) => true,
+            Backend::Custom(c) => c.lists_sorted,
+            Backend::Local | Backend::Other => false,
+        }
+    }
+
+    /// Whether [`BlobOp::Delete`] can be carried out (otherwise it answers `Unsupported`).
+    pub fn supports_conditional_delete(&self) -> bool {
+        match self {
+            Backend::S3(_) | Backend::Gcs(_) => true,
+            Backend::Custom(c) => c.conditional_delete.is_some(),
+            Backend::Memory | Backend::Local | Backend::Other => false,
+        }
+    }
+}
+
+/// Where and as whom an S3 conditional delete is sent.
+#[derive(Clone)]
+pub struct S3Backend {
+    /// `{endpoint}/{bucket}` (path style) or `https://{bucket}.s3.{region}.amazonaws.com`.
+    pub bucket_endpoint: String,
+    pub region: String,
+    /// The store's own provider (`AmazonS3::credentials`).
+    pub credentials: AwsCredentialProvider,
+    client: HttpClient,
+}
+
+impl fmt::Debug for S3Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("S3Backend")
+            .field("bucket_endpoint", &self.bucket_endpoint)
+            .field("region", &self.region)
+            .finish_non_exhaustive()
+    }
+}
+
+impl S3Backend {
+    /// `client_options` should be the store's (same `allow_http`, timeouts).
+    pub fn new(
+        bucket_endpoint: impl Into<String>,
+        region: impl Into<String>,
+        credentials: AwsCredentialProvider,
+        client_options: &ClientOptions,
+    ) -> Result<S3Backend, object_store::Error> {
+        install_crypto_provider();
+        Ok(S3Backend {
+            bucket_endpoint: bucket_endpoint.into().trim_end_matches('/').to_string(),
+            region: region.into(),
+            credentials,
+            client: ReqwestConnector::default().connect(client_options)?,
+        })
+    }
+
+    fn object_url(&self, key: &str) -> String {
+        format!("{}/{}", self.bucket_endpoint, utf8_percent_encode(key, S3_PATH_ENCODE_SET))
+    }
+
+    async fn delete_if(&self, key: &str, generation: &Generation) -> BlobResult {
+        let credential = self.credentials.get_credential().await.map_err(|e| {
+            tracing::warn!(error = %e, "s3 credentials unavailable");
+            BlobError::Unavailable
+        })?;
+        let mut request = http::Request::builder()
+            .method(http::Method::DELETE)
+            .uri(self.object_url(key))
+            .header(http::header::IF_MATCH, generation.0.as_str())
+            .body(HttpRequestBody::empty())
+            .map_err(|e| {
+                tracing::warn!(error = %e, "generation is not a valid If-Match value");
+                BlobError::PreconditionFailed
+            })?;
+        AwsAuthorizer::new(&credential, "s3", &self.region).try_authorize(&mut request, None).map_err(
+            |e| {
+                tracing::error!(error = %e, "cannot sign the s3 delete");
+                BlobError::Unsupported
+            },
+        )?;
+        execute_delete(&self.client, request).await
+    }
+}
+
+/// Where and as whom a GCS conditional delete is sent.
+#[derive(Clone)]
+pub struct GcsBackend {
+    /// The XML API's base, `https://storage.googleapis.com` unless overridden.
+    pub base_url: String,
+    pub bucket: String,
+    /// The store's own provider (`GoogleCloudStorage::credentials`).
+    pub credentials: GcpCredentialProvider,
+    client: HttpClient,
+}
+
+impl fmt::Debug for GcsBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GcsBackend")
+            .field("base_url", &self.base_url)
+            .field("bucket", &self.bucket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GcsBackend {
+    /// `client_options` should be the store's.
+    pub fn new(
+        base_url: impl Into<String>,
+        bucket: impl Into<String>,
+        credentials: GcpCredentialProvider,
+        client_options: &ClientOptions,
+    ) -> Result<GcsBackend, object_store::Error> {
+        install_crypto_provider();
+        Ok(GcsBackend {
+            base_url: base_url.into().trim_end_matches('/').to_string(),
+            bucket: bucket.into(),
+            credentials,
+            client: ReqwestConnector::default().connect(client_options)?,
+        })
+    }
+
+    /// As object_store's GCS client builds it: bucket and name percent-encoded whole.
+    fn object_url(&self, key: &str) -> String {
+        format!(
+            "{}/{}/{}",
+            self.base_url,
+            utf8_percent_encode(&self.bucket, NON_ALPHANUMERIC),
+            utf8_percent_encode(key, NON_ALPHANUMERIC)
+        )
+    }
+
+    async fn delete_if(&self, key: &str, generation: &Generation) -> BlobResult {
+        // GCS generations are numbers; anything else cannot match.
+        let Some(number) = generation.as_number() else {
+            return Err(BlobError::PreconditionFailed);
+        };
+        let credential = self.credentials.get_credential().await.map_err(|e| {
+            tracing::warn!(error = %e, "gcs credentials unavailable");
+            BlobError::Unavailable
+        })?;
+        let mut builder = http::Request::builder()
+            .method(http::Method::DELETE)
+            .uri(self.object_url(key))
+            .header("x-goog-if-generation-match", number.to_string());
+        if !credential.bearer.is_empty() {
+            builder = builder.header(http::header::AUTHORIZATION, format!("Bearer {}", credential.bearer));
+        }
+        let request = builder.body(HttpRequestBody::empty()).map_err(|e| {
+            tracing::error!(error = %e, "cannot build the gcs delete");
+            BlobError::Unsupported
+        })?;
+        execute_delete(&self.client, request).await
+    }
+}
+
+/// Send one conditional delete and map its answer.
+async fn execute_delete(client: &HttpClient, request: http::Request<HttpRequestBody>) -> BlobResult {
+    let response = client.execute(request).await.map_err(|e| map_http_error(&e, true))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(BlobOutcome::Deleted);
+    }
+    let body = response.into_body().bytes().await.unwrap_or_default();
+    let body = String::from_utf8_lossy(&body);
+    let error = map_status(status.as_u16(), &body);
+    tracing::debug!(status = status.as_u16(), ?error, "conditional delete refused");
+    Err(error)
+}
+
+/// Install rustls's ring provider as the process default, once. object_store's HTTP
+/// client is reqwest built without a bundled provider (see driver/Cargo.toml); building
+/// one before a provider is installed panics. Harmless when one is already installed.
+pub fn install_crypto_provider() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// The kernel's blob contract over one `object_store` store.
+#[derive(Clone, Debug)]
+pub struct ObjectStoreBlobs {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Arc<dyn ObjectStore>,
+    backend: Backend,
+}
+
+impl ObjectStoreBlobs {
+    /// Keys are the kernel's, used as object paths as they are: they must be valid
+    /// `object_store` paths (no leading or trailing `/`, no empty, `.` or `..` segment, no
+    /// control character); an operation on any other key answers `Unsupported`.
+    pub fn new(store: Arc<dyn ObjectStore>, backend: Backend) -> ObjectStoreBlobs {
+        ObjectStoreBlobs { inner: Arc::new(Inner { store, backend }) }
+    }
+
+    pub fn backend(&self) -> &Backend {
+        &self.inner.backend
+    }
+
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.inner.store
+    }
+}
+
+impl Blobs for ObjectStoreBlobs {
+    fn execute(&self, op: BlobOp) -> BlobFuture {
+        let inner = self.inner.clone();
+        let span = tracing::debug_span!(
+            "blob",
+            backend = inner.backend.kind(),
+            op = op_name(&op),
+            key = %op.key(),
+        );
+        Box::pin(
+            async move {
+                let result = inner.execute(op).await;
+                match &result {
+                    Ok(_) => tracing::debug!("ok"),
+                    Err(error) => tracing::debug!(?error, "failed"),
+                }
+                result
+            }
+            .instrument(span),
+        )
+    }
+
+    fn kind(&self) -> &'static str {
+        self.inner.backend.kind()
+    }
+}
+
+fn op_name(op: &BlobOp) -> &'static str {
+    match op {
+        BlobOp::Create { .. } => "create",
+        BlobOp::Get { .. } => "get",
+        BlobOp::Stat { .. } => "stat",
+        BlobOp::List { .. } => "list",
+        BlobOp::Rewrite { .. } => "rewrite",
+        BlobOp::Delete { .. } => "delete",
+    }
+}
+
+/// What kind of call failed: decides what an unclassified failure means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Call {
+    Create,
+    Read,
+    Rewrite,
+}
+
+impl Call {
+    fn writes(self) -> bool {
+        self != Call::Read
+    }
+}
+
+impl Inner {
+    async fn execute(&self, op: BlobOp) -> BlobResult {
+        match op {
+            BlobOp::Create { key, bytes } => self.create(&key, bytes).await,
+            BlobOp::Get { key } => self.get(&key).await,
+            BlobOp::Stat { key } => self.stat(&key).await.map(BlobOutcome::Stat),
+            BlobOp::List { prefix, start_after, limit } => {
+                self.list(&prefix, start_after.as_deref(), limit).await
+            }
+            BlobOp::Rewrite { key, bytes, if_generation } => self.rewrite(&key, bytes, &if_generation).await,
+            BlobOp::Delete { key, if_generation } => self.delete(&key, &if_generation).await,
+        }
+    }
+
+    async fn create(&self, key: &str, bytes: Bytes) -> BlobResult {
+        let path = path_of(key)?;
+        let size = bytes.len() as u64;
+        let opts = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
+        match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
+            Ok(put) => {
+                let generation = self.generation(put.e_tag, put.version);
+                Ok(BlobOutcome::Created(written_meta(key, generation, size)))
+            }
+            Err(e) => Err(map_store_error(&e, Call::Create)),
+        }
+    }
+
+    async fn get(&self, key: &str) -> BlobResult {
+        let path = path_of(key)?;
+        let got = self.store.get(&path).await.map_err(|e| map_store_error(&e, Call::Read))?;
+        let meta = self.meta(key, &got.meta);
+        let bytes = got.bytes().await.map_err(|e| map_store_error(&e, Call::Read))?;
+        Ok(BlobOutcome::Got { meta, bytes })
+    }
+
+    async fn stat(&self, key: &str) -> Result<ObjectMeta, BlobError> {
+        let path = path_of(key)?;
+        let head = self.store.head(&path).await.map_err(|e| map_store_error(&e, Call::Read))?;
+        Ok(self.meta(key, &head))
+    }
+
+    async fn list(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> BlobResult {
+        let limit = if limit == 0 { LIST_LIMIT_MAX } else { limit.min(LIST_LIMIT_MAX) } as usize;
+        // object_store lists whole path segments: list the directory the prefix is in and
+        // keep the keys that start with the whole prefix.
+        let directory = match prefix.rfind('/') {
+            Some(i) => Some(Path::parse(&prefix[..i]).map_err(|_| unsupported_key(prefix))?),
+            None => None,
+        };
+        // Below the prefix, `start_after` bounds nothing.
+        let start_after = start_after.filter(|after| *after >= prefix);
+        // Only an exact path is a safe offset (a stripped `/` could move it past keys).
+        let offset = start_after.and_then(|after| Path::parse(after).ok().filter(|p| p.as_ref() == after));
+        let mut stream = match &offset {
+            Some(offset) => self.store.list_with_offset(directory.as_ref(), offset),
+            None => self.store.list(directory.as_ref()),
+        };
+        let sorted = self.backend.lists_sorted();
+        // The smallest `limit + 1` keys seen, largest on top.
+        let mut kept: BinaryHeap<HeapEntry> = BinaryHeap::with_capacity(limit + 1);
+        while let Some(item) = stream.next().await {
+            let meta = match item {
+                Ok(meta) => meta,
+                // A directory that does not exist (local) lists nothing.
+                Err(object_store::Error::NotFound { .. }) => break,
+                Err(e) => return Err(map_store_error(&e, Call::Read)),
+            };
+            let key = meta.location.as_ref();
+            // Exclusive whatever the store's offset is (GCS JSON's is inclusive).
+            if !key.starts_with(prefix) || start_after.is_some_and(|after| key <= after) {
+                continue;
+            }
+            let entry = HeapEntry(self.meta(key, &meta));
+            if kept.len() <= limit {
+                kept.push(entry);
+            } else if entry < *kept.peek().expect("heap holds limit + 1") {
+                kept.pop();
+                kept.push(entry);
+            }
+            if sorted && kept.len() > limit {
+                break;
+            }
+        }
+        let mut entries: Vec<ObjectMeta> = kept.into_sorted_vec().into_iter().map(|e| e.0).collect();
+        let more = entries.len() > limit;
+        entries.truncate(limit);
+        Ok(BlobOutcome::Listed { entries, more })
+    }
+
+    async fn rewrite(&self, key: &str, bytes: Bytes, if_generation: &Generation) -> BlobResult {
+        let path = path_of(key)?;
+        let size = bytes.len() as u64;
+        let version = match self.backend.token() {
+            GenerationToken::ETag => UpdateVersion { e_tag: Some(if_generation.0.clone()), version: None },
+            GenerationToken::Version => UpdateVersion { e_tag: None, version: Some(if_generation.0.clone()) },
+        };
+        let opts = PutOptions { mode: PutMode::Update(version), ..PutOptions::default() };
+        match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
+            Ok(put) => {
+                let generation = self.generation(put.e_tag, put.version);
+                Ok(BlobOutcome::Rewritten(written_meta(key, generation, size)))
+            }
+            Err(e) => match map_store_error(&e, Call::Rewrite) {
+                // S3 and memory answer a missing object with a failed precondition: tell
+                // the two apart, as the contract does.
+                BlobError::PreconditionFailed => match self.stat(key).await {
+                    Err(BlobError::NotFound) => Err(BlobError::NotFound),
+                    _ => Err(BlobError::PreconditionFailed),
+                },
+                other => Err(other),
+            },
+        }
+    }
+
+    async fn delete(&self, key: &str, if_generation: &Generation) -> BlobResult {
+        path_of(key)?;
+        match &self.backend {
+            Backend::S3(s3) => s3.delete_if(key, if_generation).await,
+            Backend::Gcs(gcs) => gcs.delete_if(key, if_generation).await,
+            Backend::Custom(CustomBackend { conditional_delete: Some(d), .. }) => {
+                d.delete_if_generation(key.to_string(), if_generation.clone()).await
+            }
+            Backend::Memory | Backend::Local | Backend::Other | Backend::Custom(_) => {
+                tracing::warn!(backend = self.backend.kind(), "no conditional delete on this backend");
+                Err(BlobError::Unsupported)
+            }
+        }
+    }
+
+    fn generation(&self, e_tag: Option<String>, version: Option<String>) -> Generation {
+        let (first, second) = match self.backend.token() {
+            GenerationToken::ETag => (e_tag, version),
+            GenerationToken::Version => (version, e_tag),
+        };
+        match first.or(second) {
+            Some(token) => Generation(token),
+            None => {
+                tracing::warn!(backend = self.backend.kind(), "the store gave neither an ETag nor a version");
+                Generation(String::new())
+            }
+        }
+    }
+
+    fn meta(&self, key: &str, meta: &object_store::ObjectMeta) -> ObjectMeta {
+        ObjectMeta {
+            key: key.to_string(),
+            generation: self.generation(meta.e_tag.clone(), meta.version.clone()),
+            created_at_us: u64::try_from(meta.last_modified.timestamp_micros()).unwrap_or(0),
+            size: meta.size,
+        }
+    }
+}
+
+/// Listing entries ordered by key.
+struct HeapEntry(ObjectMeta);
+
+impl PartialEq for HeapEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+impl Eq for HeapEntry {}
+impl PartialOrd for HeapEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for HeapEntry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.key.cmp(&other.0.key)
+    }
+}
+
+/// A write's metadata. No store answers a PUT with its Last-Modified, so the creation
+/// time is this machine's clock at confirmation, not the store's; stats and listings carry
+/// the store's.
+fn written_meta(key: &str, generation: Generation, size: u64) -> ObjectMeta {
+    let now_us = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
+    ObjectMeta { key: key.to_string(), generation, created_at_us: now_us, size }
+}
+
+/// The key as an object path, only if it is one exactly (object_store would strip a
+/// leading or trailing `/`, aliasing two keys).
+fn path_of(key: &str) -> Result<Path, BlobError> {
+    match Path::parse(key) {
+        Ok(path) if path.as_ref() == key => Ok(path),
+        _ => Err(unsupported_key(key)),
+    }
+}
+
+fn unsupported_key(key: &str) -> BlobError {
+    tracing::warn!(key, "not a valid object_store path");
+    BlobError::Unsupported
+}
+
+/// Map an object_store error for a call of kind `call`.
+fn map_store_error(e: &object_store::Error, call: Call) -> BlobError {
+    use object_store::Error as E;
+    let mapped = match e {
+        E::NotFound { .. } => BlobError::NotFound,
+        E::AlreadyExists { .. } => match call {
+            // object_store also reports S3's 409 ConditionalRequestConflict (a concurrent
+            // conditional request; ours did not happen) as AlreadyExists.
+            Call::Create if chain_status(e) == Some(409) => BlobError::Unavailable,
+            Call::Create => BlobError::AlreadyExists,
+            // A 409 on a conditional write: a concurrent conditional request; ours did not
+            // happen, and asking again is safe.
+            Call::Rewrite | Call::Read => BlobError::Unavailable,
+        },
+        E::Precondition { .. } | E::NotModified { .. } => match call {
+            Call::Create => BlobError::AlreadyExists,
+            Call::Rewrite | Call::Read => BlobError::PreconditionFailed,
+        },
+        E::NotSupported { .. } | E::NotImplemented { .. } | E::InvalidPath { .. } => BlobError::Unsupported,
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } | E::UnknownConfigurationKey { .. } => {
+            // The contract has no kind for a refusal that will not pass: nothing happened,
+            // so it is reported as unavailable, loudly.
+            tracing::error!(error = %e, "the store refused the credentials");
+            BlobError::Unavailable
+        }
+        _ => classify(e, call),
+    };
+    if matches!(mapped, BlobError::Timeout | BlobError::Unavailable | BlobError::Throttled) {
+        tracing::debug!(error = %e, ?mapped, "store error");
+    }
+    mapped
+}
+
+/// A failure that is not one of object_store's typed kinds: read the HTTP status or the
+/// transport failure from its chain of sources.
+fn classify(e: &(dyn StdError + 'static), call: Call) -> BlobError {
+    let mut transport = None;
+    let mut source: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(http) = err.downcast_ref::<HttpError>() {
+            transport.get_or_insert(http.kind());
+        }
+        source = err.source();
+    }
+    if let Some(code) = chain_status(e) {
+        return map_status(code, &e.to_string());
+    }
+    if let Some(kind) = transport {
+        return map_transport(kind, call.writes());
+    }
+    // Unknown: a write may have happened.
+    if call.writes() {
+        BlobError::Timeout
+    } else {
+        BlobError::Unavailable
+    }
+}
+
+/// The first HTTP status named anywhere in the error's chain of sources.
+fn chain_status(e: &(dyn StdError + 'static)) -> Option<u16> {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(code) = status_in(&err.to_string()) {
+            return Some(code);
+        }
+        source = err.source();
+    }
+    None
+}
+
+/// object_store reports a refused request as "... status code: 429 Too Many Requests:
+/// <body>"; its error type with the status is not public.
+fn status_in(text: &str) -> Option<u16> {
+    const MARK: &str = "status code: ";
+    let at = text.find(MARK)? + MARK.len();
+    let digits = text.get(at..at + 3)?;
+    digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok()).flatten()
+}
+
+fn map_status(code: u16, body: &str) -> BlobError {
+    match code {
+        404 => BlobError::NotFound,
+        412 => BlobError::PreconditionFailed,
+        429 => BlobError::Throttled,
+        // S3 throttles with 503 SlowDown.
+        503 if body.contains("SlowDown") => BlobError::Throttled,
+        // The server gave up waiting for the request: it may have been applied.
+        408 | 504 => BlobError::Timeout,
+        500..=599 => BlobError::Unavailable,
+        // 409 on a conditional request: a concurrent one; ours did not happen.
+        409 => BlobError::Unavailable,
+        _ => {
+            tracing::error!(status = code, body, "the store refused the request");
+            BlobError::Unavailable
+        }
+    }
+}
+
+fn map_transport(kind: HttpErrorKind, writes: bool) -> BlobError {
+    match kind {
+        // Never sent.
+        HttpErrorKind::Connect => BlobError::Unavailable,
+        // Sent, or possibly sent, and unanswered.
+        HttpErrorKind::Timeout | HttpErrorKind::Interrupted | HttpErrorKind::Request => BlobError::Timeout,
+        _ if writes => BlobError::Timeout,
+        _ => BlobError::Unavailable,
+    }
+}
+
+fn map_http_error(e: &HttpError, writes: bool) -> BlobError {
+    tracing::debug!(error = %e, kind = ?e.kind(), "http error");
+    map_transport(e.kind(), writes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_is_read_from_object_stores_message() {
+        let text = "Generic S3 error: Error performing PUT http://h/b/k in 2ms - Server returned non-2xx status code: 429 Too Many Requests: status code: 500";
+        assert_eq!(status_in(text), Some(429));
+        assert_eq!(status_in("no status here"), None);
+        assert_eq!(status_in("status code: 5x"), None);
+    }
+
+    #[test]
+    fn statuses_map_to_the_kernels_kinds() {
+        assert_eq!(map_status(429, ""), BlobError::Throttled);
+        assert_eq!(map_status(503, "<Code>SlowDown</Code>"), BlobError::Throttled);
+        assert_eq!(map_status(503, ""), BlobError::Unavailable);
+        assert_eq!(map_status(500, ""), BlobError::Unavailable);
+        assert_eq!(map_status(504, ""), BlobError::Timeout);
+        assert_eq!(map_status(412, ""), BlobError::PreconditionFailed);
+        assert_eq!(map_status(404, ""), BlobError::NotFound);
+    }
+
+    #[test]
+    fn a_write_that_may_have_been_sent_is_a_timeout() {
+        assert_eq!(map_transport(HttpErrorKind::Connect, true), BlobError::Unavailable);
+        for kind in [HttpErrorKind::Timeout, HttpErrorKind::Interrupted, HttpErrorKind::Request] {
+            assert_eq!(map_transport(kind, true), BlobError::Timeout);
+        }
+        assert_eq!(map_transport(HttpErrorKind::Unknown, true), BlobError::Timeout);
+        assert_eq!(map_transport(HttpErrorKind::Unknown, false), BlobError::Unavailable);
+    }
+
+    #[test]
+    fn keys_that_are_not_exact_paths_are_refused() {
+        assert!(path_of("w/log/0000000000000001").is_ok());
+        assert_eq!(path_of("w/log/").unwrap_err(), BlobError::Unsupported);
+        assert_eq!(path_of("/w").unwrap_err(), BlobError::Unsupported);
+        assert_eq!(path_of("w//x").unwrap_err(), BlobError::Unsupported);
+        assert_eq!(path_of("w/../x").unwrap_err(), BlobError::Unsupported);
+    }
+}

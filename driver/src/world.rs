@@ -1,0 +1,268 @@
+//! `World`: the handle an application holds on one world. Every method sends one command
+//! to the world's driver loop and awaits its answer; the handle is cheap to clone and may
+//! be used from many tasks at once.
+
+use crate::blobs::Blobs;
+use crate::error::Error;
+use crate::runtime::{Command, CommitHook, Loop};
+use crate::watch::Watch;
+use bytes::Bytes;
+use slotlog_kernel::hash::Hash32;
+use slotlog_kernel::ids::{OperationId, StoreId, WorldId};
+use slotlog_kernel::world::{Expected, Mutation, PolicyBody, Write};
+use slotlog_kernel::{Config, Identity, Read, ReadOk, Replica, Reply, Request, WriteOk};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// How a `World` runs.
+#[derive(Clone, Debug)]
+pub struct WorldConfig {
+    /// The kernel's configuration: batching, staging, deadlines, turns, read bounds.
+    pub kernel: Config,
+    /// A bucket call unanswered this long is a `Timeout`, which the kernel settles by
+    /// reading (the kernel also hedges slow calls well before this).
+    pub call_timeout: Duration,
+    /// Commands waiting for the driver loop beyond which a call fails with `Busy`.
+    pub command_queue_max: usize,
+    /// Events a watcher may have unread before the world waits for it.
+    pub watch_buffer_events: u32,
+    /// The world to open; None opens whatever world the prefix holds, or makes a new one.
+    pub world_id: Option<WorldId>,
+}
+
+impl Default for WorldConfig {
+    fn default() -> Self {
+        WorldConfig {
+            kernel: Config::default(),
+            call_timeout: Duration::from_secs(10),
+            command_queue_max: 8_192,
+            watch_buffer_events: 1_024,
+            world_id: None,
+        }
+    }
+}
+
+struct Inner {
+    commands: mpsc::Sender<Command>,
+    hook: CommitHook,
+    closed: AtomicBool,
+    watch_buffer_events: u32,
+}
+
+/// An open world. Clone it freely: clones share one driver loop.
+#[derive(Clone)]
+pub struct World {
+    inner: Arc<Inner>,
+}
+
+/// A fresh operation id: 16 random bytes.
+pub fn new_op_id() -> OperationId {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the system's random source");
+    OperationId(bytes)
+}
+
+fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the system's random source");
+    u64::from_le_bytes(bytes)
+}
+
+impl World {
+    /// Opens the world under `prefix` in `store`, or creates one there (its marker) if the
+    /// prefix is empty. Refuses, with a typed error, a prefix that holds objects but no
+    /// marker, a marker it cannot read, or a log that does not verify.
+    #[cfg(feature = "object-store")]
+    pub async fn open(
+        store: Arc<dyn object_store::ObjectStore>,
+        prefix: &str,
+        config: WorldConfig,
+    ) -> Result<World, Error> {
+        let blobs = crate::object_store_blobs::ObjectStoreBlobs::new(
+            store,
+            crate::object_store_blobs::Backend::Other,
+        );
+        World::open_on(Arc::new(blobs), prefix, config).await
+    }
+
+    /// Opens a world over any blob backend.
+    pub async fn open_on(blobs: Arc<dyn Blobs>, prefix: &str, config: WorldConfig) -> Result<World, Error> {
+        let identity = Identity {
+            world_id: config.world_id,
+            store_id: StoreId(random_u64()),
+            prefix: prefix.to_string(),
+            rng_seed: random_u64(),
+        };
+        let base = tokio::time::Instant::now();
+        let replica = Replica::new(config.kernel.clone(), identity, slotlog_kernel::Instant::ZERO)
+            .map_err(Error::Config)?;
+        let (commands, rx) = mpsc::channel(config.command_queue_max);
+        let (opened_tx, opened_rx) = oneshot::channel();
+        let hook: CommitHook = Arc::new(RwLock::new(None));
+        let run = Loop {
+            replica,
+            blobs,
+            call_timeout: config.call_timeout,
+            commands: rx,
+            opened: Some(opened_tx),
+            hook: hook.clone(),
+            base,
+        };
+        tokio::spawn(run.run());
+        match opened_rx.await {
+            Ok(Ok(())) => {}
+            Ok(Err(reason)) => return Err(Error::Failed(reason)),
+            Err(_) => return Err(Error::Closed),
+        }
+        let inner = Inner {
+            commands,
+            hook,
+            closed: AtomicBool::new(false),
+            watch_buffer_events: config.watch_buffer_events,
+        };
+        Ok(World { inner: Arc::new(inner) })
+    }
+
+    async fn request(&self, request: Request) -> Result<Reply, Error> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.inner.commands.try_send(Command::Request { request, reply }).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => Error::Busy,
+            mpsc::error::TrySendError::Closed(_) => Error::Closed,
+        })?;
+        rx.await.map_err(|_| Error::Closed)
+    }
+
+    /// Commits one write named by its operation id (retrying a write with the same id is
+    /// safe: a committed id answers with its first receipt).
+    pub async fn write(&self, write: Write) -> Result<WriteOk, Error> {
+        let span = tracing::info_span!("write", op_id = %write.op_id);
+        let _guard = span.enter();
+        match self.request(Request::Write(write)).await? {
+            Reply::Write(result) => result.map_err(Error::Write),
+            Reply::Read(_) => unreachable!("a write is answered as a write"),
+        }
+    }
+
+    async fn mutate(&self, mutation: Mutation) -> Result<WriteOk, Error> {
+        self.write(Write { op_id: new_op_id(), mutation }).await
+    }
+
+    /// Replaces a document's body (creating it when absent).
+    pub async fn publish(
+        &self,
+        path: &str,
+        body: impl Into<Bytes>,
+        expected: Expected,
+    ) -> Result<WriteOk, Error> {
+        self.mutate(Mutation::Publish { path: path.to_string(), body: body.into(), expected }).await
+    }
+
+    /// Adds bytes to the end of a document's body (creating it when absent).
+    pub async fn append(
+        &self,
+        path: &str,
+        bytes: impl Into<Bytes>,
+        expected: Expected,
+    ) -> Result<WriteOk, Error> {
+        self.mutate(Mutation::Append { path: path.to_string(), bytes: bytes.into(), expected }).await
+    }
+
+    /// Archives or unarchives a document; an archived document refuses writes.
+    pub async fn set_archived(
+        &self,
+        path: &str,
+        archived: bool,
+        expected: Expected,
+    ) -> Result<WriteOk, Error> {
+        self.mutate(Mutation::SetArchived { path: path.to_string(), archived, expected }).await
+    }
+
+    /// Replaces the world's policy (retention, body size limit, read-only prefixes).
+    pub async fn set_policy(&self, policy: PolicyBody, expected: Expected) -> Result<WriteOk, Error> {
+        self.mutate(Mutation::SetPolicy { policy, expected }).await
+    }
+
+    /// One read, answered from one snapshot.
+    pub async fn read(&self, read: Read) -> Result<ReadOk, Error> {
+        let span = tracing::info_span!("read", exact = read.is_exact());
+        let _guard = span.enter();
+        match self.request(Request::Read(read)).await? {
+            Reply::Read(result) => result.map_err(Error::Read),
+            Reply::Write(_) => unreachable!("a read is answered as a read"),
+        }
+    }
+
+    /// A document's current version (or `version` while retained) and its body. Exact:
+    /// sees every write acknowledged on any replica before it began.
+    pub async fn fetch(&self, path: &str, version: Option<u64>) -> Result<ReadOk, Error> {
+        self.read(Read::Fetch { path: path.to_string(), version }).await
+    }
+
+    /// A document's retained version records. Exact.
+    pub async fn versions(&self, path: &str) -> Result<ReadOk, Error> {
+        self.read(Read::Versions { path: path.to_string() }).await
+    }
+
+    /// The receipt of an operation id, or none while it is not committed. Exact: this is
+    /// how an `Uncertain` write is settled.
+    pub async fn receipt(&self, op_id: OperationId) -> Result<ReadOk, Error> {
+        self.read(Read::Receipt { op_id }).await
+    }
+
+    /// Documents whose path starts with `prefix`. May trail another replica by a second.
+    pub async fn lookup(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Result<ReadOk, Error> {
+        let start_after = start_after.map(str::to_string);
+        self.read(Read::Lookup { prefix: prefix.to_string(), start_after, limit }).await
+    }
+
+    /// The documents and subdirectories directly in a directory. May trail by a second.
+    pub async fn list(&self, directory: &str, limit: u32) -> Result<ReadOk, Error> {
+        self.read(Read::List { directory: directory.to_string(), limit }).await
+    }
+
+    /// Documents whose current body has this hash. May trail by a second.
+    pub async fn hash_lookup(&self, hash: Hash32, limit: u32) -> Result<ReadOk, Error> {
+        self.read(Read::HashLookup { hash, limit }).await
+    }
+
+    /// Every change after `cursor`, in order, exactly once (or a `Resync`).
+    pub async fn watch(&self, cursor: u64) -> Result<Watch, Error> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let credit = self.inner.watch_buffer_events;
+        let (sink, rx) = mpsc::channel(credit as usize + 2);
+        self.inner.commands.send(Command::Watch { cursor, credit, sink }).await.map_err(|_| Error::Closed)?;
+        Watch::start(rx, self.inner.commands.clone()).await
+    }
+
+    /// A peer replica says it committed through `sequence` (pass it what the peer's
+    /// `on_commit` hook saw). Never blocks.
+    pub fn follow(&self, sequence: u64) {
+        let _ = self.inner.commands.try_send(Command::Follow(sequence));
+    }
+
+    /// Called with every sequence this replica learns the world is committed through (its
+    /// own commits and the slots it lost to): pass these to the other replicas' `follow`.
+    pub fn on_commit(&self, hook: impl Fn(u64) + Send + Sync + 'static) {
+        *self.inner.hook.write().expect("hook lock") = Some(Box::new(hook));
+    }
+
+    /// Stops the world's background work, ends its watches, and refuses later calls with
+    /// `Error::Closed`. Writes already waiting are answered `Closed`; one whose slot may
+    /// still commit is settled by its receipt from the next open.
+    pub async fn close(&self) {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (done, rx) = oneshot::channel();
+        if self.inner.commands.send(Command::Close(done)).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+}

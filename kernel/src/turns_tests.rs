@@ -1,0 +1,666 @@
+//! One test per rule of turns (docs/TURNS.md, "The protocol"), in the record's order:
+//! a loser's hint, a winner's hold and its end, the bounds on holds, turns off, a loser's
+//! catch-up, and the counters a report reads. Driven through `testkit`; a peer is
+//! simulated by planting its slots straight into the store (`testkit::Peer`) and passing
+//! its hints in as `Input::Follow`, as an embedder would.
+
+use crate::blob::BlobOp;
+use crate::config::Config;
+use crate::effect::Input;
+use crate::format::Slot;
+use crate::hash::Hash32;
+use crate::ids::{OperationId, RequestId};
+use crate::testkit::{is_body_create, is_slot_create, is_slot_stat, keys, publish, Harness, Peer};
+use crate::world::Expected;
+use bytes::Bytes;
+use core::time::Duration;
+
+// Helpers.
+
+/// Turns on, with the record's `hold_ms` and `turn_slots_max`. Tests fire timers on
+/// purpose, so hedging is off: the timer they mean is the one that fires.
+fn turns_on() -> Config {
+    Config { hedge_after_ms: 0, ..Config::default() }
+}
+
+fn turns_off() -> Config {
+    Config { turns: false, ..turns_on() }
+}
+
+fn hold(config: &Config) -> Duration {
+    Duration::from_millis(config.hold_ms)
+}
+
+/// Keys of the slot creates waiting to be delivered.
+fn pending_slot_creates(h: &Harness) -> Vec<String> {
+    h.pending(is_slot_create).iter().map(|op| op.key().to_string()).collect()
+}
+
+/// Keys of every slot create this store ever sent, in order.
+fn slot_creates_sent(h: &Harness) -> Vec<String> {
+    h.log.iter().filter(|op| is_slot_create(op)).map(|op| op.key().to_string()).collect()
+}
+
+/// The slot in the one pending create at `sequence`, with its bytes.
+fn pending_slot(h: &Harness, sequence: u64) -> (Slot, Bytes) {
+    let key = keys().slot(sequence);
+    let creates = h.pending(|op| is_slot_create(op) && op.key() == key);
+    match creates.as_slice() {
+        [BlobOp::Create { bytes, .. }] => (Slot::decode(bytes).expect("our slot decodes"), bytes.clone()),
+        other => panic!("expected one create at {key}, got {other:?}"),
+    }
+}
+
+fn member_ops(slot: &Slot) -> Vec<OperationId> {
+    slot.members.iter().map(|m| m.op_id()).collect()
+}
+
+fn lists_in(ops: &[BlobOp]) -> Vec<BlobOp> {
+    ops.iter().filter(|op| matches!(op, BlobOp::List { .. })).cloned().collect()
+}
+
+/// The catch-up listing past the slot at `first` (the loser's newest).
+fn list_after(first: u64) -> BlobOp {
+    BlobOp::List { prefix: keys().log_prefix(), start_after: Some(keys().slot(first)), limit: 64 }
+}
+
+fn is_get_of(sequence: u64) -> impl Fn(&BlobOp) -> bool {
+    let key = keys().slot(sequence);
+    move |op| matches!(op, BlobOp::Get { key: k } if *k == key)
+}
+
+/// Publishes one of our writes and delivers every call up to its slot create, which is
+/// left pending.
+fn own_write_at_its_create(h: &mut Harness, op: u128) -> RequestId {
+    let r = h.publish(op, &format!("/own/{op}.md"), &format!("own {op}"));
+    h.deliver_all_but(is_slot_create);
+    r
+}
+
+/// Publishes one of our writes and delivers it through its commit; fires no timer.
+fn commit_own(h: &mut Harness, op: u128) -> u64 {
+    let r = h.publish(op, &format!("/own/{op}.md"), &format!("own {op}"));
+    h.settle();
+    h.receipt(r).sequence
+}
+
+/// The peer's next slot, of one write per op, planted in the store; returns its bytes.
+fn peer_commits(peer: &mut Peer, h: &mut Harness, ops: &[u128]) -> Bytes {
+    let writes: Vec<_> = ops
+        .iter()
+        .map(|op| (*op, publish(&format!("/peer/{op}.md"), &format!("peer {op}"), Expected::Any)))
+        .collect();
+    peer.commit(h, &writes)
+}
+
+fn follow(h: &mut Harness, sequence: u64) {
+    h.input(Input::Follow { sequence });
+}
+
+/// A peer lost slot 1 to this store while it was creating it: the hint arrives during the
+/// create, a second write is staged behind it, and the create then wins. Returns the
+/// harness just after the win, and the second write.
+fn won_slot_1_a_peer_lost(config: Config) -> (Harness, RequestId) {
+    let mut h = Harness::opened(config);
+    let first = own_write_at_its_create(&mut h, 1);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(1)]);
+    follow(&mut h, 1);
+    let second = own_write_at_its_create(&mut h, 2);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(1)], "the second write waits behind slot 1");
+    assert!(h.bring_forward(is_slot_create));
+    h.deliver();
+    assert_eq!(h.receipt(first).sequence, 1, "slot 1 won");
+    (h, second)
+}
+
+// A loser says so (TURNS.md 1).
+
+#[test]
+fn a_store_that_loses_a_slot_reports_the_winners_last_sequence() {
+    let mut h = Harness::opened(turns_on());
+    let r = own_write_at_its_create(&mut h, 1);
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101, 102]);
+    h.deliver();
+    assert_eq!(h.pending(|_| true), vec![BlobOp::Get { key: keys().slot(1) }], "taken: read the winner");
+    assert!(h.committed.is_empty(), "nothing is reported before the winner is known");
+    h.deliver();
+    assert_eq!(h.committed, vec![2], "the winner's slot holds 1 and 2: its last is 2");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)]);
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 3);
+    assert_eq!(h.committed, vec![2, 3], "then our own commit, as for any win");
+}
+
+#[test]
+fn a_store_that_loses_to_a_slot_it_already_installed_reports_the_winners_last_sequence() {
+    let mut h = Harness::opened(turns_on());
+    let r = h.publish(1, "/own/1.md", "own 1");
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101, 102]);
+    peer_commits(&mut peer, &mut h, &[103]);
+    // The peer's hint makes the probe install its slots 1..2 and 3 while our body is
+    // stored; our batch, built on sequence 0, still creates at 1.
+    follow(&mut h, 3);
+    h.deliver_all_but(|op| matches!(op, BlobOp::Create { .. }));
+    assert_eq!(h.replica.world().expect("open").sequence(), 3);
+    h.deliver_until(is_slot_create);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(1)]);
+    h.deliver();
+    assert_eq!(h.committed, vec![2], "the winner's last sequence (2), not the tip (3)");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(4)], "installed already: no read, rebuilt at once");
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 4);
+    assert_eq!(h.replica.stats().slots_lost, 1);
+}
+
+#[test]
+fn a_store_that_loses_to_a_slot_older_than_its_index_reports_the_winners_last_sequence() {
+    let mut h = Harness::opened(Config { recent_slots_max: 1, ..turns_on() });
+    let r = h.publish(1, "/own/1.md", "own 1");
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101, 102]);
+    peer_commits(&mut peer, &mut h, &[103]);
+    // The probe installs 1..2 and then 3, which alone stays indexed.
+    follow(&mut h, 3);
+    h.deliver_all_but(|op| matches!(op, BlobOp::Create { .. }));
+    assert_eq!(h.replica.world().expect("open").sequence(), 3);
+    h.deliver_until(is_slot_create);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(1)]);
+    h.deliver(); // taken; the winner is older than the index, so it is read
+    assert!(h.committed.is_empty(), "nothing reported before the winner is known");
+    assert!(h.find(|op| matches!(op, BlobOp::Get { key } if *key == keys().slot(1))).is_some());
+    h.deliver();
+    assert_eq!(h.committed, vec![2], "the winner's slot holds 1 and 2: its last is 2");
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 4);
+}
+
+// A winner learns it is owed a turn and holds after its next win (TURNS.md 2, 3).
+
+#[test]
+fn a_hint_inside_the_slot_being_created_holds_the_next_create_after_that_win() {
+    let config = turns_on();
+    let (mut h, second) = won_slot_1_a_peer_lost(config.clone());
+    let won_at = h.now;
+    assert_eq!(h.replica.stats().holds, 1);
+    h.settle();
+    assert!(h.calls.is_empty(), "the staged slot 2 is held: {:?}", h.calls);
+    assert_eq!(slot_creates_sent(&h), vec![keys().slot(1)]);
+    assert!(h.reply(second).is_none());
+    assert_eq!(h.replica.poll_timeout(), Some(won_at + hold(&config)), "the hold's end is the next wake-up");
+}
+
+#[test]
+fn a_hint_inside_an_own_recent_slot_holds_the_create_after_the_next_win() {
+    let mut h = Harness::opened(turns_on());
+    assert_eq!(commit_own(&mut h, 1), 1);
+    follow(&mut h, 1);
+    assert!(h.calls.is_empty(), "a hint the store holds costs no call");
+    let second = own_write_at_its_create(&mut h, 2);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(2)], "no hold before the next win");
+    assert_eq!(h.replica.stats().holds, 0);
+    let third = own_write_at_its_create(&mut h, 3);
+    h.deliver();
+    assert_eq!(h.receipt(second).sequence, 2, "the next win");
+    assert_eq!(h.replica.stats().holds, 1);
+    h.settle();
+    assert!(h.calls.is_empty(), "slot 3 is held after the win");
+    assert!(h.reply(third).is_none());
+    assert_eq!(slot_creates_sent(&h), vec![keys().slot(1), keys().slot(2)]);
+}
+
+#[test]
+fn a_hint_at_the_last_sequence_of_a_multi_member_slot_being_created_owes_a_turn() {
+    let mut h = Harness::opened(Config { batches_ahead_max: 0, ..turns_on() });
+    let first = own_write_at_its_create(&mut h, 1);
+    h.publish(2, "/own/2.md", "own 2");
+    h.publish(3, "/own/3.md", "own 3");
+    h.deliver();
+    assert_eq!(h.receipt(first).sequence, 1);
+    h.deliver_all_but(is_slot_create);
+    let (slot, _) = pending_slot(&h, 2);
+    assert_eq!(slot.last_sequence(), 3, "slot 2 holds 2 and 3");
+    // A peer lost slot 2 to it: the loser reports the winner's last sequence.
+    follow(&mut h, 3);
+    let fourth = h.publish(4, "/own/4.md", "own 4");
+    h.deliver_all_but(is_slot_create);
+    assert!(h.bring_forward(is_slot_create));
+    h.deliver();
+    assert_eq!(h.committed.last(), Some(&3), "slot 2 won");
+    h.settle();
+    assert!(h.reply(fourth).is_none(), "held after the win");
+    assert!(h.pending(is_slot_create).is_empty());
+    assert_eq!(h.replica.stats().holds, 1);
+}
+
+#[test]
+fn a_hint_only_inside_the_newest_turn_slots_max_own_slots_owes_a_turn() {
+    let config = Config { turn_slots_max: 2, ..turns_on() };
+    let mut h = Harness::opened(config);
+    for op in 1..=3 {
+        assert_eq!(commit_own(&mut h, op), op as u64);
+    }
+    // Slot 1 is the third newest own slot: outside the two newest.
+    follow(&mut h, 1);
+    assert_eq!(commit_own(&mut h, 4), 4, "the next win");
+    assert_eq!(commit_own(&mut h, 5), 5, "is not followed by a hold");
+    assert_eq!(h.replica.stats().holds, 0);
+    // Slot 4 is the second newest: inside.
+    follow(&mut h, 4);
+    assert_eq!(commit_own(&mut h, 6), 6, "the next win");
+    let held = h.publish(7, "/own/7.md", "own 7");
+    h.settle();
+    assert!(h.reply(held).is_none(), "held after the win");
+    assert!(h.pending(is_slot_create).is_empty());
+    assert_eq!(h.replica.stats().holds, 1);
+}
+
+#[test]
+fn a_peers_slot_installed_during_the_hold_rebuilds_the_held_batch_once_on_it() {
+    let (mut h, second) = won_slot_1_a_peer_lost(turns_on());
+    h.settle();
+    assert!(h.calls.is_empty(), "held");
+    // The peer's retry wins slot 2; its hint brings it in through the probe.
+    let mut peer = Peer::following(&h);
+    let theirs = peer_commits(&mut peer, &mut h, &[100]);
+    h.advance_ms(40);
+    follow(&mut h, 2);
+    h.deliver_all_but(is_slot_create);
+    assert_eq!(h.replica.world().expect("open").sequence(), 2, "the peer's slot is installed");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)], "the next create is after the peer's slot");
+    let (slot, _) = pending_slot(&h, 3);
+    assert_eq!(slot.prev_hash, Hash32::of(&theirs), "rebuilt on the peer's slot");
+    assert_eq!(member_ops(&slot), vec![OperationId::from(2)]);
+    h.settle();
+    assert_eq!(h.receipt(second).sequence, 3);
+    assert_eq!(slot_creates_sent(&h), vec![keys().slot(1), keys().slot(3)], "no create at 2");
+    let stats = h.replica.stats();
+    assert_eq!(stats.slots_lost, 0, "no create lost");
+    assert_eq!(stats.requeued, 1, "the held write was rebuilt once");
+    assert_eq!((stats.holds, stats.holds_answered), (1, 1));
+}
+
+#[test]
+fn a_hold_that_runs_out_creates_as_built() {
+    let config = turns_on();
+    let (mut h, second) = won_slot_1_a_peer_lost(config.clone());
+    let won_at = h.now;
+    h.settle();
+    assert!(h.calls.is_empty(), "held");
+    h.advance_ms(config.hold_ms - 1);
+    h.replica.handle_timeout(h.now);
+    h.drain();
+    assert!(h.calls.is_empty(), "still held a millisecond before the hold ends");
+    h.fire_timer();
+    assert_eq!(h.now, won_at + hold(&config));
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(2)], "the hold ran out: create at once");
+    // Without turns the same inputs create slot 2 at the win: the held bytes are those.
+    let (unheld, _) = won_slot_1_a_peer_lost(turns_off());
+    let (_, built) = pending_slot(&unheld, 2);
+    let (_, created) = pending_slot(&h, 2);
+    assert_eq!(created, built, "created as it had built");
+    h.settle();
+    assert_eq!(h.receipt(second).sequence, 2);
+    let stats = h.replica.stats();
+    assert_eq!(stats.requeued, 0, "nothing was rebuilt");
+    assert_eq!((stats.holds, stats.holds_answered), (1, 0));
+}
+
+// Holds are bounded (TURNS.md 4).
+
+#[test]
+fn each_hint_holds_at_most_once() {
+    let config = turns_on();
+    let mut h = Harness::opened(config.clone());
+    commit_own(&mut h, 1);
+    // The same hint, passed on twice.
+    follow(&mut h, 1);
+    follow(&mut h, 1);
+    own_write_at_its_create(&mut h, 2);
+    let third = own_write_at_its_create(&mut h, 3);
+    h.deliver();
+    h.settle();
+    assert!(h.reply(third).is_none(), "held once");
+    h.fire_timer();
+    h.settle();
+    assert_eq!(h.receipt(third).sequence, 3);
+    assert_eq!(h.replica.stats().holds, 1);
+    // Slot 1 is still among the newest own slots; its hint is spent.
+    let fourth = h.publish(4, "/own/4.md", "own 4");
+    h.settle();
+    assert_eq!(h.receipt(fourth).sequence, 4, "the win after a hold is not held again");
+    assert_eq!(h.replica.stats().holds, 1);
+    assert_eq!(h.replica.poll_timeout(), None, "nothing waits");
+}
+
+#[test]
+fn a_hint_more_than_hold_ms_before_the_win_holds_nothing() {
+    let config = turns_on();
+    let mut h = Harness::opened(config.clone());
+    commit_own(&mut h, 1);
+    follow(&mut h, 1);
+    let hinted_at = h.now;
+    h.advance_ms(config.hold_ms);
+    own_write_at_its_create(&mut h, 2);
+    let third = own_write_at_its_create(&mut h, 3);
+    h.deliver();
+    assert!(h.now > hinted_at + hold(&config), "the win is more than a hold after the hint");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)], "created at once");
+    h.settle();
+    assert_eq!(h.receipt(third).sequence, 3);
+    assert_eq!(h.replica.stats().holds, 0);
+}
+
+#[test]
+fn a_hint_exactly_hold_ms_before_the_win_still_holds() {
+    let config = turns_on();
+    let mut h = Harness::opened(config.clone());
+    commit_own(&mut h, 1);
+    follow(&mut h, 1);
+    let hinted_at = h.now;
+    own_write_at_its_create(&mut h, 2);
+    let third = own_write_at_its_create(&mut h, 3);
+    // A delivery moves the clock 1 ms: the win lands exactly a hold after the hint.
+    h.now = hinted_at + (hold(&config) - Duration::from_millis(1));
+    h.deliver();
+    assert_eq!(h.now, hinted_at + hold(&config));
+    assert_eq!(h.replica.stats().holds, 1);
+    h.settle();
+    assert!(h.reply(third).is_none(), "held");
+    assert!(h.pending(is_slot_create).is_empty());
+}
+
+#[test]
+fn a_hint_answered_by_a_peers_slot_before_the_win_holds_nothing() {
+    let mut h = Harness::opened(turns_on());
+    commit_own(&mut h, 1);
+    follow(&mut h, 1);
+    let second = own_write_at_its_create(&mut h, 2);
+    // The peer that lost slot 1 retried and won slot 2: our create at 2 loses to it.
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[100]);
+    h.deliver();
+    h.deliver();
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)], "rebuilt after the peer's slot");
+    let third = own_write_at_its_create(&mut h, 3);
+    h.deliver();
+    assert_eq!(h.receipt(second).sequence, 3, "the next win");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(4)], "the hint was answered: no hold");
+    h.settle();
+    assert_eq!(h.receipt(third).sequence, 4);
+    assert_eq!(h.replica.stats().holds, 0);
+}
+
+#[test]
+
+fn a_hint_answered_by_a_peers_slot_installed_before_the_hint_arrived_holds_nothing() {
+    let mut h = Harness::opened(turns_on());
+    commit_own(&mut h, 1);
+    let second = own_write_at_its_create(&mut h, 2);
+    // The peer that lost slot 1 retried and won slot 2; our create at 2 loses to it.
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[100]);
+    h.deliver();
+    h.deliver();
+    assert_eq!(h.replica.world().expect("open").sequence(), 2, "the peer's slot 2 is installed");
+    // Only now does the peer's hint for slot 1 arrive: its turn was already taken.
+    follow(&mut h, 1);
+    let third = own_write_at_its_create(&mut h, 3);
+    assert!(h.bring_forward(|op| is_slot_create(op) && op.key() == keys().slot(3)));
+    h.deliver();
+    assert_eq!(h.receipt(second).sequence, 3, "the next win");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(4)], "the hint was answered: no hold");
+    h.settle();
+    assert_eq!(h.receipt(third).sequence, 4);
+    assert_eq!(h.replica.stats().holds, 0);
+}
+
+#[test]
+
+fn a_hint_that_already_held_holds_nothing_when_passed_on_again() {
+    let config = turns_on();
+    let (mut h, second) = won_slot_1_a_peer_lost(config.clone());
+    let won_at = h.now;
+    h.settle();
+    assert_eq!(h.replica.stats().holds, 1, "the hint for slot 1 holds once");
+    // The same hint again, during the hold it caused (the embedder passed it twice).
+    h.advance_ms(100);
+    follow(&mut h, 1);
+    let third = h.publish(3, "/own/3.md", "own 3");
+    h.deliver_all_but(is_slot_create);
+    h.fire_timer();
+    assert_eq!(h.now, won_at + hold(&config), "no peer came: the hold ran out");
+    assert!(h.bring_forward(|op| is_slot_create(op) && op.key() == keys().slot(2)));
+    h.deliver();
+    assert_eq!(h.receipt(second).sequence, 2, "the next win");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)], "the hint for slot 1 has held already");
+    h.settle();
+    assert_eq!(h.receipt(third).sequence, 3);
+    assert_eq!(h.replica.stats().holds, 1);
+}
+
+#[test]
+fn a_lone_store_never_waits() {
+    let mut h = Harness::opened(turns_on());
+    let writes: Vec<RequestId> =
+        (1..=40).map(|op| h.publish(op, &format!("/own/{op}.md"), &format!("own {op}"))).collect();
+    h.settle();
+    for r in &writes {
+        assert!(matches!(h.reply(*r), Some(Ok(crate::reply::WriteOk::Committed(_)))), "{r:?} waited");
+    }
+    let stats = h.replica.stats();
+    assert!(stats.slots_won > 1, "several slots, each created at the win before it");
+    assert_eq!((stats.holds, stats.hold_ms_total), (0, 0));
+    assert_eq!(h.replica.poll_timeout(), None, "no hold to wake for");
+}
+
+#[test]
+fn a_hint_for_a_sequence_the_store_did_not_write_holds_nothing() {
+    let mut h = Harness::opened(turns_on());
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101]);
+    follow(&mut h, 1);
+    h.settle();
+    assert_eq!(h.replica.world().expect("open").sequence(), 1, "the peer's win, followed");
+    assert_eq!(commit_own(&mut h, 1), 2);
+    peer.world = h.replica.world().expect("open").clone();
+    peer_commits(&mut peer, &mut h, &[102]);
+    // The peer's hints for its own slots: one followed ahead, one the store already holds.
+    follow(&mut h, 3);
+    h.settle();
+    assert_eq!(h.replica.world().expect("open").sequence(), 3);
+    follow(&mut h, 1);
+    follow(&mut h, 3);
+    assert_eq!(commit_own(&mut h, 2), 4, "the next win");
+    assert_eq!(commit_own(&mut h, 3), 5, "is not followed by a hold");
+    assert_eq!(h.replica.stats().holds, 0);
+}
+
+// Turns off (Config::turns).
+
+#[test]
+fn turns_off_never_holds() {
+    let (mut h, second) = won_slot_1_a_peer_lost(turns_off());
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(2)], "created at the win despite the hint");
+    h.settle();
+    assert_eq!(h.receipt(second).sequence, 2);
+    // A hint inside an own committed slot holds nothing either.
+    follow(&mut h, 2);
+    own_write_at_its_create(&mut h, 3);
+    let fourth = own_write_at_its_create(&mut h, 4);
+    h.deliver();
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(4)]);
+    h.settle();
+    assert_eq!(h.receipt(fourth).sequence, 4);
+    assert_eq!(h.replica.stats().holds, 0);
+    assert_eq!(h.replica.poll_timeout(), None);
+}
+
+// A loser catches up by listing (TURNS.md 6).
+
+#[test]
+fn a_loser_behind_the_hints_lists_past_its_tip_and_installs_every_slot_before_it_rebuilds() {
+    let mut h = Harness::opened(turns_on());
+    let r = own_write_at_its_create(&mut h, 1);
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101]);
+    peer_commits(&mut peer, &mut h, &[102]);
+    let third = peer_commits(&mut peer, &mut h, &[103]);
+    follow(&mut h, 3);
+    let opened_log = h.log.len();
+    // The probe the hint started is left pending: the catch-up alone brings the slots in.
+    assert!(h.bring_forward(is_slot_create));
+    h.deliver();
+    assert!(h.bring_forward(is_get_of(1)));
+    h.deliver();
+    assert_eq!(h.committed, vec![1]);
+    assert_eq!(h.pending(|op| matches!(op, BlobOp::List { .. })), vec![list_after(1)]);
+    assert!(h.pending(is_slot_create).is_empty(), "no rebuild before the catch-up");
+    assert!(h.bring_forward(|op| matches!(op, BlobOp::List { .. })));
+    h.deliver();
+    assert!(h.find(is_get_of(2)).is_some() && h.find(is_get_of(3)).is_some(), "every listed slot is read");
+    assert!(h.bring_forward(is_get_of(3)));
+    h.deliver();
+    assert!(h.pending(is_slot_create).is_empty(), "slot 2 is not installed yet");
+    assert_eq!(h.replica.world().expect("open").sequence(), 1);
+    assert!(h.bring_forward(is_get_of(2)));
+    h.deliver();
+    assert_eq!(h.replica.world().expect("open").sequence(), 3, "installed in order");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(4)], "then rebuilt after the last");
+    let (slot, _) = pending_slot(&h, 4);
+    assert_eq!(slot.prev_hash, Hash32::of(&third));
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 4);
+    assert_eq!(slot_creates_sent(&h), vec![keys().slot(1), keys().slot(4)], "no name lost one at a time");
+    assert_eq!(h.replica.stats().slots_lost, 1);
+    assert_eq!(lists_in(&h.log[opened_log..]), vec![list_after(1)], "one listing");
+}
+
+#[test]
+fn a_catch_up_past_one_listing_lists_on_after_the_last_name() {
+    let mut h = Harness::opened(turns_on());
+    let r = own_write_at_its_create(&mut h, 1);
+    let mut peer = Peer::following(&h);
+    for op in 0..70 {
+        peer_commits(&mut peer, &mut h, &[100 + op]);
+    }
+    follow(&mut h, 70);
+    let opened_log = h.log.len();
+    h.deliver_all_but(|op| is_slot_stat(op) || (is_slot_create(op) && op.key() != keys().slot(1)));
+    assert_eq!(lists_in(&h.log[opened_log..]), vec![list_after(1), list_after(65)], "64 names a listing");
+    assert_eq!(h.replica.world().expect("open").sequence(), 70);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(71)]);
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 71);
+    assert_eq!(slot_creates_sent(&h), vec![keys().slot(1), keys().slot(71)]);
+}
+
+#[test]
+fn a_loser_with_no_hint_past_the_lost_slot_rebuilds_at_once_without_listing() {
+    for hint in [None, Some(1)] {
+        let mut h = Harness::opened(turns_on());
+        let r = own_write_at_its_create(&mut h, 1);
+        let mut peer = Peer::following(&h);
+        peer_commits(&mut peer, &mut h, &[101]);
+        if let Some(sequence) = hint {
+            follow(&mut h, sequence);
+        }
+        let opened_log = h.log.len();
+        assert!(h.bring_forward(is_slot_create));
+        h.deliver();
+        assert!(h.bring_forward(is_get_of(1)));
+        h.deliver();
+        assert_eq!(pending_slot_creates(&h), vec![keys().slot(2)], "hint {hint:?}: rebuilt at once");
+        h.settle();
+        assert_eq!(h.receipt(r).sequence, 2);
+        assert_eq!(lists_in(&h.log[opened_log..]), Vec::<BlobOp>::new(), "hint {hint:?}: no listing");
+    }
+}
+
+// Counters (CommitterStats).
+
+#[test]
+fn holds_count_holds_begun_holds_answered_and_their_time() {
+    let config = turns_on();
+    let (mut h, second) = won_slot_1_a_peer_lost(config.clone());
+    let first_hold_at = h.now;
+    h.settle();
+    // The first hold is answered by the peer's slot 2.
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[100]);
+    h.advance_ms(40);
+    follow(&mut h, 2);
+    h.deliver_all_but(is_slot_create);
+    let answered_at = h.now;
+    let first_ms = (answered_at - first_hold_at).as_millis() as u64;
+    assert_eq!(h.replica.stats().hold_ms_total, first_ms);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)]);
+    // A peer lost slot 3 to us too; the second hold runs out.
+    follow(&mut h, 3);
+    let fourth = own_write_at_its_create(&mut h, 4);
+    assert!(h.bring_forward(is_slot_create));
+    h.deliver();
+    assert_eq!(h.receipt(second).sequence, 3);
+    h.settle();
+    assert!(h.reply(fourth).is_none(), "held");
+    h.fire_timer();
+    h.settle();
+    assert_eq!(h.receipt(fourth).sequence, 4);
+    let stats = h.replica.stats();
+    assert_eq!((stats.holds, stats.holds_answered), (2, 1));
+    assert_eq!(stats.hold_ms_total, first_ms + config.hold_ms);
+}
+
+#[test]
+fn recoveries_us_records_the_time_from_a_lost_create_to_the_next_create() {
+    let mut h = Harness::opened(turns_on());
+    let r = h.publish(1, "/own/1.md", "own 1");
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101]);
+    peer_commits(&mut peer, &mut h, &[102]);
+    peer_commits(&mut peer, &mut h, &[103]);
+    // The hint's probe installs slot 1 and then is left pending; our batch, built on 0,
+    // still creates at 1, and finds it taken by a slot it holds (no read).
+    follow(&mut h, 3);
+    assert!(h.bring_forward(is_slot_stat));
+    h.deliver();
+    assert!(h.bring_forward(is_get_of(1)));
+    h.deliver();
+    assert_eq!(h.replica.world().expect("open").sequence(), 1);
+    assert!(h.bring_forward(is_body_create));
+    h.deliver();
+    assert!(h.bring_forward(is_slot_create));
+    h.deliver();
+    let lost_at = h.now;
+    assert_eq!(h.committed, vec![1], "lost");
+    assert!(h.replica.stats().recoveries_us.is_empty(), "no create since the loss");
+    // The catch-up reads slots 2 and 3 before the next create.
+    h.deliver_all_but(|op| is_slot_stat(op) || is_slot_create(op));
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(4)]);
+    let recovery_us = (h.now - lost_at).as_micros() as u64;
+    assert_eq!(recovery_us, 3_000, "a listing and two reads");
+    assert_eq!(h.replica.stats().recoveries_us, vec![recovery_us]);
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 4);
+    assert_eq!(h.replica.stats().recoveries_us, vec![recovery_us], "a win records nothing");
+}
+
+#[test]
+
+fn a_recovery_counts_the_read_of_the_winners_slot() {
+    let mut h = Harness::opened(turns_on());
+    let r = own_write_at_its_create(&mut h, 1);
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101]);
+    h.deliver();
+    let lost_at = h.now;
+    assert_eq!(h.pending(|_| true), vec![BlobOp::Get { key: keys().slot(1) }], "the create was lost");
+    h.deliver();
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(2)]);
+    let recovery_us = (h.now - lost_at).as_micros() as u64;
+    assert_eq!(recovery_us, 1_000, "the winner's read");
+    assert_eq!(h.replica.stats().recoveries_us, vec![recovery_us]);
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 2);
+}

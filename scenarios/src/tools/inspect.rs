@@ -1,0 +1,52 @@
+//! `slotlog inspect`: what a world in a store holds, verified.
+
+use slotlog_kernel::format::{scan_chain, Keys};
+
+pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
+    let (store, backend, prefix) = super::store(url, prefix)?;
+    let keys = Keys::new(&prefix);
+    let objects = super::read_all(&store, &prefix).await?;
+    let mut counts: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+    for (key, _, size) in &objects {
+        let rest = key.strip_prefix(keys.root()).unwrap_or(key);
+        let kind = if rest == "marker" {
+            "marker"
+        } else if rest.starts_with("log/") {
+            "slots"
+        } else if rest.starts_with("blobs/") {
+            "bodies"
+        } else if rest.starts_with("checkpoints/") {
+            "checkpoints"
+        } else {
+            "other"
+        };
+        let c = counts.entry(kind).or_default();
+        c.0 += 1;
+        c.1 += size;
+    }
+    println!("world at {url} prefix {prefix:?} ({} store)", backend.kind());
+    let Some((_, marker, _)) = objects.iter().find(|(k, _, _)| *k == keys.marker()) else {
+        println!(
+            "  no marker: not a world{}",
+            if objects.is_empty() { " (empty)" } else { " (foreign objects)" }
+        );
+        return Ok(objects.is_empty());
+    };
+    let log = objects
+        .iter()
+        .filter(|(k, _, _)| k.starts_with(&keys.log_prefix()))
+        .map(|(k, b, _)| (k.as_str(), &b[..]));
+    let scan = scan_chain(&keys, marker, log);
+    let members: usize = scan.slots.iter().map(|(s, _)| s.members.len()).sum();
+    println!("  world id    {}", scan.world_id.map_or("?".into(), |w| w.to_string()));
+    println!("  tip         sequence {} ({} slots, {} members)", scan.tip, scan.slots.len(), members);
+    match &scan.problem {
+        None => println!("  chain       verified from the marker"),
+        Some(p) => println!("  chain       BROKEN after sequence {}: {p:?}", scan.tip),
+    }
+    println!("  checkpoints {}", counts.get("checkpoints").map_or(0, |c| c.0));
+    for (kind, (n, bytes)) in &counts {
+        println!("  {kind:<11} {n} objects, {bytes} bytes");
+    }
+    Ok(scan.problem.is_none() && !counts.contains_key("other"))
+}
