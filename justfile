@@ -21,7 +21,7 @@ test: build
     scripts/with-moto.sh just unit
     cargo test --release --workspace --doc
     {{slotlog}} sweep all --seeds 1..200
-    just madsim-sweep 100
+    just madsim-sweep 30
 
 # Unit, property and cross-crate tests; the S3 tests skip unless SLOTLOG_S3_ENDPOINT is
 # set (`scripts/with-moto.sh just unit` sets it).

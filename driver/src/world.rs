@@ -71,9 +71,10 @@ fn random_u64() -> u64 {
 }
 
 impl World {
-    /// Opens the world under `prefix` in `store`, or creates one there (its marker) if the
-    /// prefix is empty. Refuses, with a typed error, a prefix that holds objects but no
-    /// marker, a marker it cannot read, or a log that does not verify.
+    /// Opens the world under `prefix` in `store`, or creates one there (its marker and
+    /// checkpoint zero) if the prefix is empty. Refuses, with a typed error, a prefix that
+    /// holds objects but no marker, a marker or checkpoint it cannot read or load, or a log
+    /// that does not verify.
     #[cfg(feature = "object-store")]
     pub async fn open(
         store: Arc<dyn object_store::ObjectStore>,

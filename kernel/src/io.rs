@@ -19,6 +19,13 @@ pub(crate) enum Purpose {
     /// No marker: is anything else under the prefix? (A world is only made in an empty one.)
     GenesisList,
     MarkerCreate,
+    /// List `checkpoints/` for the newest (paged, so the last key seen is the newest).
+    CheckpointList,
+    /// Create checkpoint zero if absent.
+    CheckpointCreate,
+    /// Read a checkpoint: the newest listed, or checkpoint zero after a create that found
+    /// the name taken or may have applied.
+    CheckpointGet,
     LogList,
     ReplayGet {
         sequence: u64,

@@ -37,6 +37,8 @@ mod committer_tests;
 #[cfg(test)]
 mod feed_tests;
 #[cfg(test)]
+mod open_tests;
+#[cfg(test)]
 mod reads_tests;
 #[cfg(test)]
 mod testkit;
@@ -52,5 +54,5 @@ pub use hash::Hash32;
 pub use ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};
 pub use reads::{ReadStats, READ_LIMIT_MAX};
 pub use replica::{Identity, Replica};
-pub use reply::{Answer, FailReason, ReadError, ReadOk, Reply, WriteError, WriteOk};
+pub use reply::{Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply, WriteError, WriteOk};
 pub use time::Instant;

@@ -1,14 +1,15 @@
-//! Opening a world: read the marker (or create it at genesis), then list the log from the
-//! beginning and apply every slot in order. Checkpoints will shorten this later; for now
-//! cold start replays the whole log.
+//! Opening a world: read the marker (or create it at genesis), then find the newest
+//! checkpoint (or create checkpoint zero), then list the log from the checkpoint's next
+//! sequence and apply every slot in order. Only checkpoint zero can be loaded today, so
+//! the log is still replayed from sequence 1; a newer checkpoint fails the open closed.
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use crate::config::Config;
-use crate::format::{DecodeError, Keys, Marker, Slot};
+use crate::format::{Checkpoint, DecodeError, Keys, Marker, Slot};
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::io::{Call, Io, Purpose};
-use crate::reply::FailReason;
+use crate::reply::{CheckpointProblem, FailReason};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
 use crate::world::WorldState;
@@ -23,6 +24,10 @@ pub(crate) struct Opening {
     store_id: StoreId,
     /// A listing found objects while the marker was absent: read the marker once more.
     marker_recheck: bool,
+    /// The world id and marker hash, once the marker is read or created.
+    anchor: Option<(WorldId, Hash32)>,
+    /// The last key the checkpoint listing returned: the newest checkpoint so far.
+    checkpoint_after: Option<String>,
     replay_gets_max: usize,
     list_page_max: u32,
     recent_slots_max: usize,
@@ -65,6 +70,8 @@ impl Opening {
             genesis_world_id,
             store_id,
             marker_recheck: false,
+            anchor: None,
+            checkpoint_after: None,
             replay_gets_max: config.replay_gets_max,
             list_page_max: config.list_page_max,
             recent_slots_max: config.recent_slots_max,
@@ -90,7 +97,8 @@ impl Opening {
                     return Progress::Failed(FailReason::ForeignWorld);
                 }
                 self.genesis(marker.world_id, Hash32::of(&bytes), now);
-                self.list_next(now, io);
+                // A genesis may have stopped before checkpoint zero: look, and make it if not.
+                self.list_checkpoints(now, io);
             }
             (Purpose::MarkerGet, Err(BlobError::NotFound)) if self.marker_recheck => {
                 // Objects under the prefix, still no marker: not ours to make a world in.
@@ -115,11 +123,46 @@ impl Opening {
                 let BlobOp::Create { bytes, .. } = &call.op else { unreachable!("a create") };
                 let marker = Marker::decode(bytes).expect("our own marker decodes");
                 self.genesis(marker.world_id, Hash32::of(bytes), now);
-                self.list_next(now, io);
+                // Our marker is new, so no checkpoint can predate it: no listing needed.
+                self.create_checkpoint_zero(now, io);
             }
             // Taken by a racing genesis, or ours landed despite the error: read what is there.
             (Purpose::MarkerCreate, Err(e)) if e != BlobError::Throttled => {
                 io.issue(now, Purpose::MarkerGet, BlobOp::Get { key: self.keys.marker() }, 0);
+            }
+            (Purpose::CheckpointList, Ok(BlobOutcome::Listed { entries, more })) => {
+                for e in &entries {
+                    if self.keys.parse_checkpoint(&e.key).is_none() {
+                        return self.decode_failed(e.key.clone(), DecodeError::Foreign);
+                    }
+                }
+                if let Some(last) = entries.last() {
+                    self.checkpoint_after = Some(last.key.clone());
+                }
+                match (&self.checkpoint_after, more) {
+                    (_, true) => self.list_checkpoints(now, io),
+                    (None, false) => self.create_checkpoint_zero(now, io),
+                    (Some(newest), false) => {
+                        io.issue(now, Purpose::CheckpointGet, BlobOp::Get { key: newest.clone() }, 0)
+                    }
+                }
+            }
+            (Purpose::CheckpointCreate, Ok(_)) => self.list_next(now, io),
+            // Taken by a racing opener, or ours landed despite the error: it must be ours.
+            (Purpose::CheckpointCreate, Err(e)) if e != BlobError::Throttled => {
+                let key = call.op.key().to_string();
+                io.issue(now, Purpose::CheckpointGet, BlobOp::Get { key }, 0);
+            }
+            (Purpose::CheckpointGet, Ok(BlobOutcome::Got { bytes, .. })) => {
+                if let Some(failed) = self.check_checkpoint(call.op.key(), &bytes) {
+                    return failed;
+                }
+                self.list_next(now, io);
+            }
+            // An ambiguous create that never landed (or a listed checkpoint gone): start over.
+            (Purpose::CheckpointGet, Err(BlobError::NotFound)) => {
+                self.checkpoint_after = None;
+                self.list_checkpoints(now, io);
             }
             (Purpose::LogList, Ok(BlobOutcome::Listed { entries, more })) => {
                 self.listing = false;
@@ -157,12 +200,58 @@ impl Opening {
     }
 
     fn genesis(&mut self, world_id: WorldId, marker_hash: Hash32, now: Instant) {
+        self.anchor = Some((world_id, marker_hash));
         let world = WorldState::genesis(world_id, marker_hash);
         self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
     }
 
     fn decode_failed(&self, key: String, error: DecodeError) -> Progress {
         Progress::Failed(FailReason::Decode { key, error })
+    }
+
+    fn list_checkpoints(&mut self, now: Instant, io: &mut Io) {
+        let op = BlobOp::List {
+            prefix: self.keys.checkpoints_prefix(),
+            start_after: self.checkpoint_after.clone(),
+            limit: self.list_page_max,
+        };
+        io.issue(now, Purpose::CheckpointList, op, 0);
+    }
+
+    /// Checkpoint zero is a function of the marker alone, so every opener that makes it
+    /// sends the same bytes and any one of their creates is as good as ours.
+    fn create_checkpoint_zero(&mut self, now: Instant, io: &mut Io) {
+        let (world_id, marker_hash) = self.anchor.expect("the marker before its checkpoint");
+        let bytes = Bytes::from(Checkpoint::zero(world_id, marker_hash).encode());
+        io.issue(now, Purpose::CheckpointCreate, BlobOp::Create { key: self.keys.checkpoint(1), bytes }, 0);
+    }
+
+    /// Accepts the checkpoint read at `key` only if it is this world's checkpoint zero,
+    /// byte for byte; otherwise the reason to fail closed.
+    fn check_checkpoint(&self, key: &str, bytes: &[u8]) -> Option<Progress> {
+        let (world_id, marker_hash) = self.anchor.expect("the marker before its checkpoint");
+        let checkpoint = match Checkpoint::decode(bytes) {
+            Ok(c) => c,
+            Err(error) => return Some(self.decode_failed(key.to_string(), error)),
+        };
+        let mismatch = |problem| {
+            Some(Progress::Failed(FailReason::CheckpointMismatch { key: key.to_string(), problem }))
+        };
+        if checkpoint.world_id != world_id {
+            return mismatch(CheckpointProblem::ForeignWorld { found: checkpoint.world_id });
+        }
+        if self.keys.parse_checkpoint(key) != Some(checkpoint.next_sequence) {
+            return mismatch(CheckpointProblem::Misnamed { next_sequence: checkpoint.next_sequence });
+        }
+        if !checkpoint.is_zero() {
+            return Some(Progress::Failed(FailReason::CheckpointUnsupported { key: key.to_string() }));
+        }
+        if checkpoint.previous_hash != marker_hash {
+            return mismatch(CheckpointProblem::NotTheMarker { found: checkpoint.previous_hash });
+        }
+        // Every field matched and decoding admits one byte form, so these are our bytes.
+        debug_assert_eq!(bytes, &Checkpoint::zero(world_id, marker_hash).encode()[..]);
+        None
     }
 
     fn list_next(&mut self, now: Instant, io: &mut Io) {

@@ -172,6 +172,9 @@ impl Replica {
             Purpose::MarkerGet
             | Purpose::GenesisList
             | Purpose::MarkerCreate
+            | Purpose::CheckpointList
+            | Purpose::CheckpointCreate
+            | Purpose::CheckpointGet
             | Purpose::LogList
             | Purpose::ReplayGet { .. } => {
                 let Some(opening) = self.opening.as_mut() else { return };

@@ -2,7 +2,7 @@
 
 use crate::format::DecodeError;
 use crate::hash::Hash32;
-use crate::ids::OperationId;
+use crate::ids::{OperationId, WorldId};
 use crate::world::{ApplyError, IndexEntry, Invalid, Path, PathProblem, Receipt, Rejection, VersionRecord};
 use bytes::Bytes;
 
@@ -51,6 +51,22 @@ pub enum FailReason {
     BodyMissing { hash: Hash32 },
     /// A slot name the log needs is not readable although a create found it taken.
     SlotVanished { sequence: u64 },
+    /// The newest checkpoint is one this build cannot load: it covers slots or holds
+    /// shards. Only checkpoint zero can be opened today.
+    CheckpointUnsupported { key: String },
+    /// A checkpoint that decodes but does not belong to this world's marker.
+    CheckpointMismatch { key: String, problem: CheckpointProblem },
+}
+
+/// How a checkpoint that decodes contradicts the world it was found in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointProblem {
+    /// It names another world.
+    ForeignWorld { found: WorldId },
+    /// Its `next_sequence` is not the one its key names.
+    Misnamed { next_sequence: u64 },
+    /// Checkpoint zero names another predecessor than the marker's hash.
+    NotTheMarker { found: Hash32 },
 }
 
 /// What a read found, all of it from one snapshot: the state through `at_sequence`.

@@ -469,6 +469,14 @@ fn is_body_key(key: &str) -> bool {
     key.contains("/blobs/")
 }
 
+fn is_checkpoint_key(key: &str) -> bool {
+    key.contains("/checkpoints/")
+}
+
+pub fn is_checkpoint_create(op: &BlobOp) -> bool {
+    matches!(op, BlobOp::Create { key, .. } if is_checkpoint_key(key))
+}
+
 pub fn is_slot_create(op: &BlobOp) -> bool {
     matches!(op, BlobOp::Create { key, .. } if is_slot_key(key))
 }

@@ -365,7 +365,9 @@ impl Cluster<'_> {
     }
 
     /// Writes the preloaded documents straight into the bucket: a marker and full slots,
-    /// built with the kernel's own rules.
+    /// built with the kernel's own rules. No checkpoint zero, as a genesis that stopped
+    /// after the marker (or an older build) leaves a world: every run's replicas race to
+    /// make it on opening, through whatever faults the store injects.
     fn preload(&mut self) {
         let writes = self.generator.preload(self.config.preload_documents);
         let marker = Marker { world_id: self.world_id, created_by: StoreId(0) };

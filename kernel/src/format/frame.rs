@@ -17,6 +17,7 @@ pub enum Kind {
     Marker = 1,
     Slot = 2,
     Body = 3,
+    Checkpoint = 4,
 }
 
 impl Kind {
@@ -25,6 +26,7 @@ impl Kind {
             1 => Some(Kind::Marker),
             2 => Some(Kind::Slot),
             3 => Some(Kind::Body),
+            4 => Some(Kind::Checkpoint),
             _ => None,
         }
     }

@@ -9,9 +9,9 @@ pub struct Keys {
     root: String,
 }
 
-/// Slot names are the first sequence in 16 lowercase hex digits, so byte order is
+/// Slot and checkpoint names are a sequence in 16 lowercase hex digits, so byte order is
 /// sequence order.
-const SLOT_DIGITS: usize = 16;
+const SEQUENCE_DIGITS: usize = 16;
 
 impl Keys {
     /// `prefix` may be empty; a trailing `/` is optional.
@@ -38,20 +38,39 @@ impl Keys {
         format!("{}log/{:016x}", self.root, first_sequence)
     }
 
+    pub fn checkpoints_prefix(&self) -> String {
+        format!("{}checkpoints/", self.root)
+    }
+
+    /// A checkpoint is named by its next sequence, the first one it does not cover.
+    pub fn checkpoint(&self, next_sequence: u64) -> String {
+        format!("{}checkpoints/{:016x}", self.root, next_sequence)
+    }
+
     pub fn body(&self, hash: &Hash32) -> String {
         format!("{}blobs/{}", self.root, hash.to_hex())
     }
 
     /// The first sequence a slot key names, or None for a key that is not a slot name.
     pub fn parse_slot(&self, key: &str) -> Option<u64> {
-        let rest = key.strip_prefix(&self.root)?.strip_prefix("log/")?;
-        if rest.len() != SLOT_DIGITS
-            || !rest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        {
-            return None;
-        }
-        u64::from_str_radix(rest, 16).ok()
+        parse_sequence(key.strip_prefix(&self.root)?.strip_prefix("log/")?)
     }
+
+    /// The next sequence a checkpoint key names, or None for a key that is not a
+    /// checkpoint name.
+    pub fn parse_checkpoint(&self, key: &str) -> Option<u64> {
+        parse_sequence(key.strip_prefix(&self.root)?.strip_prefix("checkpoints/")?)
+    }
+}
+
+/// Exactly 16 lowercase hex digits, read as a sequence.
+fn parse_sequence(digits: &str) -> Option<u64> {
+    if digits.len() != SEQUENCE_DIGITS
+        || !digits.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
 }
 
 #[cfg(test)]
@@ -69,9 +88,24 @@ mod tests {
     }
 
     #[test]
+    fn checkpoint_keys_sort_by_next_sequence() {
+        let k = Keys::new("worlds/w1/");
+        assert_eq!(k.checkpoint(1), "worlds/w1/checkpoints/0000000000000001");
+        assert!(k.checkpoint(1).starts_with(&k.checkpoints_prefix()));
+        assert!(k.checkpoint(0xff) < k.checkpoint(0x100));
+        assert_eq!(k.parse_checkpoint(&k.checkpoint(0xabc)), Some(0xabc));
+        assert_eq!(k.parse_checkpoint("worlds/w1/checkpoints/00000000000000AB"), None);
+        assert_eq!(k.parse_checkpoint("worlds/w2/checkpoints/0000000000000001"), None);
+        assert_eq!(k.parse_checkpoint(&k.slot(1)), None, "a slot name is not a checkpoint name");
+        assert_eq!(k.parse_slot(&k.checkpoint(1)), None, "nor the other way round");
+        assert_eq!(k.parse_checkpoint(&format!("{}0", k.checkpoint(1))), None);
+    }
+
+    #[test]
     fn an_empty_prefix_roots_keys_at_the_top() {
         let k = Keys::new("");
         assert_eq!(k.marker(), "marker");
+        assert_eq!(k.checkpoint(1), "checkpoints/0000000000000001");
         assert_eq!(k.body(&Hash32::ZERO), format!("blobs/{}", "0".repeat(64)));
     }
 }

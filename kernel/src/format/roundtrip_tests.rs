@@ -4,7 +4,7 @@
 
 use super::frame::{encode_raw, encode_value, DecodeError, Kind, HEADER_LEN, TRAILER_LEN};
 use super::snapshot_tests::worked_example_slot;
-use super::{decode_body, encode_body, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
+use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, StoreId, WorldId};
 use crate::world::entry::{
@@ -163,6 +163,21 @@ impl MemberSpec {
 
 fn world_id() -> impl Strategy<Value = WorldId> {
     any::<[u8; 16]>().prop_map(WorldId)
+}
+
+/// A checkpoint of any shape the decoder admits: checkpoint zero of some world and marker,
+/// or a later one (documents in shards), so the format a later milestone fills round-trips.
+fn checkpoint() -> impl Strategy<Value = Checkpoint> {
+    let zero = (world_id(), hash32()).prop_map(|(w, h)| Checkpoint::zero(w, h));
+    let later = (world_id(), 2..=u64::MAX, hash32(), spread(u64::MAX), prop::collection::vec(hash32(), 1..6))
+        .prop_map(|(world_id, next_sequence, previous_hash, document_count, shards)| Checkpoint {
+            world_id,
+            next_sequence,
+            previous_hash,
+            document_count,
+            shards,
+        });
+    prop_oneof![zero, later]
 }
 
 /// A slot of 1 to 8 members: contiguous sequences, distinct operation ids (shuffled, so
@@ -358,6 +373,7 @@ proptest! {
     fn arbitrary_bytes_never_panic_a_decoder(bytes in bytes_up_to(400), expected in hash32()) {
         let _ = Slot::decode(&bytes);
         let _ = Marker::decode(&bytes);
+        let _ = Checkpoint::decode(&bytes);
         let _ = decode_body(&bytes, &expected);
     }
 
@@ -365,6 +381,7 @@ proptest! {
     fn arbitrary_payloads_in_a_good_frame_never_panic_a_decoder(payload in bytes_up_to(400)) {
         let _ = Slot::decode(&encode_raw(Kind::Slot, &payload));
         let _ = Marker::decode(&encode_raw(Kind::Marker, &payload));
+        let _ = Checkpoint::decode(&encode_raw(Kind::Checkpoint, &payload));
         let body = encode_raw(Kind::Body, &payload);
         prop_assert_eq!(decode_body(&body, &Hash32::of(&payload)), Ok(payload.clone()));
     }
@@ -391,6 +408,61 @@ proptest! {
         prop_assert_eq!(as_slot, wrong(Kind::Slot));
         let as_body = decode_body(&bytes, &Hash32::ZERO).map(|_| ());
         prop_assert_eq!(as_body, wrong(Kind::Body));
+    }
+
+    #[test]
+    fn a_checkpoint_round_trips_and_refuses_damage(
+        checkpoint in checkpoint(),
+        (pick, bit) in position(),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let bytes = checkpoint.encode();
+        prop_assert_eq!(Checkpoint::decode(&bytes), Ok(checkpoint.clone()));
+        prop_assert_eq!(checkpoint.encode(), bytes.clone());
+        let mut flipped = bytes.clone();
+        let index = pick.index(flipped.len());
+        flipped[index] ^= 1 << bit;
+        let error = Checkpoint::decode(&flipped).expect_err("a flipped checkpoint is refused");
+        prop_assert!(flip_refusal_is_expected(index, &error), "byte {}: {:?}", index, error);
+        let len = cut.index(bytes.len());
+        let error = Checkpoint::decode(&bytes[..len]).expect_err("a truncated checkpoint is refused");
+        prop_assert!(truncation_refusal_is_expected(len, &error), "cut to {}: {:?}", len, error);
+        // A checkpoint is never taken for a marker, a slot or a body, nor they for it.
+        let wrong = |expected| Err(DecodeError::WrongKind { expected, found: Kind::Checkpoint });
+        prop_assert_eq!(Marker::decode(&bytes).map(|_| ()), wrong(Kind::Marker));
+        prop_assert_eq!(Slot::decode(&bytes).map(|_| ()), wrong(Kind::Slot));
+        prop_assert_eq!(decode_body(&bytes, &Hash32::ZERO).map(|_| ()), wrong(Kind::Body));
+        let marker = Marker { world_id: checkpoint.world_id, created_by: StoreId(1) }.encode();
+        let not_a_checkpoint = Err(DecodeError::WrongKind { expected: Kind::Checkpoint, found: Kind::Marker });
+        prop_assert_eq!(Checkpoint::decode(&marker), not_a_checkpoint);
+    }
+
+    #[test]
+    fn checkpoint_zero_is_a_function_of_the_world_and_the_marker_hash(
+        world_id in world_id(),
+        marker_hash in hash32(),
+    ) {
+        let bytes = Checkpoint::zero(world_id, marker_hash).encode();
+        prop_assert_eq!(bytes.len(), HEADER_LEN + 16 + 1 + 32 + 1 + 1 + TRAILER_LEN);
+        prop_assert_eq!(&bytes, &Checkpoint::zero(world_id, marker_hash).encode());
+        prop_assert!(Checkpoint::decode(&bytes).expect("decodes").is_zero());
+    }
+
+    #[test]
+    fn checkpoint_keys_round_trip_and_sort_by_next_sequence(
+        prefix in "[a-z0-9/]{0,16}",
+        a in any::<u64>(),
+        b in any::<u64>(),
+    ) {
+        let keys = Keys::new(&prefix);
+        let (ka, kb) = (keys.checkpoint(a), keys.checkpoint(b));
+        prop_assert!(ka.starts_with(&keys.checkpoints_prefix()));
+        prop_assert_eq!(keys.parse_checkpoint(&ka), Some(a));
+        prop_assert_eq!(ka.cmp(&kb), a.cmp(&b), "byte order of keys is sequence order");
+        prop_assert_eq!(keys.parse_checkpoint(&keys.slot(a)), None);
+        prop_assert_eq!(keys.parse_slot(&ka), None);
+        prop_assert_eq!(keys.parse_checkpoint(&keys.marker()), None);
+        prop_assert_eq!(keys.parse_checkpoint(&format!("{ka}0")), None);
     }
 
     #[test]

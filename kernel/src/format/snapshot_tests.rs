@@ -4,7 +4,7 @@
 //! snapshot means "new schema", never "accept the new bytes".
 
 use super::frame::{HEADER_LEN, TRAILER_LEN};
-use super::{decode_body, encode_body, Keys, Marker, Slot};
+use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, StoreId, WorldId};
 use crate::world::entry::{
@@ -269,6 +269,48 @@ fn keys_of_a_world() {
         writeln!(out, "  body   {}", k.body(&Hash32::of(b"hi"))).expect("write");
     }
     insta::assert_snapshot!("keys", out);
+}
+
+/// Checkpoint zero of the world of [`marker`] split field by field, like the worked example.
+fn checkpoint_zero_parts() -> Vec<(String, Vec<u8>)> {
+    let c = Checkpoint::zero(WORLD, Hash32::of(&marker().encode()));
+    let payload: Vec<(String, Vec<u8>)> = vec![
+        ("checkpoint.world_id ([u8; 16], raw)".into(), pc(&c.world_id)),
+        ("checkpoint.next_sequence (varint) = 1".into(), pc(&c.next_sequence)),
+        ("checkpoint.previous_hash ([u8; 32]) = BLAKE3(marker object)".into(), pc(&c.previous_hash)),
+        ("checkpoint.document_count (varint) = 0".into(), pc(&c.document_count)),
+        ("checkpoint.shards length (varint) = 0".into(), pc(&c.shards.len())),
+    ];
+    let payload_len: usize = payload.iter().map(|(_, b)| b.len()).sum();
+    let mut parts: Vec<(String, Vec<u8>)> = vec![
+        ("magic \"slog\"".into(), b"slog".to_vec()),
+        ("kind = 4 (checkpoint)".into(), vec![4]),
+        ("schema (u16 LE) = 1".into(), 1u16.to_le_bytes().to_vec()),
+        (format!("payload length (u32 LE) = {payload_len}"), (payload_len as u32).to_le_bytes().to_vec()),
+    ];
+    parts.extend(payload);
+    let preceding: Vec<u8> = parts.iter().flat_map(|(_, b)| b.clone()).collect();
+    parts.push((
+        "CRC32C (u32 LE) of bytes 0 to here".into(),
+        crc32c::crc32c(&preceding).to_le_bytes().to_vec(),
+    ));
+    parts
+}
+
+#[test]
+fn checkpoint_zero_in_spec() {
+    let marker_hash = Hash32::of(&marker().encode());
+    let checkpoint = Checkpoint::zero(WORLD, marker_hash);
+    let bytes = checkpoint.encode();
+    let parts = checkpoint_zero_parts();
+    let joined: Vec<u8> = parts.iter().flat_map(|(_, b)| b.clone()).collect();
+    assert_eq!(joined, bytes, "the annotation covers every byte in order");
+    assert_eq!(Checkpoint::decode(&bytes).as_ref(), Ok(&checkpoint));
+    let key = Keys::new("worlds/w1").checkpoint(checkpoint.next_sequence);
+    insta::assert_snapshot!(
+        "checkpoint_zero",
+        format!("key {key}\n{}{}", annotate(&parts), hex_dump(&bytes))
+    );
 }
 
 #[test]

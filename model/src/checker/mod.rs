@@ -1,6 +1,7 @@
 //! The checker: after every run it reads the whole log and the clients' history and
 //! reports every breach of the guarantees (docs/GUARANTEES.md). It trusts nothing the
-//! replicas computed: the chain is verified from the marker, every member is replayed
+//! replicas computed: checkpoint zero is rebuilt here from SPEC 10 and compared byte for
+//! byte, the chain is verified from the marker, every member is replayed
 //! through the reference model, and every answer is judged against the model at the
 //! state it names.
 
@@ -12,7 +13,7 @@ use crate::{
     ModelInvalid, ModelPolicyBody, ModelReceipt, ModelRejection, ModelWorld, PathProblem, PolicyProblem,
     ReceiptKind, Verdict,
 };
-use slotlog_kernel::format::{Keys, Marker, Slot};
+use slotlog_kernel::format::{Checkpoint, Keys, Marker, Slot};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
 use slotlog_kernel::reply::{WriteError, WriteOk};
@@ -98,6 +99,70 @@ fn tip_interval(spans: &[SlotSpan], at: u64) -> (Instant, Instant) {
     (from, until)
 }
 
+/// Checkpoint zero as SPEC 10 lays it out, built from the text, not by the kernel's encoder:
+/// the frame (magic, kind 4, schema 1, length, CRC32C) around world id, next sequence 1,
+/// the marker's hash, no documents and no shards.
+fn checkpoint_zero_bytes(world_id: WorldId, marker_hash: &Hash32) -> Vec<u8> {
+    let mut payload = world_id.0.to_vec();
+    payload.push(1); // next_sequence: varint 1
+    payload.extend_from_slice(&marker_hash.0);
+    payload.push(0); // document_count: varint 0
+    payload.push(0); // shards: length 0
+    let mut out = b"slog".to_vec();
+    out.push(4);
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&u32::try_from(payload.len()).expect("small").to_le_bytes());
+    out.extend_from_slice(&payload);
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// A world with a marker has checkpoint zero, of this world, anchored on that marker, and
+/// (until full checkpoints exist) no other checkpoint.
+fn check_checkpoint_zero(
+    r: &mut CheckReport,
+    objects: &[StoredObject],
+    keys: &Keys,
+    world_id: WorldId,
+    marker: &[u8],
+) {
+    let marker_hash = Hash32::of(marker);
+    let zero_key = keys.checkpoint(1);
+    let prefix = keys.checkpoints_prefix();
+    for o in objects.iter().filter(|o| o.key.starts_with(&prefix) && o.key != zero_key) {
+        r.violation(format!("{} under checkpoints/ is not checkpoint zero", o.key));
+    }
+    let Some(obj) = objects.iter().find(|o| o.key == zero_key) else {
+        r.violation("the world has a marker but no checkpoint zero".into());
+        return;
+    };
+    match Checkpoint::decode(&obj.bytes) {
+        Ok(c) => {
+            if c.world_id != world_id {
+                r.violation(format!("checkpoint zero names another world: {:?}", c.world_id));
+            }
+            if c.next_sequence != 1 {
+                r.violation(format!("checkpoint zero names next sequence {}", c.next_sequence));
+            }
+            if c.previous_hash != marker_hash {
+                r.violation("checkpoint zero does not name the marker's hash".into());
+            }
+            if c.document_count != 0 || !c.shards.is_empty() {
+                r.violation(format!(
+                    "checkpoint zero holds {} documents in {} shards",
+                    c.document_count,
+                    c.shards.len()
+                ));
+            }
+        }
+        Err(e) => r.violation(format!("checkpoint zero does not decode: {e:?}")),
+    }
+    if obj.bytes[..] != checkpoint_zero_bytes(world_id, &marker_hash)[..] {
+        r.violation("checkpoint zero is not the bytes SPEC 10 gives for this world and marker".into());
+    }
+}
+
 /// Checks a run: `objects` is every object under the world's prefix.
 pub fn check(
     history: &History,
@@ -118,6 +183,7 @@ pub fn check(
         Ok(_) => r.violation("the marker names another world".into()),
         Err(e) => r.violation(format!("the marker does not decode: {e:?}")),
     }
+    check_checkpoint_zero(&mut r, objects, keys, world_id, &marker_obj.bytes);
 
     // 1. The chain: contiguous, every slot naming its predecessor, from the marker.
     let mut prev_hash = Hash32::of(&marker_obj.bytes);
@@ -534,5 +600,62 @@ pub fn invalid_to_model(i: &kw::Invalid) -> ModelInvalid {
             kw::PolicyProblem::TooManyPrefixes => PolicyProblem::TooManyPrefixes,
             kw::PolicyProblem::Prefix(pp) => PolicyProblem::Prefix(path_problem_to_model(pp)),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use slotlog_kernel::ids::StoreId;
+
+    const WORLD: WorldId = WorldId([3; 16]);
+
+    fn object(key: String, bytes: Vec<u8>) -> StoredObject {
+        StoredObject { key, bytes: Bytes::from(bytes), created_at: Instant::ZERO }
+    }
+
+    /// A world of a marker and `checkpoint` (or none) at checkpoint zero's key.
+    fn violations_with(checkpoint: Option<Vec<u8>>) -> Vec<String> {
+        let keys = Keys::new("w");
+        let marker = Marker { world_id: WORLD, created_by: StoreId(1) }.encode();
+        let mut objects = vec![object(keys.marker(), marker)];
+        if let Some(bytes) = checkpoint {
+            objects.push(object(keys.checkpoint(1), bytes));
+        }
+        check(&History::default(), &objects, &keys, WORLD, CheckOptions::default()).violations
+    }
+
+    fn marker_hash() -> Hash32 {
+        Hash32::of(&Marker { world_id: WORLD, created_by: StoreId(1) }.encode())
+    }
+
+    #[test]
+    fn the_models_checkpoint_zero_is_the_kernels() {
+        let hash = marker_hash();
+        assert_eq!(checkpoint_zero_bytes(WORLD, &hash), Checkpoint::zero(WORLD, hash).encode());
+    }
+
+    #[test]
+    fn a_world_with_its_checkpoint_zero_passes() {
+        assert_eq!(
+            violations_with(Some(Checkpoint::zero(WORLD, marker_hash()).encode())),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_marker_without_checkpoint_zero_is_a_violation() {
+        assert_eq!(violations_with(None), vec!["the world has a marker but no checkpoint zero".to_string()]);
+    }
+
+    #[test]
+    fn checkpoint_zero_of_another_marker_or_world_is_a_violation() {
+        let other_marker = Checkpoint::zero(WORLD, Hash32::of(b"another marker")).encode();
+        assert!(violations_with(Some(other_marker)).iter().any(|v| v.contains("marker's hash")));
+        let other_world = Checkpoint::zero(WorldId([4; 16]), marker_hash()).encode();
+        assert!(violations_with(Some(other_world)).iter().any(|v| v.contains("another world")));
+        let garbage = violations_with(Some(b"not a checkpoint".to_vec()));
+        assert!(garbage.iter().any(|v| v.contains("does not decode")), "{garbage:?}");
     }
 }

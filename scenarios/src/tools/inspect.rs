@@ -45,8 +45,13 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
         Some(p) => println!("  chain       BROKEN after sequence {}: {p:?}", scan.tip),
     }
     println!("  checkpoints {}", counts.get("checkpoints").map_or(0, |c| c.0));
+    let checkpoint = super::checkpoint_problem(&keys, marker, &objects);
+    match &checkpoint {
+        None => println!("  checkpoint  zero verified from the marker"),
+        Some(p) => println!("  checkpoint  BAD: {p}"),
+    }
     for (kind, (n, bytes)) in &counts {
         println!("  {kind:<11} {n} objects, {bytes} bytes");
     }
-    Ok(scan.problem.is_none() && !counts.contains_key("other"))
+    Ok(scan.problem.is_none() && checkpoint.is_none() && !counts.contains_key("other"))
 }

@@ -8,6 +8,8 @@ pub mod writer;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use slotlog::store_url::{open_store, StoreOptions};
+use slotlog_kernel::format::{Checkpoint, Keys, Marker};
+use slotlog_kernel::hash::Hash32;
 use std::sync::Arc;
 
 /// The store and the world's key prefix inside it, from `--store URL --prefix P`.
@@ -46,4 +48,32 @@ pub async fn read_all(
         out.push((m.location.to_string(), bytes, m.size));
     }
     Ok(out)
+}
+
+/// What is wrong with the world's checkpoints, if anything: checkpoint zero must sit at its
+/// key with exactly the bytes the marker gives it (SPEC 10), and no later checkpoint is
+/// written yet.
+pub fn checkpoint_problem(
+    keys: &Keys,
+    marker: &[u8],
+    objects: &[(String, bytes::Bytes, u64)],
+) -> Option<String> {
+    let zero_key = keys.checkpoint(1);
+    if let Some((key, _, _)) =
+        objects.iter().find(|(k, _, _)| k.starts_with(&keys.checkpoints_prefix()) && *k != zero_key)
+    {
+        return Some(format!("{key} is not checkpoint zero, the only checkpoint this build writes"));
+    }
+    let Some((_, bytes, _)) = objects.iter().find(|(k, _, _)| *k == zero_key) else {
+        return Some("no checkpoint zero".into());
+    };
+    let world_id = Marker::decode(marker).ok()?.world_id;
+    let expected = Checkpoint::zero(world_id, Hash32::of(marker)).encode();
+    if bytes[..] == expected[..] {
+        return None;
+    }
+    Some(match Checkpoint::decode(bytes) {
+        Err(e) => format!("checkpoint zero does not decode: {e:?}"),
+        Ok(c) => format!("checkpoint zero is not this world's and marker's: {c:?}"),
+    })
 }

@@ -1,6 +1,7 @@
 //! `slotlog verify`: read a world back from its store and check what writers were told:
 //! every acknowledged operation id is in exactly one slot at the sequence it was told,
-//! the chain is whole, and every acknowledged version reads back with its body hash.
+//! the chain is whole, checkpoint zero is the marker's, and every acknowledged version
+//! reads back with its body hash.
 
 use slotlog_kernel::format::{decode_body, scan_chain, Keys};
 use slotlog_kernel::hash::Hash32;
@@ -91,6 +92,10 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
     if let Some(p) = &scan.problem {
         eprintln!("chain broken after sequence {}: {p:?}", scan.tip);
     }
+    let checkpoint = super::checkpoint_problem(&keys, marker, &objects);
+    if let Some(p) = &checkpoint {
+        eprintln!("checkpoint: {p}");
+    }
     println!(
         "acked={} slots={} tip={} chain={} twice={twice} misplaced={misplaced} bad_bodies={bad_bodies} lost={lost}",
         acked.len(),
@@ -98,5 +103,5 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
         scan.tip,
         if chain_ok { "ok" } else { "broken" }
     );
-    Ok(chain_ok && lost == 0 && twice == 0 && misplaced == 0 && bad_bodies == 0)
+    Ok(chain_ok && checkpoint.is_none() && lost == 0 && twice == 0 && misplaced == 0 && bad_bodies == 0)
 }
