@@ -48,6 +48,14 @@ struct Page {
     asked: usize,
 }
 
+/// The one call the feed makes: read the backlog slot at `sequence`, which must be the
+/// one installed there (its object hash is `hash`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct FeedCall {
+    pub sequence: u64,
+    pub hash: Hash32,
+}
+
 pub(crate) struct Feed {
     keys: Keys,
     ring_events_max: usize,
@@ -253,7 +261,7 @@ impl Feed {
                     continue;
                 }
                 self.stats.slot_reads += 1;
-                let purpose = Purpose::FeedGet { sequence: span.first, hash: span.hash };
+                let purpose = Purpose::Feed(FeedCall { sequence: span.first, hash: span.hash });
                 io.issue(now, purpose, BlobOp::Get { key: self.keys.slot(span.first) }, 0);
             }
         }
@@ -263,20 +271,20 @@ impl Feed {
     pub fn on_done(
         &mut self,
         now: Instant,
+        what: FeedCall,
         call: Call,
         result: BlobResult,
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        let Purpose::FeedGet { sequence, hash } = call.purpose else { unreachable!("a feed call") };
+        let FeedCall { sequence, hash } = what;
         match result {
             Ok(BlobOutcome::Got { bytes, .. }) => {
                 self.requested.remove(&sequence);
                 let key = self.keys.slot(sequence);
                 if Hash32::of(&bytes) != hash {
-                    let error = crate::format::DecodeError::Invalid("slot differs from the one installed");
-                    return Err(FailReason::Decode { key, error });
+                    return Err(FailReason::SlotNotInstalled { key });
                 }
-                let slot = Slot::decode(&bytes).map_err(|error| FailReason::Decode { key, error })?;
+                let slot = Slot::decode_at(sequence, &bytes).map_err(|p| FailReason::slot(key, p))?;
                 if self.subs.is_empty() {
                     return Ok(());
                 }

@@ -4,7 +4,6 @@
 use crate::blob::BlobOp;
 use crate::blob::BlobResult;
 use crate::effect::Effect;
-use crate::hash::Hash32;
 use crate::ids::BlobOpId;
 use crate::time::Instant;
 use core::time::Duration;
@@ -12,57 +11,15 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// Why a blob call was made; decides what its completion does.
+/// Why a blob call was made: the owner its completion goes to, and what that owner
+/// asked. Each owner matches only its own calls; the replica routes by the outer variant.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Purpose {
-    MarkerGet,
-    /// No marker: is anything else under the prefix? (A world is only made in an empty one.)
-    GenesisList,
-    MarkerCreate,
-    /// List `checkpoints/` for the newest (paged, so the last key seen is the newest).
-    CheckpointList,
-    /// Create checkpoint zero if absent.
-    CheckpointCreate,
-    /// Read a checkpoint: the newest listed, or checkpoint zero after a create that found
-    /// the name taken or may have applied.
-    CheckpointGet,
-    LogList,
-    ReplayGet {
-        sequence: u64,
-    },
-    BodyCreate {
-        hash: Hash32,
-    },
-    BodyGet {
-        hash: Hash32,
-    },
-    /// The head batch's slot create at this name.
-    SlotCreate {
-        sequence: u64,
-    },
-    /// Read the slot at this name: to settle an ambiguous create, or the one we lost to.
-    SlotGet {
-        sequence: u64,
-    },
-    /// A loser lists the log past the slot it lost to, to catch up to the tip...
-    CatchUpList,
-    /// ...and reads each slot it listed.
-    CatchUpGet {
-        sequence: u64,
-    },
-    /// Is the slot after the tip absent? (metadata only; the read path's probe)
-    TipStat {
-        sequence: u64,
-    },
-    /// The probe read the slot it found at this name.
-    ProbeGet {
-        sequence: u64,
-    },
-    /// A watcher's backlog: the slot at this name, which must hash to `hash`.
-    FeedGet {
-        sequence: u64,
-        hash: Hash32,
-    },
+    Open(crate::open::OpenCall),
+    Commit(crate::committer::CommitCall),
+    Probe(crate::reads::ProbeCall),
+    Feed(crate::feed::FeedCall),
+    Body(crate::bodies::BodyCall),
 }
 
 #[derive(Clone, Debug)]
@@ -248,6 +205,7 @@ impl Io {
 mod tests {
     use super::*;
     use crate::blob::{BlobError, BlobOutcome};
+    use crate::open::OpenCall;
     use rand_core::SeedableRng;
 
     fn io(hedge_after_ms: u64) -> Io {
@@ -282,7 +240,7 @@ mod tests {
     #[test]
     fn a_retry_is_reissued_only_once_due() {
         let mut io = io(0);
-        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        io.issue(Instant::ZERO, Purpose::Open(OpenCall::MarkerGet), get(), 0);
         let id = sent(&mut io)[0];
         let (call, _) = io.complete(id, Err(BlobError::Throttled)).unwrap();
         io.retry_later(Instant::ZERO, call);
@@ -291,13 +249,13 @@ mod tests {
         assert!(io.effects.is_empty());
         io.reissue_due(due);
         assert_eq!(sent(&mut io).len(), 1);
-        assert!(io.is_pending(&Purpose::MarkerGet));
+        assert!(io.is_pending(&Purpose::Open(OpenCall::MarkerGet)));
     }
 
     #[test]
     fn an_unanswered_call_is_hedged_once_with_the_identical_call() {
         let mut io = io(200);
-        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        io.issue(Instant::ZERO, Purpose::Open(OpenCall::MarkerGet), get(), 0);
         sent(&mut io);
         assert_eq!(io.next_retry(), Some(Instant::from_millis(200)));
         io.reissue_due(Instant::from_millis(199));
@@ -313,20 +271,20 @@ mod tests {
     #[test]
     fn the_first_decisive_answer_of_two_wins_and_the_other_is_ignored() {
         let mut io = io(200);
-        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        io.issue(Instant::ZERO, Purpose::Open(OpenCall::MarkerGet), get(), 0);
         let first = sent(&mut io)[0];
         io.reissue_due(Instant::from_millis(200));
         let twin = sent(&mut io)[0];
         let ok = Ok(BlobOutcome::Deleted);
         assert!(io.complete(twin, ok.clone()).is_some());
         assert!(io.complete(first, ok).is_none(), "the slow original is stale");
-        assert!(!io.is_pending(&Purpose::MarkerGet));
+        assert!(!io.is_pending(&Purpose::Open(OpenCall::MarkerGet)));
     }
 
     #[test]
     fn a_transient_failure_waits_for_the_twin() {
         let mut io = io(200);
-        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        io.issue(Instant::ZERO, Purpose::Open(OpenCall::MarkerGet), get(), 0);
         let first = sent(&mut io)[0];
         io.reissue_due(Instant::from_millis(200));
         let twin = sent(&mut io)[0];
@@ -338,7 +296,7 @@ mod tests {
     #[test]
     fn a_call_answered_before_its_hedge_time_is_not_hedged() {
         let mut io = io(200);
-        io.issue(Instant::ZERO, Purpose::MarkerGet, get(), 0);
+        io.issue(Instant::ZERO, Purpose::Open(OpenCall::MarkerGet), get(), 0);
         let id = sent(&mut io)[0];
         let _settled = io.complete(id, Err(BlobError::NotFound)).expect("settled");
         assert_eq!(io.next_retry(), None);

@@ -12,9 +12,12 @@
 //! not know (say, from before a restart) is ignored.
 //!
 //! Modules own one concept each: `format` (bytes on the bucket), `world` (the rules),
-//! `committer` (the write path), `open` (cold start), `io` (calls and retries).
+//! `committer` (the write path), `bodies` (body blobs), `open` (cold start), `reads` (the
+//! read path and its probe), `feed` (the change feed), `io` (calls, retries and the
+//! routing of each completion to the owner that made the call).
 
 pub mod blob;
+pub(crate) mod bodies;
 pub(crate) mod body_cache;
 pub(crate) mod committer;
 pub mod config;
@@ -33,8 +36,6 @@ pub mod time;
 pub mod world;
 
 #[cfg(test)]
-mod committer_tests;
-#[cfg(test)]
 mod feed_tests;
 #[cfg(test)]
 mod open_tests;
@@ -42,8 +43,6 @@ mod open_tests;
 mod reads_tests;
 #[cfg(test)]
 mod testkit;
-#[cfg(test)]
-mod turns_tests;
 
 pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
 pub use committer::CommitterStats;

@@ -45,6 +45,26 @@ pub(crate) struct Opening {
     last_list_at: Instant,
 }
 
+/// The calls an opening makes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum OpenCall {
+    MarkerGet,
+    /// No marker: is anything else under the prefix? (A world is only made in an empty one.)
+    GenesisList,
+    MarkerCreate,
+    /// List `checkpoints/` for the newest (paged, so the last key seen is the newest).
+    CheckpointList,
+    /// Create checkpoint zero if absent.
+    CheckpointCreate,
+    /// Read a checkpoint: the newest listed, or checkpoint zero after a create that found
+    /// the name taken or may have applied.
+    CheckpointGet,
+    LogList,
+    ReplayGet {
+        sequence: u64,
+    },
+}
+
 /// What a completion did to the opening.
 pub(crate) enum Progress {
     Working,
@@ -63,7 +83,7 @@ impl Opening {
         now: Instant,
         io: &mut Io,
     ) -> Opening {
-        io.issue(now, Purpose::MarkerGet, BlobOp::Get { key: keys.marker() }, 0);
+        io.issue(now, Purpose::Open(OpenCall::MarkerGet), BlobOp::Get { key: keys.marker() }, 0);
         Opening {
             keys,
             world_id,
@@ -86,40 +106,69 @@ impl Opening {
         }
     }
 
-    pub fn on_done(&mut self, now: Instant, call: Call, result: BlobResult, io: &mut Io) -> Progress {
-        match (&call.purpose, result) {
-            (Purpose::MarkerGet, Ok(BlobOutcome::Got { bytes, .. })) => {
-                let marker = match Marker::decode(&bytes) {
-                    Ok(m) => m,
-                    Err(error) => return self.decode_failed(self.keys.marker(), error),
-                };
+    pub fn on_done(
+        &mut self,
+        now: Instant,
+        what: OpenCall,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Progress {
+        let done = match what {
+            OpenCall::MarkerGet | OpenCall::GenesisList | OpenCall::MarkerCreate => {
+                self.on_marker_call(now, what, call, result, io)
+            }
+            OpenCall::CheckpointList | OpenCall::CheckpointCreate | OpenCall::CheckpointGet => {
+                self.on_checkpoint_call(now, what, call, result, io)
+            }
+            OpenCall::LogList | OpenCall::ReplayGet { .. } => self.on_log_call(now, what, call, result, io),
+        };
+        match done {
+            Ok(()) => self.finished(),
+            Err(reason) => Progress::Failed(reason),
+        }
+    }
+
+    /// Read the marker, or make it at genesis in an empty prefix.
+    fn on_marker_call(
+        &mut self,
+        now: Instant,
+        what: OpenCall,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        let get_marker = |keys: &Keys| BlobOp::Get { key: keys.marker() };
+        match (what, result) {
+            (OpenCall::MarkerGet, Ok(BlobOutcome::Got { bytes, .. })) => {
+                let marker = Marker::decode(&bytes).map_err(|e| decode_failure(self.keys.marker(), e))?;
                 if self.world_id.is_some_and(|w| w != marker.world_id) {
-                    return Progress::Failed(FailReason::ForeignWorld);
+                    return Err(FailReason::ForeignWorld);
                 }
                 self.genesis(marker.world_id, Hash32::of(&bytes), now);
                 // A genesis may have stopped before checkpoint zero: look, and make it if not.
                 self.list_checkpoints(now, io);
             }
-            (Purpose::MarkerGet, Err(BlobError::NotFound)) if self.marker_recheck => {
+            (OpenCall::MarkerGet, Err(BlobError::NotFound)) if self.marker_recheck => {
                 // Objects under the prefix, still no marker: not ours to make a world in.
-                return Progress::Failed(FailReason::ForeignObjects { key: self.keys.root().to_string() });
+                return Err(FailReason::ForeignObjects { key: self.keys.root().to_string() });
             }
-            (Purpose::MarkerGet, Err(BlobError::NotFound)) => {
+            (OpenCall::MarkerGet, Err(BlobError::NotFound)) => {
                 let op = BlobOp::List { prefix: self.keys.root().to_string(), start_after: None, limit: 1 };
-                io.issue(now, Purpose::GenesisList, op, 0);
+                io.issue(now, Purpose::Open(OpenCall::GenesisList), op, 0);
             }
-            (Purpose::GenesisList, Ok(BlobOutcome::Listed { entries, .. })) if !entries.is_empty() => {
+            (OpenCall::GenesisList, Ok(BlobOutcome::Listed { entries, .. })) if !entries.is_empty() => {
                 // A racing genesis may have made the marker since: look once more.
                 self.marker_recheck = true;
-                io.issue(now, Purpose::MarkerGet, BlobOp::Get { key: self.keys.marker() }, 0);
+                io.issue(now, Purpose::Open(OpenCall::MarkerGet), get_marker(&self.keys), 0);
             }
-            (Purpose::GenesisList, Ok(BlobOutcome::Listed { .. })) => {
+            (OpenCall::GenesisList, Ok(BlobOutcome::Listed { .. })) => {
                 let world_id = self.world_id.unwrap_or(self.genesis_world_id);
                 let marker = Marker { world_id, created_by: self.store_id };
                 let op = BlobOp::Create { key: self.keys.marker(), bytes: Bytes::from(marker.encode()) };
-                io.issue(now, Purpose::MarkerCreate, op, 0);
+                io.issue(now, Purpose::Open(OpenCall::MarkerCreate), op, 0);
             }
-            (Purpose::MarkerCreate, Ok(_)) => {
+            (OpenCall::MarkerCreate, Ok(_)) => {
                 let BlobOp::Create { bytes, .. } = &call.op else { unreachable!("a create") };
                 let marker = Marker::decode(bytes).expect("our own marker decodes");
                 self.genesis(marker.world_id, Hash32::of(bytes), now);
@@ -127,14 +176,27 @@ impl Opening {
                 self.create_checkpoint_zero(now, io);
             }
             // Taken by a racing genesis, or ours landed despite the error: read what is there.
-            (Purpose::MarkerCreate, Err(e)) if e != BlobError::Throttled => {
-                io.issue(now, Purpose::MarkerGet, BlobOp::Get { key: self.keys.marker() }, 0);
+            (OpenCall::MarkerCreate, Err(e)) if e != BlobError::Throttled => {
+                io.issue(now, Purpose::Open(OpenCall::MarkerGet), get_marker(&self.keys), 0);
             }
-            (Purpose::CheckpointList, Ok(BlobOutcome::Listed { entries, more })) => {
-                for e in &entries {
-                    if self.keys.parse_checkpoint(&e.key).is_none() {
-                        return self.decode_failed(e.key.clone(), DecodeError::Foreign);
-                    }
+            _ => io.retry_later(now, call),
+        }
+        Ok(())
+    }
+
+    /// Find the newest checkpoint, or make checkpoint zero, and check it.
+    fn on_checkpoint_call(
+        &mut self,
+        now: Instant,
+        what: OpenCall,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        match (what, result) {
+            (OpenCall::CheckpointList, Ok(BlobOutcome::Listed { entries, more })) => {
+                if let Some(e) = entries.iter().find(|e| self.keys.parse_checkpoint(&e.key).is_none()) {
+                    return Err(decode_failure(e.key.clone(), DecodeError::Foreign));
                 }
                 if let Some(last) = entries.last() {
                     self.checkpoint_after = Some(last.key.clone());
@@ -143,38 +205,52 @@ impl Opening {
                     (_, true) => self.list_checkpoints(now, io),
                     (None, false) => self.create_checkpoint_zero(now, io),
                     (Some(newest), false) => {
-                        io.issue(now, Purpose::CheckpointGet, BlobOp::Get { key: newest.clone() }, 0)
+                        let op = BlobOp::Get { key: newest.clone() };
+                        io.issue(now, Purpose::Open(OpenCall::CheckpointGet), op, 0)
                     }
                 }
             }
-            (Purpose::CheckpointCreate, Ok(_)) => self.list_next(now, io),
+            (OpenCall::CheckpointCreate, Ok(_)) => self.list_next(now, io),
             // Taken by a racing opener, or ours landed despite the error: it must be ours.
-            (Purpose::CheckpointCreate, Err(e)) if e != BlobError::Throttled => {
+            (OpenCall::CheckpointCreate, Err(e)) if e != BlobError::Throttled => {
                 let key = call.op.key().to_string();
-                io.issue(now, Purpose::CheckpointGet, BlobOp::Get { key }, 0);
+                io.issue(now, Purpose::Open(OpenCall::CheckpointGet), BlobOp::Get { key }, 0);
             }
-            (Purpose::CheckpointGet, Ok(BlobOutcome::Got { bytes, .. })) => {
-                if let Some(failed) = self.check_checkpoint(call.op.key(), &bytes) {
-                    return failed;
-                }
+            (OpenCall::CheckpointGet, Ok(BlobOutcome::Got { bytes, .. })) => {
+                self.check_checkpoint(call.op.key(), &bytes)?;
                 self.list_next(now, io);
             }
             // An ambiguous create that never landed (or a listed checkpoint gone): start over.
-            (Purpose::CheckpointGet, Err(BlobError::NotFound)) => {
+            (OpenCall::CheckpointGet, Err(BlobError::NotFound)) => {
                 self.checkpoint_after = None;
                 self.list_checkpoints(now, io);
             }
-            (Purpose::LogList, Ok(BlobOutcome::Listed { entries, more })) => {
+            _ => io.retry_later(now, call),
+        }
+        Ok(())
+    }
+
+    /// List the log past the checkpoint and apply each slot in order.
+    fn on_log_call(
+        &mut self,
+        now: Instant,
+        what: OpenCall,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        match (what, result) {
+            (OpenCall::LogList, Ok(BlobOutcome::Listed { entries, more })) => {
                 self.listing = false;
                 self.last_list_at = call.issued_at;
                 for e in &entries {
                     match self.keys.parse_slot(&e.key) {
                         Some(0) => {
-                            return self
-                                .decode_failed(e.key.clone(), DecodeError::Invalid("slot at sequence 0"))
+                            let error = DecodeError::Invalid("slot at sequence 0");
+                            return Err(decode_failure(e.key.clone(), error));
                         }
                         Some(sequence) => self.to_fetch.push_back(sequence),
-                        None => return self.decode_failed(e.key.clone(), DecodeError::Foreign),
+                        None => return Err(decode_failure(e.key.clone(), DecodeError::Foreign)),
                     }
                 }
                 if let Some(last) = entries.last() {
@@ -183,20 +259,18 @@ impl Opening {
                 self.list_done = !more;
                 self.fetch_more(now, io);
             }
-            (Purpose::ReplayGet { sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
+            (OpenCall::ReplayGet { sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 self.gets_in_flight -= 1;
-                self.fetched.insert(*sequence, bytes);
-                if let Some(failed) = self.apply_ready(now) {
-                    return failed;
-                }
+                self.fetched.insert(sequence, bytes);
+                self.apply_ready(now)?;
                 self.fetch_more(now, io);
             }
-            (Purpose::ReplayGet { sequence }, Err(BlobError::NotFound)) => {
-                return Progress::Failed(FailReason::SlotVanished { sequence: *sequence });
+            (OpenCall::ReplayGet { sequence }, Err(BlobError::NotFound)) => {
+                return Err(FailReason::SlotVanished { sequence });
             }
             _ => io.retry_later(now, call),
         }
-        self.finished()
+        Ok(())
     }
 
     fn genesis(&mut self, world_id: WorldId, marker_hash: Hash32, now: Instant) {
@@ -205,17 +279,13 @@ impl Opening {
         self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
     }
 
-    fn decode_failed(&self, key: String, error: DecodeError) -> Progress {
-        Progress::Failed(FailReason::Decode { key, error })
-    }
-
     fn list_checkpoints(&mut self, now: Instant, io: &mut Io) {
         let op = BlobOp::List {
             prefix: self.keys.checkpoints_prefix(),
             start_after: self.checkpoint_after.clone(),
             limit: self.list_page_max,
         };
-        io.issue(now, Purpose::CheckpointList, op, 0);
+        io.issue(now, Purpose::Open(OpenCall::CheckpointList), op, 0);
     }
 
     /// Checkpoint zero is a function of the marker alone, so every opener that makes it
@@ -223,20 +293,16 @@ impl Opening {
     fn create_checkpoint_zero(&mut self, now: Instant, io: &mut Io) {
         let (world_id, marker_hash) = self.anchor.expect("the marker before its checkpoint");
         let bytes = Bytes::from(Checkpoint::zero(world_id, marker_hash).encode());
-        io.issue(now, Purpose::CheckpointCreate, BlobOp::Create { key: self.keys.checkpoint(1), bytes }, 0);
+        let op = BlobOp::Create { key: self.keys.checkpoint(1), bytes };
+        io.issue(now, Purpose::Open(OpenCall::CheckpointCreate), op, 0);
     }
 
     /// Accepts the checkpoint read at `key` only if it is this world's checkpoint zero,
     /// byte for byte; otherwise the reason to fail closed.
-    fn check_checkpoint(&self, key: &str, bytes: &[u8]) -> Option<Progress> {
+    fn check_checkpoint(&self, key: &str, bytes: &[u8]) -> Result<(), FailReason> {
         let (world_id, marker_hash) = self.anchor.expect("the marker before its checkpoint");
-        let checkpoint = match Checkpoint::decode(bytes) {
-            Ok(c) => c,
-            Err(error) => return Some(self.decode_failed(key.to_string(), error)),
-        };
-        let mismatch = |problem| {
-            Some(Progress::Failed(FailReason::CheckpointMismatch { key: key.to_string(), problem }))
-        };
+        let checkpoint = Checkpoint::decode(bytes).map_err(|e| decode_failure(key.to_string(), e))?;
+        let mismatch = |problem| Err(FailReason::CheckpointMismatch { key: key.to_string(), problem });
         if checkpoint.world_id != world_id {
             return mismatch(CheckpointProblem::ForeignWorld { found: checkpoint.world_id });
         }
@@ -244,14 +310,14 @@ impl Opening {
             return mismatch(CheckpointProblem::Misnamed { next_sequence: checkpoint.next_sequence });
         }
         if !checkpoint.is_zero() {
-            return Some(Progress::Failed(FailReason::CheckpointUnsupported { key: key.to_string() }));
+            return Err(FailReason::CheckpointUnsupported { key: key.to_string() });
         }
         if checkpoint.previous_hash != marker_hash {
             return mismatch(CheckpointProblem::NotTheMarker { found: checkpoint.previous_hash });
         }
         // Every field matched and decoding admits one byte form, so these are our bytes.
         debug_assert_eq!(bytes, &Checkpoint::zero(world_id, marker_hash).encode()[..]);
-        None
+        Ok(())
     }
 
     fn list_next(&mut self, now: Instant, io: &mut Io) {
@@ -261,14 +327,15 @@ impl Opening {
             start_after: self.list_after.clone(),
             limit: self.list_page_max,
         };
-        io.issue(now, Purpose::LogList, op, 0);
+        io.issue(now, Purpose::Open(OpenCall::LogList), op, 0);
     }
 
     fn fetch_more(&mut self, now: Instant, io: &mut Io) {
         while self.gets_in_flight < self.replay_gets_max {
             let Some(sequence) = self.to_fetch.pop_front() else { break };
             self.gets_in_flight += 1;
-            io.issue(now, Purpose::ReplayGet { sequence }, BlobOp::Get { key: self.keys.slot(sequence) }, 0);
+            let op = BlobOp::Get { key: self.keys.slot(sequence) };
+            io.issue(now, Purpose::Open(OpenCall::ReplayGet { sequence }), op, 0);
         }
         // List the next page once this one is nearly read, so the gets keep flowing.
         if !self.list_done && !self.listing && self.to_fetch.len() < self.replay_gets_max {
@@ -277,26 +344,17 @@ impl Opening {
     }
 
     /// Applies fetched slots that continue the chain.
-    fn apply_ready(&mut self, now: Instant) -> Option<Progress> {
+    fn apply_ready(&mut self, now: Instant) -> Result<(), FailReason> {
         let sn = self.world.as_mut().expect("marker read before the log");
         while let Some(bytes) = self.fetched.remove(&sn.world.next_sequence()) {
             let sequence = sn.world.next_sequence();
-            let slot = match Slot::decode(&bytes) {
-                Ok(s) => s,
-                Err(error) => {
-                    return Some(Progress::Failed(FailReason::Decode {
-                        key: self.keys.slot(sequence),
-                        error,
-                    }))
-                }
-            };
-            if let Err(e) = sn.install(&slot, Hash32::of(&bytes), now) {
-                return Some(Progress::Failed(FailReason::Apply(e)));
-            }
+            let slot = Slot::decode_at(sequence, &bytes)
+                .map_err(|p| FailReason::slot(self.keys.slot(sequence), p))?;
+            sn.install(&slot, Hash32::of(&bytes), now).map_err(FailReason::Apply)?;
         }
         // Nobody watches a world that is still opening.
         sn.fresh.clear();
-        None
+        Ok(())
     }
 
     fn finished(&mut self) -> Progress {
@@ -317,4 +375,8 @@ impl Opening {
         sn.current_since = Some(self.last_list_at);
         Progress::Open(Box::new(sn))
     }
+}
+
+fn decode_failure(key: String, error: DecodeError) -> FailReason {
+    FailReason::Decode { key, error }
 }

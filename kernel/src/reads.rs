@@ -13,6 +13,7 @@
 //! later waits for the next probe.
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::bodies::Bodies;
 use crate::config::{Config, Defects};
 use crate::effect::{Effect, Read};
 use crate::format::{Keys, Slot};
@@ -26,6 +27,15 @@ use crate::world::{IndexEntry, Path, VersionRecord, WorldState};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The calls the read path's probe makes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum ProbeCall {
+    /// Is the slot after the tip absent? (metadata only)
+    TipStat { sequence: u64 },
+    /// Read the slot the stat found at this name.
+    SlotGet { sequence: u64 },
+}
 
 /// The most entries one lookup, listing or hash lookup returns.
 pub const READ_LIMIT_MAX: u32 = 1_000;
@@ -217,7 +227,7 @@ impl Reads {
         sn: &mut Snapshot,
         creating: Option<u64>,
         committer_needs_tip: bool,
-        body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
+        bodies: &mut Bodies,
         io: &mut Io,
     ) {
         if self.failed.is_some() {
@@ -227,7 +237,7 @@ impl Reads {
             self.pending.iter().filter(|(_, r)| self.fresh_enough(sn, r)).map(|(id, _)| *id).collect();
         for id in ready {
             let r = self.pending.remove(&id).expect("listed");
-            if self.answer(now, id, &r, sn, body_of, io) {
+            if self.answer(now, id, &r, sn, bodies, io) {
                 self.deadlines.remove(&(r.deadline, id));
             }
         }
@@ -248,7 +258,8 @@ impl Reads {
     fn stat(&mut self, now: Instant, sequence: u64, io: &mut Io) {
         self.stats.probes += 1;
         self.probe = Probe::Stat { sequence };
-        io.issue(now, Purpose::TipStat { sequence }, BlobOp::Stat { key: self.keys.slot(sequence) }, 0);
+        let op = BlobOp::Stat { key: self.keys.slot(sequence) };
+        io.issue(now, Purpose::Probe(ProbeCall::TipStat { sequence }), op, 0);
     }
 
     /// A probe call completed. An error is a reason to fail the replica closed.
@@ -257,12 +268,13 @@ impl Reads {
         now: Instant,
         sn: &mut Snapshot,
         creating: Option<u64>,
+        what: ProbeCall,
         call: Call,
         result: BlobResult,
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        match (call.purpose.clone(), result) {
-            (Purpose::TipStat { sequence }, Err(BlobError::NotFound)) => {
+        match (what, result) {
+            (ProbeCall::TipStat { sequence }, Err(BlobError::NotFound)) => {
                 self.probe = Probe::Idle;
                 // Absent at the next name when the stat was sent: the snapshot was the tip
                 // then. (If the world moved on meanwhile, the newer state is unconfirmed.)
@@ -273,36 +285,27 @@ impl Reads {
                     sn.hinted = sn.hinted.min(sn.world.sequence());
                 }
             }
-            (Purpose::TipStat { sequence }, Ok(_)) => {
+            (ProbeCall::TipStat { sequence }, Ok(_)) => {
                 if sequence != sn.world.next_sequence() {
                     self.probe = Probe::Idle;
                 } else if creating == Some(sequence) {
                     self.probe = Probe::Parked { sequence };
                 } else {
                     self.probe = Probe::Get { sequence };
-                    io.issue(
-                        now,
-                        Purpose::ProbeGet { sequence },
-                        BlobOp::Get { key: self.keys.slot(sequence) },
-                        0,
-                    );
+                    let op = BlobOp::Get { key: self.keys.slot(sequence) };
+                    io.issue(now, Purpose::Probe(ProbeCall::SlotGet { sequence }), op, 0);
                 }
             }
-            (Purpose::ProbeGet { sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
+            (ProbeCall::SlotGet { sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 self.probe = Probe::Idle;
-                let key = self.keys.slot(sequence);
-                let slot =
-                    Slot::decode(&bytes).map_err(|error| FailReason::Decode { key: key.clone(), error })?;
-                if slot.first_sequence != sequence {
-                    let error = crate::format::DecodeError::Invalid("slot under another name");
-                    return Err(FailReason::Decode { key, error });
-                }
+                let slot = Slot::decode_at(sequence, &bytes)
+                    .map_err(|p| FailReason::slot(self.keys.slot(sequence), p))?;
                 if sequence == sn.world.next_sequence() {
                     sn.install(&slot, Hash32::of(&bytes), now).map_err(FailReason::Apply)?;
                     self.stats.slots_followed += 1;
                 }
             }
-            (Purpose::ProbeGet { .. }, Err(BlobError::NotFound)) => self.probe = Probe::Idle,
+            (ProbeCall::SlotGet { .. }, Err(BlobError::NotFound)) => self.probe = Probe::Idle,
             _ => io.retry_later(now, call),
         }
         Ok(())
@@ -325,7 +328,7 @@ impl Reads {
         id: RequestId,
         pending: &PendingRead,
         sn: &Snapshot,
-        body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
+        bodies: &mut Bodies,
         io: &mut Io,
     ) -> bool {
         let read = &pending.read;
@@ -338,15 +341,12 @@ impl Reads {
         }
         let answer = match read {
             ValidRead::Fetch { path, version } => match fetch(world, path, *version) {
-                Ok((entry, version)) => match body_of(&version.body_hash) {
+                Ok((entry, version)) => match bodies.get(&version.body_hash) {
                     Some(body) => Answer::Document { entry, version, body },
                     None => {
                         // The body is content-addressed: read later, it is still this state's.
                         let hash = version.body_hash;
-                        let purpose = Purpose::BodyGet { hash };
-                        if !io.is_pending(&purpose) {
-                            io.issue(now, purpose, BlobOp::Get { key: self.keys.body(&hash) }, 0);
-                        }
+                        bodies.fetch(now, hash, io);
                         let waiting =
                             AwaitingBody { id, at_sequence, entry, version, deadline: pending.deadline };
                         self.awaiting_body.entry(hash).or_default().push(waiting);

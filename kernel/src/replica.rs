@@ -1,22 +1,23 @@
 //! A replica of one world: the one entry point of the kernel. It routes each input to
-//! the part that owns it (opening, committer, read path, change feed) and then lets each
-//! make the progress it can without the bucket.
+//! the part that owns it (opening, committer, bodies, read path, change feed) and then
+//! lets each make the progress it can without the bucket. Owners report a reason to fail
+//! closed; only the replica acts on it.
 
-use crate::blob::{BlobError, BlobOutcome, BlobResult};
+use crate::blob::BlobResult;
+use crate::bodies::{Bodies, BodyEvent};
 use crate::committer::{Committer, CommitterStats};
 use crate::config::{Config, ConfigError};
 use crate::effect::{Effect, Input, Request, WatchEnd};
 use crate::feed::{Feed, FeedStats};
-use crate::format::{decode_body, Keys};
+use crate::format::Keys;
 use crate::ids::{RequestId, StoreId, WorldId};
 use crate::io::{Call, Io, Purpose, RetryPolicy};
-use crate::open::{Opening, Progress};
+use crate::open::{OpenCall, Opening, Progress};
 use crate::reads::{ReadStats, Reads};
 use crate::reply::{FailReason, Reply, WriteError};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
 use crate::world::{validate, WorldState};
-use bytes::Bytes;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
@@ -36,11 +37,11 @@ pub struct Identity {
 /// One replica. Feed it inputs with `now`; after each, drain [`Replica::poll_effect`] until
 /// it returns None and schedule a wake-up at [`Replica::poll_timeout`].
 pub struct Replica {
-    keys: Keys,
     io: Io,
     opening: Option<Opening>,
     snapshot: Option<Snapshot>,
     committer: Committer,
+    bodies: Bodies,
     reads: Reads,
     feed: Feed,
     /// Watches asked for while the world was still opening.
@@ -82,8 +83,8 @@ impl Replica {
             reads: Reads::new(&config, keys.clone()),
             feed: Feed::new(&config, keys.clone()),
             watches_max: config.watches_max,
+            bodies: Bodies::new(keys.clone(), config.body_cache_bytes_max),
             committer: Committer::new(config, keys.clone(), identity.store_id),
-            keys,
             io,
             opening: Some(opening),
             snapshot: None,
@@ -164,99 +165,90 @@ impl Replica {
         }
     }
 
+    /// Routes a completion to the owner that made the call. Only the replica turns an
+    /// owner's error into the replica's failure.
     fn blob_done(&mut self, now: Instant, call: Call, result: BlobResult) {
         if self.failed.is_some() {
             return;
         }
-        let failure = match call.purpose.clone() {
-            Purpose::MarkerGet
-            | Purpose::GenesisList
-            | Purpose::MarkerCreate
-            | Purpose::CheckpointList
-            | Purpose::CheckpointCreate
-            | Purpose::CheckpointGet
-            | Purpose::LogList
-            | Purpose::ReplayGet { .. } => {
-                let Some(opening) = self.opening.as_mut() else { return };
-                match opening.on_done(now, call, result, &mut self.io) {
-                    Progress::Working => None,
-                    Progress::Open(sn) => {
-                        self.opening = None;
-                        for (id, cursor, credit) in std::mem::take(&mut self.early_watches) {
-                            self.feed.watch(id, cursor, credit, &sn, &mut self.io);
-                        }
-                        self.snapshot = Some(*sn);
-                        None
-                    }
-                    Progress::Failed(reason) => Some(reason),
+        let done = match call.purpose.clone() {
+            Purpose::Open(what) => self.open_done(now, what, call, result),
+            Purpose::Body(what) => match self.bodies.on_done(now, what, call, result, &mut self.io) {
+                Ok(Some(BodyEvent::Stored(hash))) => {
+                    self.committer.on_body_stored(&hash);
+                    Ok(())
                 }
-            }
-            Purpose::BodyGet { hash } => match result {
-                Ok(BlobOutcome::Got { bytes, .. }) => match decode_body(&bytes, &hash) {
-                    Ok(body) => {
-                        let body = Bytes::from(body);
-                        if let Some(sn) = &self.snapshot {
-                            self.committer.on_body(now, sn, hash, body.clone(), &mut self.io);
-                        }
-                        self.reads.on_body(&hash, &body, &mut self.io);
-                        None
+                Ok(Some(BodyEvent::Read(hash, body))) => {
+                    if let Some(sn) = &self.snapshot {
+                        let (bodies, io) = (&mut self.bodies, &mut self.io);
+                        self.committer.on_body_read(now, sn, hash, body.clone(), bodies, io);
                     }
-                    Err(error) => Some(FailReason::Decode { key: self.keys.body(&hash), error }),
-                },
-                Err(BlobError::NotFound) => Some(FailReason::BodyMissing { hash }),
-                _ => {
-                    self.io.retry_later(now, call);
-                    None
+                    self.reads.on_body(&hash, &body, &mut self.io);
+                    Ok(())
                 }
+                Ok(None) => Ok(()),
+                Err(reason) => Err(reason),
             },
-            Purpose::BodyCreate { .. }
-            | Purpose::SlotCreate { .. }
-            | Purpose::SlotGet { .. }
-            | Purpose::CatchUpList
-            | Purpose::CatchUpGet { .. } => {
+            Purpose::Commit(what) => {
                 let sn = self.snapshot.as_mut().expect("the committer calls only once open");
-                self.committer.on_done(now, sn, call, result, &mut self.io);
-                None
+                self.committer.on_done(now, sn, what, call, result, &mut self.io)
             }
-            Purpose::TipStat { .. } | Purpose::ProbeGet { .. } => {
+            Purpose::Probe(what) => {
                 let sn = self.snapshot.as_mut().expect("probes only once open");
-                self.reads.on_done(now, sn, self.committer.creating(), call, result, &mut self.io).err()
+                self.reads.on_done(now, sn, self.committer.creating(), what, call, result, &mut self.io)
             }
-            Purpose::FeedGet { .. } => self.feed.on_done(now, call, result, &mut self.io).err(),
+            Purpose::Feed(what) => self.feed.on_done(now, what, call, result, &mut self.io),
         };
-        if let Some(reason) = failure {
+        if let Err(reason) = done {
             self.fail(reason);
+        }
+    }
+
+    fn open_done(
+        &mut self,
+        now: Instant,
+        what: OpenCall,
+        call: Call,
+        result: BlobResult,
+    ) -> Result<(), FailReason> {
+        let Some(opening) = self.opening.as_mut() else { return Ok(()) };
+        match opening.on_done(now, what, call, result, &mut self.io) {
+            Progress::Working => Ok(()),
+            Progress::Open(sn) => {
+                self.opening = None;
+                for (id, cursor, credit) in std::mem::take(&mut self.early_watches) {
+                    self.feed.watch(id, cursor, credit, &sn, &mut self.io);
+                }
+                self.snapshot = Some(*sn);
+                Ok(())
+            }
+            Progress::Failed(reason) => Err(reason),
         }
     }
 
     /// Lets every part make the progress it can without the bucket.
     fn settle(&mut self, now: Instant) {
-        if self.committer.is_failed() && self.failed.is_none() {
-            let reason = self.committer.failure().expect("failed").clone();
-            self.fail(reason);
-        }
         if self.failed.is_some() {
             return;
         }
         let Some(sn) = self.snapshot.as_mut() else { return };
-        self.committer.pump(now, sn, &mut self.io);
+        self.committer.pump(now, sn, &mut self.bodies, &mut self.io);
         let needs_tip = self.committer.needs_tip_since(sn).is_some();
-        let committer = &self.committer;
-        self.reads.serve(now, sn, committer.creating(), needs_tip, &|h| committer.body(h), &mut self.io);
+        let creating = self.committer.creating();
+        self.reads.serve(now, sn, creating, needs_tip, &mut self.bodies, &mut self.io);
         self.feed.absorb(sn);
         self.feed.deliver(now, sn, &mut self.io);
-        if self.committer.is_failed() {
-            let reason = self.committer.failure().expect("failed").clone();
-            self.fail(reason);
-        }
     }
 
+    /// Fails the replica closed: every owner answers what waits on it, and the failure is
+    /// announced once.
     fn fail(&mut self, reason: FailReason) {
         if self.failed.is_some() {
             return;
         }
         self.opening = None;
-        self.committer.fail(reason.clone(), &mut self.io);
+        self.committer.abort(&reason, &mut self.io);
+        self.io.effects.push_back(Effect::Failed(reason.clone()));
         self.reads.fail(reason.clone(), &mut self.io);
         self.feed.fail(&reason, &mut self.io);
         for (id, _, _) in std::mem::take(&mut self.early_watches) {

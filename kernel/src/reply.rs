@@ -1,6 +1,6 @@
 //! What a caller hears back.
 
-use crate::format::DecodeError;
+use crate::format::{DecodeError, SlotProblem};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
 use crate::world::{ApplyError, IndexEntry, Invalid, Path, PathProblem, Receipt, Rejection, VersionRecord};
@@ -45,6 +45,10 @@ pub enum FailReason {
     ForeignWorld,
     /// The prefix holds objects but no marker: not a world, and not empty.
     ForeignObjects { key: String },
+    /// The slot at `key` starts at `first_sequence`, not at the sequence its name says.
+    SlotMisnamed { key: String, first_sequence: u64 },
+    /// The slot at `key` is not the one this replica installed under that name.
+    SlotNotInstalled { key: String },
     /// A slot did not continue the chain this replica holds.
     Apply(ApplyError),
     /// A body the log names is not in the bucket.
@@ -56,6 +60,16 @@ pub enum FailReason {
     CheckpointUnsupported { key: String },
     /// A checkpoint that decodes but does not belong to this world's marker.
     CheckpointMismatch { key: String, problem: CheckpointProblem },
+}
+
+impl FailReason {
+    /// The reason to fail closed on the bytes at the slot name `key`.
+    pub fn slot(key: String, problem: SlotProblem) -> FailReason {
+        match problem {
+            SlotProblem::Decode(error) => FailReason::Decode { key, error },
+            SlotProblem::Misnamed { first_sequence } => FailReason::SlotMisnamed { key, first_sequence },
+        }
+    }
 }
 
 /// How a checkpoint that decodes contradicts the world it was found in.

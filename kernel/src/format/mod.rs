@@ -16,7 +16,7 @@ pub use checkpoint::Checkpoint;
 pub use frame::{DecodeError, Kind};
 pub use key::Keys;
 pub use marker::Marker;
-pub use slot::{Slot, SLOT_MEMBERS_MAX};
+pub use slot::{Slot, SlotProblem, SLOT_MEMBERS_MAX};
 
 #[cfg(test)]
 mod roundtrip_tests;

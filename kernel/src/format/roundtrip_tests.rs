@@ -4,7 +4,7 @@
 
 use super::frame::{encode_raw, encode_value, DecodeError, Kind, HEADER_LEN, TRAILER_LEN};
 use super::snapshot_tests::worked_example_slot;
-use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
+use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot, SlotProblem, SLOT_MEMBERS_MAX};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, StoreId, WorldId};
 use crate::world::entry::{
@@ -291,6 +291,18 @@ proptest! {
         let decoded = Slot::decode(&bytes).expect("a valid slot decodes");
         prop_assert_eq!(&decoded, &slot);
         prop_assert_eq!(decoded.encode(), bytes);
+    }
+
+    #[test]
+    fn a_slot_is_taken_only_under_its_own_name(slot in slot(), other in spread(u64::MAX)) {
+        let bytes = slot.encode();
+        prop_assert_eq!(Slot::decode_at(slot.first_sequence, &bytes), Ok(slot.clone()));
+        if other != slot.first_sequence {
+            let misnamed = SlotProblem::Misnamed { first_sequence: slot.first_sequence };
+            prop_assert_eq!(Slot::decode_at(other, &bytes), Err(misnamed));
+        }
+        let damaged = &bytes[..bytes.len() - 1];
+        prop_assert!(matches!(Slot::decode_at(slot.first_sequence, damaged), Err(SlotProblem::Decode(_))));
     }
 
     #[test]

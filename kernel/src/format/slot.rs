@@ -11,6 +11,15 @@ use serde::{Deserialize, Serialize};
 /// No slot may hold more members than this, whatever a committer is configured to.
 pub const SLOT_MEMBERS_MAX: usize = 256;
 
+/// Why the bytes at a slot name are not the slot that name holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlotProblem {
+    /// Not a slot at all (damaged, foreign, or breaking a shape rule).
+    Decode(DecodeError),
+    /// A slot, but one that starts at another sequence than its name.
+    Misnamed { first_sequence: u64 },
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Slot {
     pub world_id: WorldId,
@@ -38,6 +47,17 @@ impl Slot {
             Some(problem) => Err(DecodeError::Invalid(problem)),
             None => Ok(slot),
         }
+    }
+
+    /// Decodes the bytes found at the slot name `log/<sequence>`: the one way every reader
+    /// takes a slot from the bucket. The bytes do not repeat their key (SPEC 2), so a slot
+    /// that starts at another sequence is refused here rather than trusted under the name.
+    pub fn decode_at(sequence: u64, bytes: &[u8]) -> Result<Slot, SlotProblem> {
+        let slot = Slot::decode(bytes).map_err(SlotProblem::Decode)?;
+        if slot.first_sequence != sequence {
+            return Err(SlotProblem::Misnamed { first_sequence: slot.first_sequence });
+        }
+        Ok(slot)
     }
 
     fn shape_problem(&self) -> Option<&'static str> {

@@ -150,23 +150,7 @@ fn evaluate_document(
         return Evaluation::Rejected(Rejection::Conflict { current });
     }
     if let ValidMutation::SetArchived { archived, .. } = m {
-        let Some(entry) = current else {
-            return Evaluation::Rejected(Rejection::NotFound);
-        };
-        if entry.archived == *archived {
-            return Evaluation::Unchanged { version: entry.version };
-        }
-        let kind = if *archived { ReceiptKind::Archived } else { ReceiptKind::Unarchived };
-        return Evaluation::Applied {
-            member: SlotMember {
-                receipt: Receipt { op_id, sequence, kind, path: Some(path.clone()), version: entry.version },
-                entry: Some(IndexEntry { archived: *archived, modified_sequence: sequence, ..entry.clone() }),
-                version: None,
-                prune: None,
-                policy: None,
-            },
-            body: None,
-        };
+        return set_archived(op_id, sequence, path, current, *archived);
     }
     if current.is_some_and(|e| e.archived) {
         return Evaluation::Rejected(Rejection::Archived);
@@ -184,36 +168,9 @@ fn evaluate_document(
     if new_len > max {
         return Evaluation::Rejected(Rejection::TooLarge { size: new_len, max });
     }
-    let (body, body_hash, kind) = match m {
-        ValidMutation::Publish { body, body_hash, .. } => {
-            if current.is_some_and(|e| e.body_hash == *body_hash) {
-                return Evaluation::Unchanged { version: current.expect("checked").version };
-            }
-            (body.clone(), *body_hash, VersionKind::Publish)
-        }
-        ValidMutation::Append { bytes, .. } => {
-            if let Some(e) = current {
-                if bytes.is_empty() {
-                    return Evaluation::Unchanged { version: e.version };
-                }
-            }
-            let body = match current {
-                None => bytes.clone(),
-                Some(e) => {
-                    let Some(base) = body_of(&e.body_hash) else {
-                        return Evaluation::NeedsBody(e.body_hash);
-                    };
-                    debug_assert_eq!(base.len() as u64, e.body_len);
-                    let mut joined = Vec::with_capacity(base.len() + bytes.len());
-                    joined.extend_from_slice(&base);
-                    joined.extend_from_slice(bytes);
-                    Bytes::from(joined)
-                }
-            };
-            let hash = Hash32::of(&body);
-            (body, hash, VersionKind::Append)
-        }
-        _ => unreachable!("archive flips returned above"),
+    let (body, body_hash, kind) = match new_body(m, current, body_of) {
+        Ok(made) => made,
+        Err(no_change_yet) => return no_change_yet,
     };
     let version = current.map_or(1, |e| e.version + 1);
     let first = current.map_or(1, |e| e.first_version);
@@ -246,6 +203,67 @@ fn evaluate_document(
             policy: None,
         },
         body: Some(body),
+    }
+}
+
+/// An archive flip: unchanged when the document is already so.
+fn set_archived(
+    op_id: OperationId,
+    sequence: u64,
+    path: &Path,
+    current: Option<&IndexEntry>,
+    archived: bool,
+) -> Evaluation {
+    let Some(entry) = current else {
+        return Evaluation::Rejected(Rejection::NotFound);
+    };
+    if entry.archived == archived {
+        return Evaluation::Unchanged { version: entry.version };
+    }
+    let kind = if archived { ReceiptKind::Archived } else { ReceiptKind::Unarchived };
+    Evaluation::Applied {
+        member: SlotMember {
+            receipt: Receipt { op_id, sequence, kind, path: Some(path.clone()), version: entry.version },
+            entry: Some(IndexEntry { archived, modified_sequence: sequence, ..entry.clone() }),
+            version: None,
+            prune: None,
+            policy: None,
+        },
+        body: None,
+    }
+}
+
+/// The body a publish or append makes, with its hash and kind; or the evaluation that
+/// stands instead (unchanged, or the base body an append must read first).
+fn new_body(
+    m: &ValidMutation,
+    current: Option<&IndexEntry>,
+    body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
+) -> Result<(Bytes, Hash32, VersionKind), Evaluation> {
+    match m {
+        ValidMutation::Publish { body, body_hash, .. } => {
+            if let Some(e) = current.filter(|e| e.body_hash == *body_hash) {
+                return Err(Evaluation::Unchanged { version: e.version });
+            }
+            Ok((body.clone(), *body_hash, VersionKind::Publish))
+        }
+        ValidMutation::Append { bytes, .. } => {
+            let body = match current {
+                None => bytes.clone(),
+                Some(e) if bytes.is_empty() => return Err(Evaluation::Unchanged { version: e.version }),
+                Some(e) => {
+                    let base = body_of(&e.body_hash).ok_or(Evaluation::NeedsBody(e.body_hash))?;
+                    debug_assert_eq!(base.len() as u64, e.body_len);
+                    let mut joined = Vec::with_capacity(base.len() + bytes.len());
+                    joined.extend_from_slice(&base);
+                    joined.extend_from_slice(bytes);
+                    Bytes::from(joined)
+                }
+            };
+            let hash = Hash32::of(&body);
+            Ok((body, hash, VersionKind::Append))
+        }
+        _ => unreachable!("archive flips and policy sets make no body"),
     }
 }
 

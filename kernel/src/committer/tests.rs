@@ -911,8 +911,7 @@ fn a_peers_slot_under_another_name_fails_closed() {
     h.store.put(now, keys().slot(1), Bytes::from(slot.encode()));
     h.failure_expected = true;
     h.run();
-    let reason =
-        FailReason::Decode { key: keys().slot(1), error: DecodeError::Invalid("slot under another name") };
+    let reason = FailReason::SlotMisnamed { key: keys().slot(1), first_sequence: 2 };
     assert_eq!(h.failures, vec![reason.clone()]);
     assert_eq!(h.reply(r), Some(&Err(WriteError::Failed(reason))));
     assert_eq!(h.replica.world().expect("state kept").sequence(), 0);

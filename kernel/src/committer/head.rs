@@ -1,0 +1,215 @@
+//! The head batch's slot create and its outcomes (SPEC 7): won (install and answer),
+//! taken (read the slot there: ours after all, or a peer's to install and rebuild on),
+//! ambiguous (read the slot: absent means the identical bytes again).
+
+use super::batch::answer_batch;
+use super::catch_up::CatchUp;
+use super::{CommitCall, Committer, RECOVERIES_REMEMBERED_MAX};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::effect::Effect;
+use crate::format::Slot;
+use crate::hash::Hash32;
+use crate::io::{Call, Io, Purpose};
+use crate::reply::FailReason;
+use crate::snapshot::{Installed, Snapshot};
+use crate::time::Instant;
+
+impl Committer {
+    /// Moves the head batch one step. True when it answered and removed the head, so the
+    /// pipeline may move again.
+    pub(super) fn drive_head(&mut self, now: Instant, sn: &mut Snapshot, io: &mut Io) -> bool {
+        if self.head_call {
+            return false;
+        }
+        let world_sequence = sn.world.sequence();
+        let Some(head) = self.pipeline.front_mut() else { return false };
+        if !head.is_built() || !head.bodies_waiting.is_empty() {
+            return false;
+        }
+        // A probe or a peer's hint may have installed slots past the head's base. The head
+        // still creates: its lost create is the signal (SPEC 7), and what tells peers.
+        assert!(head.base_sequence <= world_sequence, "the head builds on a confirmed state");
+        if head.slot.is_some() && self.holding(now, sn) {
+            return false;
+        }
+        let Some(head) = self.pipeline.front_mut() else { return true };
+        let Some(enc) = &head.slot else {
+            // Nothing to commit: answers stand once the base is known to have been the tip
+            // after every member arrived (the read path's probe confirms it).
+            if head.base_sequence < world_sequence {
+                self.requeue_all();
+                return true;
+            }
+            if sn.current_since(head.latest_arrival()) {
+                let mut head = self.pipeline.pop_front().expect("head");
+                answer_batch(&mut head, &mut self.deadlines, io);
+                return true;
+            }
+            return false;
+        };
+        let sequence = enc.slot.first_sequence;
+        if let Some(lost_at) = self.lost_at.take() {
+            if self.stats.recoveries_us.len() == RECOVERIES_REMEMBERED_MAX {
+                self.stats.recoveries_us.pop_front();
+            }
+            self.stats.recoveries_us.push_back(now.saturating_since(lost_at).as_micros() as u64);
+        }
+        let op = BlobOp::Create { key: self.keys.slot(sequence), bytes: enc.bytes.clone() };
+        head.first_create_at.get_or_insert(now);
+        self.head_call = true;
+        io.issue(now, Purpose::Commit(CommitCall::SlotCreate { sequence }), op, 0);
+        if self.config.defects.ack_before_confirm {
+            let head = self.pipeline.front_mut().expect("head");
+            answer_batch(head, &mut self.deadlines, io);
+        }
+        false
+    }
+
+    pub(super) fn on_slot_created(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        sequence: u64,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        debug_assert!(self.head_call);
+        debug_assert_eq!(self.head_sequence(), Some(sequence));
+        match result {
+            Ok(_) => self.commit_head(now, sn, io),
+            // The name is already installed: the slot there is known, no read needed.
+            Err(BlobError::AlreadyExists) if sequence <= sn.world.sequence() => {
+                let theirs =
+                    sn.recent.holding(sequence).filter(|s| s.first == sequence).map(|s| (s.hash, s.last));
+                let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
+                self.lost_at.get_or_insert(now);
+                match theirs {
+                    Some((hash, _)) if Some(hash) == ours => self.commit_head(now, sn, io),
+                    Some((_, last)) => self.lost(last, now, sn, io),
+                    // Older than the index: read it to learn whose it is, and where it ends.
+                    None => self.read_slot(now, sequence, io),
+                }
+            }
+            Err(BlobError::AlreadyExists) => {
+                self.lost_at.get_or_insert(now);
+                self.read_slot(now, sequence, io)
+            }
+            Err(BlobError::Throttled) => io.retry_later(now, call),
+            Err(_) => {
+                self.stats.creates_ambiguous += 1;
+                if self.config.defects.skip_ambiguous_read {
+                    self.commit_head(now, sn, io);
+                } else {
+                    self.read_slot(now, sequence, io);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read_slot(&mut self, now: Instant, sequence: u64, io: &mut Io) {
+        let op = BlobOp::Get { key: self.keys.slot(sequence) };
+        io.issue(now, Purpose::Commit(CommitCall::SlotGet { sequence }), op, 0);
+    }
+
+    pub(super) fn on_slot_read(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        sequence: u64,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        debug_assert!(self.head_call);
+        match result {
+            Ok(BlobOutcome::Got { bytes, .. }) => {
+                let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
+                if ours == Some(Hash32::of(&bytes)) {
+                    self.commit_head(now, sn, io);
+                } else {
+                    self.install_peer_slot(now, sn, sequence, &bytes, io)?;
+                }
+            }
+            Err(BlobError::NotFound) => {
+                // A tip check saw the slot, the read did not: slots are never deleted.
+                let enc = self.pipeline.front().and_then(|b| b.slot.as_ref());
+                let enc = enc.ok_or(FailReason::SlotVanished { sequence })?;
+                // Absent after an ambiguous create: the identical bytes again.
+                debug_assert_eq!(enc.slot.first_sequence, sequence);
+                let op = BlobOp::Create { key: self.keys.slot(sequence), bytes: enc.bytes.clone() };
+                io.issue(now, Purpose::Commit(CommitCall::SlotCreate { sequence }), op, call.attempt + 1);
+            }
+            _ => io.retry_later(now, call),
+        }
+        Ok(())
+    }
+
+    /// The head's slot is in the log: install it and answer its members.
+    fn commit_head(&mut self, now: Instant, sn: &mut Snapshot, io: &mut Io) {
+        // A name found taken was ours after all: no loss to recover from.
+        self.lost_at = None;
+        let mut head = self.pipeline.pop_front().expect("a head to commit");
+        let enc = head.slot.clone().expect("a committed head has a slot");
+        match sn.install(&enc.slot, enc.hash, now) {
+            // The slot landed after its first create was sent; then the world was exactly
+            // this, so it was the tip at an instant at or after that send.
+            Ok(Installed::Applied) => sn.confirm_current(head.first_create_at.expect("a create was sent")),
+            Ok(Installed::AlreadyHeld) => {}
+            Err(e) => panic!("own slot {} does not apply: {e:?}", enc.slot.first_sequence),
+        }
+        self.head_call = false;
+        self.turns.start_hold(now, sn, &mut self.stats);
+        self.stats.slots_won += 1;
+        self.stats.members_committed += enc.slot.members.len() as u64;
+        answer_batch(&mut head, &mut self.deadlines, io);
+        io.effects.push_back(Effect::Committed { sequence: enc.slot.last_sequence() });
+    }
+
+    /// A peer's slot holds the name the head wanted: install it and requeue every batch.
+    fn install_peer_slot(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        sequence: u64,
+        bytes: &[u8],
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        let slot =
+            Slot::decode_at(sequence, bytes).map_err(|p| FailReason::slot(self.keys.slot(sequence), p))?;
+        sn.install(&slot, Hash32::of(bytes), now).map_err(FailReason::Apply)?;
+        self.lost(slot.last_sequence(), now, sn, io);
+        Ok(())
+    }
+
+    /// A peer's slot, through `winner_last`, holds the head's name: report it to peers and
+    /// rebuild every batch on the new tip.
+    fn lost(&mut self, winner_last: u64, now: Instant, sn: &Snapshot, io: &mut Io) {
+        self.lost_at.get_or_insert(now);
+        self.head_call = false;
+        self.stats.slots_lost += 1;
+        io.effects.push_back(Effect::Committed { sequence: winner_last });
+        self.requeue_all();
+        // A peer said the world is further on: the next name is taken too. List past the
+        // tip and read what is there before rebuilding, rather than lose one name a time.
+        if sn.behind_hints() {
+            let after = sn.recent.holding(sn.world.sequence()).map(|s| self.keys.slot(s.first));
+            self.catch_up = Some(CatchUp::after(after));
+            self.list_catch_up(now, io);
+        }
+    }
+
+    /// Whether the head's create must wait for a peer's turn; a hold a peer's slot
+    /// answered rebuilds the held batches once on it.
+    pub(super) fn holding(&mut self, now: Instant, sn: &Snapshot) -> bool {
+        match self.turns.check(now, sn, &mut self.stats) {
+            super::turns::HoldCheck::Holding => true,
+            super::turns::HoldCheck::Free => false,
+            super::turns::HoldCheck::Answered => {
+                self.requeue_all();
+                false
+            }
+        }
+    }
+}
