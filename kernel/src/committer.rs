@@ -681,7 +681,9 @@ impl Committer {
             return self.fail(
                 FailReason::Decode {
                     key,
-                    error: crate::format::DecodeError::Invalid("slot under another name"),
+                    error: crate::format::DecodeError::Misnamed(
+                        crate::format::NameRule::SlotUnderAnotherName,
+                    ),
                 },
                 io,
             );
@@ -820,7 +822,8 @@ impl Committer {
             let slot = match Slot::decode(&bytes) {
                 Ok(s) if s.first_sequence == seq => s,
                 Ok(_) => {
-                    let error = crate::format::DecodeError::Invalid("slot under another name");
+                    let error =
+                        crate::format::DecodeError::Misnamed(crate::format::NameRule::SlotUnderAnotherName);
                     return self.fail(FailReason::Decode { key, error }, io);
                 }
                 Err(error) => return self.fail(FailReason::Decode { key, error }, io),

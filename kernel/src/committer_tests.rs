@@ -4,7 +4,7 @@
 
 use crate::blob::{BlobError, BlobOp};
 use crate::config::Config;
-use crate::format::{encode_body, DecodeError, Marker, Slot};
+use crate::format::{encode_body, DecodeError, Marker, NameRule, Slot};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, RequestId, StoreId, WorldId};
 use crate::reply::{FailReason, WriteError, WriteOk};
@@ -911,8 +911,10 @@ fn a_peers_slot_under_another_name_fails_closed() {
     h.store.put(now, keys().slot(1), Bytes::from(slot.encode()));
     h.failure_expected = true;
     h.run();
-    let reason =
-        FailReason::Decode { key: keys().slot(1), error: DecodeError::Invalid("slot under another name") };
+    let reason = FailReason::Decode {
+        key: keys().slot(1),
+        error: DecodeError::Misnamed(NameRule::SlotUnderAnotherName),
+    };
     assert_eq!(h.failures, vec![reason.clone()]);
     assert_eq!(h.reply(r), Some(&Err(WriteError::Failed(reason))));
     assert_eq!(h.replica.world().expect("state kept").sequence(), 0);

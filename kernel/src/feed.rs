@@ -273,7 +273,8 @@ impl Feed {
                 self.requested.remove(&sequence);
                 let key = self.keys.slot(sequence);
                 if Hash32::of(&bytes) != hash {
-                    let error = crate::format::DecodeError::Invalid("slot differs from the one installed");
+                    let error =
+                        crate::format::DecodeError::Misnamed(crate::format::NameRule::SlotNotTheInstalledOne);
                     return Err(FailReason::Decode { key, error });
                 }
                 let slot = Slot::decode(&bytes).map_err(|error| FailReason::Decode { key, error })?;

@@ -170,8 +170,10 @@ impl Opening {
                 for e in &entries {
                     match self.keys.parse_slot(&e.key) {
                         Some(0) => {
-                            return self
-                                .decode_failed(e.key.clone(), DecodeError::Invalid("slot at sequence 0"))
+                            return self.decode_failed(
+                                e.key.clone(),
+                                DecodeError::Shape(crate::format::ShapeRule::SlotAtSequenceZero),
+                            )
                         }
                         Some(sequence) => self.to_fetch.push_back(sequence),
                         None => return self.decode_failed(e.key.clone(), DecodeError::Foreign),

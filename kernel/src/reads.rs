@@ -294,7 +294,8 @@ impl Reads {
                 let slot =
                     Slot::decode(&bytes).map_err(|error| FailReason::Decode { key: key.clone(), error })?;
                 if slot.first_sequence != sequence {
-                    let error = crate::format::DecodeError::Invalid("slot under another name");
+                    let error =
+                        crate::format::DecodeError::Misnamed(crate::format::NameRule::SlotUnderAnotherName);
                     return Err(FailReason::Decode { key, error });
                 }
                 if sequence == sn.world.next_sequence() {

@@ -13,7 +13,7 @@ pub mod slot;
 pub use body::{decode_body, encode_body};
 pub use chain::{scan_chain, ChainProblem, ChainScan};
 pub use checkpoint::Checkpoint;
-pub use frame::{DecodeError, Kind};
+pub use frame::{DecodeError, Kind, NameRule, ShapeRule};
 pub use key::Keys;
 pub use marker::Marker;
 pub use slot::{Slot, SLOT_MEMBERS_MAX};

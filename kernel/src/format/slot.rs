@@ -2,7 +2,7 @@
 //! A slot is never rewritten. Its hash is BLAKE3 of its whole object bytes, and the next
 //! slot names it as `prev_hash`, so the log is a verifiable chain.
 
-use super::frame::{decode_value, encode_value, DecodeError, Kind};
+use super::frame::{decode_value, encode_value, DecodeError, Kind, ShapeRule};
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::world::entry::SlotMember;
@@ -35,36 +35,36 @@ impl Slot {
     pub fn decode(bytes: &[u8]) -> Result<Slot, DecodeError> {
         let slot: Slot = decode_value(Kind::Slot, bytes)?;
         match slot.shape_problem() {
-            Some(problem) => Err(DecodeError::Invalid(problem)),
+            Some(rule) => Err(DecodeError::Shape(rule)),
             None => Ok(slot),
         }
     }
 
-    fn shape_problem(&self) -> Option<&'static str> {
+    fn shape_problem(&self) -> Option<ShapeRule> {
         if self.first_sequence == 0 {
-            return Some("slot at sequence 0");
+            return Some(ShapeRule::SlotAtSequenceZero);
         }
         if self.members.is_empty() {
-            return Some("slot without members");
+            return Some(ShapeRule::SlotEmpty);
         }
         if self.members.len() > SLOT_MEMBERS_MAX {
-            return Some("slot with too many members");
+            return Some(ShapeRule::SlotTooManyMembers);
         }
         if self.first_sequence.checked_add(self.members.len() as u64).is_none() {
-            return Some("slot sequences pass the largest sequence");
+            return Some(ShapeRule::SlotSequencesOverflow);
         }
         for (i, m) in self.members.iter().enumerate() {
             if m.sequence() != self.first_sequence + i as u64 {
-                return Some("member sequences are not contiguous from the first");
+                return Some(ShapeRule::MembersNotContiguous);
             }
             if let Some(p) = m.shape_problem() {
-                return Some(p);
+                return Some(ShapeRule::Member(p));
             }
         }
         let mut ops: Vec<_> = self.members.iter().map(|m| m.op_id()).collect();
         ops.sort();
         if ops.windows(2).any(|w| w[0] == w[1]) {
-            return Some("one operation id twice in a slot");
+            return Some(ShapeRule::OperationIdTwice);
         }
         None
     }
