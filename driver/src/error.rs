@@ -23,15 +23,27 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Write(e) => write!(f, "write: {e:?}"),
-            Error::Read(e) => write!(f, "read: {e:?}"),
-            Error::Watch(e) => write!(f, "watch ended: {e:?}"),
-            Error::Failed(r) => write!(f, "the world failed closed: {r:?}"),
-            Error::Config(e) => write!(f, "configuration: {e:?}"),
+            Error::Write(e) => write!(f, "write: {e}"),
+            Error::Read(e) => write!(f, "read: {e}"),
+            Error::Watch(e) => write!(f, "watch ended: {e}"),
+            Error::Failed(r) => write!(f, "the world failed closed: {r}"),
+            Error::Config(e) => write!(f, "configuration: {e}"),
             Error::Closed => f.write_str("the world is closed"),
             Error::Busy => f.write_str("the world's command queue is full"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    /// The kernel error's own cause (the decode error under a failure, say): its message
+    /// is already in this one's.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Write(e) => e.source(),
+            Error::Read(e) => e.source(),
+            Error::Watch(e) => e.source(),
+            Error::Failed(r) => r.source(),
+            Error::Config(_) | Error::Closed | Error::Busy => None,
+        }
+    }
+}

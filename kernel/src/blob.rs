@@ -93,22 +93,29 @@ pub enum BlobOutcome {
 
 /// A failed result. Only [`BlobError::Timeout`] leaves the outcome unknown; the kernel
 /// also treats [`BlobError::Unavailable`] on a slot create as possibly applied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum BlobError {
     /// A create found the name taken.
+    #[error("the name is taken")]
     AlreadyExists,
     /// A conditional rewrite or delete found another generation.
+    #[error("another generation holds the name")]
     PreconditionFailed,
+    #[error("no object by that name")]
     NotFound,
     /// 429: the store refused for rate; nothing happened.
+    #[error("throttled")]
     Throttled,
     /// 5xx.
+    #[error("the store is unavailable")]
     Unavailable,
     /// The caller stopped waiting: the operation may or may not have happened, and may
     /// still happen later.
+    #[error("timed out; the outcome is unknown")]
     Timeout,
     /// The backend cannot do this operation at all (a conditional delete on a store
     /// without one). Nothing happened.
+    #[error("the backend cannot do this")]
     Unsupported,
 }
 

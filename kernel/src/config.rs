@@ -105,14 +105,24 @@ impl Default for Config {
 }
 
 /// A configuration value out of its range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
+    #[error(
+        "batch member limits: 1 <= batch_members_max <= batch_members_deep_max <= {}",
+        crate::format::SLOT_MEMBERS_MAX
+    )]
     BatchMembers,
+    #[error("batches_ahead_max above 3")]
     BatchesAhead,
+    #[error("queue_members_max is 0")]
     QueueMembers,
+    #[error("request_deadline_ms is 0")]
     Deadline,
+    #[error("retry bounds: 0 < retry_base_ms <= retry_cap_ms")]
     Retry,
+    #[error("replay_gets_max or list_page_max is 0")]
     Replay,
+    #[error("a read, slot index, ring or watch limit is 0")]
     Reads,
 }
 

@@ -74,15 +74,18 @@ pub enum Input {
 }
 
 /// Why a watch ended. Every end is said; a subscriber is never dropped silently.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WatchEnd {
     /// The cursor is older than the slots this replica can read a backlog from: the
     /// subscriber must rebuild from a read of the world at `tip`, then watch from there.
+    #[error("cursor {cursor} is too far behind tip {tip}; read the world and watch again")]
     Resync { cursor: u64, tip: u64 },
     /// Too many watches; nothing was subscribed.
+    #[error("{watches} watches already")]
     Busy { watches: usize },
     /// The replica failed closed.
-    Failed(FailReason),
+    #[error("the replica failed closed")]
+    Failed(#[source] FailReason),
 }
 
 /// One output, drained with [`Replica::poll_effect`](crate::Replica::poll_effect).

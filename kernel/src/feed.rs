@@ -9,7 +9,7 @@
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use crate::effect::{Effect, WatchEnd};
-use crate::format::{Keys, Slot};
+use crate::format::{DecodeError, Keys, NameRule, Slot};
 use crate::hash::Hash32;
 use crate::ids::RequestId;
 use crate::io::{Call, Io, Purpose};
@@ -282,9 +282,11 @@ impl Feed {
                 self.requested.remove(&sequence);
                 let key = self.keys.slot(sequence);
                 if Hash32::of(&bytes) != hash {
-                    return Err(FailReason::SlotNotInstalled { key });
+                    let error = DecodeError::Misnamed(NameRule::SlotNotTheInstalledOne);
+                    return Err(FailReason::Decode { key, error });
                 }
-                let slot = Slot::decode_at(sequence, &bytes).map_err(|p| FailReason::slot(key, p))?;
+                let slot =
+                    Slot::decode_at(sequence, &bytes).map_err(|error| FailReason::Decode { key, error })?;
                 if self.subs.is_empty() {
                     return Ok(());
                 }

@@ -246,7 +246,7 @@ impl Opening {
                 for e in &entries {
                     match self.keys.parse_slot(&e.key) {
                         Some(0) => {
-                            let error = DecodeError::Invalid("slot at sequence 0");
+                            let error = DecodeError::Shape(crate::format::ShapeRule::SlotAtSequenceZero);
                             return Err(decode_failure(e.key.clone(), error));
                         }
                         Some(sequence) => self.to_fetch.push_back(sequence),
@@ -349,7 +349,7 @@ impl Opening {
         while let Some(bytes) = self.fetched.remove(&sn.world.next_sequence()) {
             let sequence = sn.world.next_sequence();
             let slot = Slot::decode_at(sequence, &bytes)
-                .map_err(|p| FailReason::slot(self.keys.slot(sequence), p))?;
+                .map_err(|error| FailReason::Decode { key: self.keys.slot(sequence), error })?;
             sn.install(&slot, Hash32::of(&bytes), now).map_err(FailReason::Apply)?;
         }
         // Nobody watches a world that is still opening.

@@ -299,7 +299,7 @@ impl Reads {
             (ProbeCall::SlotGet { sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 self.probe = Probe::Idle;
                 let slot = Slot::decode_at(sequence, &bytes)
-                    .map_err(|p| FailReason::slot(self.keys.slot(sequence), p))?;
+                    .map_err(|error| FailReason::Decode { key: self.keys.slot(sequence), error })?;
                 if sequence == sn.world.next_sequence() {
                     sn.install(&slot, Hash32::of(&bytes), now).map_err(FailReason::Apply)?;
                     self.stats.slots_followed += 1;

@@ -1,6 +1,6 @@
 //! What a caller hears back.
 
-use crate::format::{DecodeError, SlotProblem};
+use crate::format::DecodeError;
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
 use crate::world::{ApplyError, IndexEntry, Invalid, Path, PathProblem, Receipt, Rejection, VersionRecord};
@@ -18,68 +18,75 @@ pub enum WriteOk {
 }
 
 /// A write that did not succeed. Every variant says whether it may still apply.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
     /// Wrong input; never queued, never applied.
+    #[error(transparent)]
     Invalid(Invalid),
     /// A precondition failed at `at_sequence`; not applied.
+    #[error("rejected at sequence {at_sequence}: {rejection}")]
     Rejected { rejection: Rejection, at_sequence: u64 },
     /// The queue was full; not queued, not applied.
+    #[error("the queue is full at {queued} members")]
     Busy { queued: usize },
     /// The deadline passed while the write still waited in the queue; never part of a
     /// slot create, so it is not applied and never will be.
+    #[error("{op_id} expired in the queue and is not applied")]
     Expired { op_id: OperationId },
     /// The deadline passed while a slot holding the write may still commit. Its receipt
     /// settles it.
+    #[error("{op_id} may still commit; its receipt settles it")]
     Uncertain { op_id: OperationId },
     /// The replica failed closed; nothing more is applied through it.
-    Failed(FailReason),
+    #[error("the replica failed closed")]
+    Failed(#[source] FailReason),
 }
 
 /// Why a replica stopped. Each means the bucket holds something this replica cannot trust.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FailReason {
     /// An object of this world failed to decode.
-    Decode { key: String, error: DecodeError },
+    #[error("{key} does not decode")]
+    Decode {
+        key: String,
+        #[source]
+        error: DecodeError,
+    },
     /// The marker names another world.
+    #[error("the marker names another world")]
     ForeignWorld,
     /// The prefix holds objects but no marker: not a world, and not empty.
+    #[error("{key} is under the prefix, but no marker is")]
     ForeignObjects { key: String },
-    /// The slot at `key` starts at `first_sequence`, not at the sequence its name says.
-    SlotMisnamed { key: String, first_sequence: u64 },
-    /// The slot at `key` is not the one this replica installed under that name.
-    SlotNotInstalled { key: String },
     /// A slot did not continue the chain this replica holds.
+    #[error(transparent)]
     Apply(ApplyError),
     /// A body the log names is not in the bucket.
+    #[error("body {hash} is not in the bucket")]
     BodyMissing { hash: Hash32 },
     /// A slot name the log needs is not readable although a create found it taken.
+    #[error("slot {sequence} is taken but cannot be read")]
     SlotVanished { sequence: u64 },
     /// The newest checkpoint is one this build cannot load: it covers slots or holds
     /// shards. Only checkpoint zero can be opened today.
+    #[error("{key} is a checkpoint this build cannot load")]
     CheckpointUnsupported { key: String },
     /// A checkpoint that decodes but does not belong to this world's marker.
+    #[error("{key}: {problem}")]
     CheckpointMismatch { key: String, problem: CheckpointProblem },
 }
 
-impl FailReason {
-    /// The reason to fail closed on the bytes at the slot name `key`.
-    pub fn slot(key: String, problem: SlotProblem) -> FailReason {
-        match problem {
-            SlotProblem::Decode(error) => FailReason::Decode { key, error },
-            SlotProblem::Misnamed { first_sequence } => FailReason::SlotMisnamed { key, first_sequence },
-        }
-    }
-}
-
 /// How a checkpoint that decodes contradicts the world it was found in.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CheckpointProblem {
     /// It names another world.
+    #[error("checkpoint of another world {found}")]
     ForeignWorld { found: WorldId },
     /// Its `next_sequence` is not the one its key names.
+    #[error("checkpoint names next sequence {next_sequence}, not its key's")]
     Misnamed { next_sequence: u64 },
     /// Checkpoint zero names another predecessor than the marker's hash.
+    #[error("checkpoint zero names {found}, not the marker's hash")]
     NotTheMarker { found: Hash32 },
 }
 
@@ -110,16 +117,18 @@ pub enum Answer {
     Paths { paths: Vec<Path>, more: bool },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
+    #[error(transparent)]
     InvalidPath(PathProblem),
     /// Too many reads waiting; nothing was queued.
-    Busy {
-        pending: usize,
-    },
+    #[error("{pending} reads are waiting already")]
+    Busy { pending: usize },
     /// The deadline passed before the replica could confirm a fresh enough snapshot.
+    #[error("the deadline passed before a fresh enough snapshot")]
     Deadline,
-    Failed(FailReason),
+    #[error("the replica failed closed")]
+    Failed(#[source] FailReason),
 }
 
 /// The answer to one request.
@@ -127,4 +136,51 @@ pub enum ReadError {
 pub enum Reply {
     Write(Result<WriteOk, WriteError>),
     Read(Result<ReadOk, ReadError>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::ShapeRule;
+    use crate::world::{ApplyRule, MemberRule};
+    use std::error::Error;
+
+    #[test]
+    fn a_decode_failure_names_the_key_and_gives_the_rule_as_its_source() {
+        let error = DecodeError::Shape(ShapeRule::Member(MemberRule::PolicyPrunes));
+        let reason = FailReason::Decode { key: "w/log/7".into(), error };
+        assert_eq!(reason.to_string(), "w/log/7 does not decode");
+        assert_eq!(reason.source().map(ToString::to_string), Some("policy member prunes".into()));
+        let write = WriteError::Failed(reason);
+        assert_eq!(write.to_string(), "the replica failed closed");
+        let rule = write.source().and_then(Error::source).map(ToString::to_string);
+        assert_eq!(rule, Some("policy member prunes".into()));
+    }
+
+    #[test]
+    fn an_inconsistent_member_names_its_sequence_and_rule() {
+        let error = ApplyError::Inconsistent { sequence: 7, rule: ApplyRule::VersionNotNext };
+        assert_eq!(
+            FailReason::Apply(error).to_string(),
+            "member 7: a version does not follow the current one"
+        );
+    }
+
+    #[test]
+    fn a_rejection_names_the_conflicting_version_and_the_blocking_path() {
+        let at = |rejection| WriteError::Rejected { rejection, at_sequence: 9 }.to_string();
+        assert_eq!(
+            at(Rejection::Conflict { current: Some(3) }),
+            "rejected at sequence 9: expected version does not hold: current version 3"
+        );
+        assert_eq!(
+            at(Rejection::Conflict { current: None }),
+            "rejected at sequence 9: expected version does not hold: absent"
+        );
+        let blocking = Path::parse("/a").expect("a path");
+        assert_eq!(
+            at(Rejection::Topology { blocking }),
+            "rejected at sequence 9: the path would nest with /a"
+        );
+    }
 }

@@ -13,7 +13,7 @@ pub mod policy;
 pub mod verdict;
 pub mod world;
 
-pub use checker::{check, CheckOptions, CheckReport};
+pub use checker::{check, CheckOptions, CheckReport, MemberDiff, Rule, Violation};
 pub use document::{body_hash, ModelDocument, ModelVersion};
 pub use history::{ClientOp, History, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject, WatchSession};
 pub use path::{normalize_path, PathProblem};

@@ -8,17 +8,22 @@ pub const PATH_BYTES_MAX: usize = 1024;
 
 /// Why a raw path is invalid. One variant per numbered check of SPEC 1.1, so a
 /// disagreement with the kernel names the check that differs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum PathProblem {
     /// No segments remain once empty ones are dropped.
+    #[error("path without segments")]
     Empty,
     /// A segment is `.` or `..`.
+    #[error("path with a . or .. segment")]
     DotSegment,
     /// A character U+0000 to U+001F or U+007F appears.
+    #[error("path with a control character")]
     ControlCharacter,
     /// A segment is longer than [`SEGMENT_BYTES_MAX`] bytes.
+    #[error("path segment longer than {} bytes", SEGMENT_BYTES_MAX)]
     SegmentTooLong,
     /// The normalized path is longer than [`PATH_BYTES_MAX`] bytes.
+    #[error("path longer than {} bytes", PATH_BYTES_MAX)]
     TooLong,
 }
 

@@ -18,15 +18,19 @@ pub const BODY_BYTES_MAX_DEFAULT: u64 = 4_194_304;
 pub const READ_ONLY_PREFIXES_MAX: usize = 64;
 
 /// Why a client's policy is invalid. The reasons are independent of the world's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum PolicyProblem {
     /// `retention_versions` outside 1 to 1,000,000.
+    #[error("retention outside {} to {} versions", RETENTION_VERSIONS_MIN, RETENTION_VERSIONS_MAX)]
     Retention,
     /// `body_bytes_max` above 67,108,864.
+    #[error("body maximum above {} bytes", BODY_BYTES_MAX_LIMIT)]
     BodyMax,
     /// More than 64 read-only prefixes.
+    #[error("more than {} read-only prefixes", READ_ONLY_PREFIXES_MAX)]
     TooManyPrefixes,
     /// A read-only prefix is not a valid path.
+    #[error("read-only prefix: {0}")]
     Prefix(PathProblem),
 }
 

@@ -67,26 +67,34 @@ pub enum ReceiptKind {
 }
 
 /// Why a mutation was refused against a state, with the data SPEC 1.4 says it carries.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ModelRejection {
     /// The expected version failed; `current` is the document's (or policy's) version,
     /// None when the document is absent (or the policy version is 0).
+    #[error("expected version does not hold: current {current:?}")]
     Conflict { current: Option<u64> },
     /// Creating the path would make one document an ancestor of another.
+    #[error("the path would nest with {blocking}")]
     Topology { blocking: String },
     /// The path is under this read-only prefix.
+    #[error("the path is under read-only prefix {prefix}")]
     ReadOnly { prefix: String },
     /// The new body is `size` bytes, over the policy's `max`.
+    #[error("a body of {size} bytes exceeds the maximum {max}")]
     TooLarge { size: u64, max: u64 },
     /// The document is archived and refuses writes.
+    #[error("the document is archived")]
     Archived,
     /// `set_archived` on a path with no document.
+    #[error("the document does not exist")]
     NotFound,
 }
 
 /// Why a mutation is invalid whatever the state.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ModelInvalid {
+    #[error(transparent)]
     Path(PathProblem),
+    #[error("policy: {0}")]
     Policy(PolicyProblem),
 }

@@ -194,7 +194,7 @@ impl Report {
         let window_s = result.workload_end.as_micros() as f64 / 1e6;
         let slots_won: u64 = result.replicas.iter().map(|r| r.stats.slots_won).sum();
         let members: u64 = result.replicas.iter().map(|r| r.stats.members_committed).sum();
-        let mut violations = check.violations.clone();
+        let mut violations: Vec<String> = check.violations.iter().map(ToString::to_string).collect();
         for (i, r) in result.replicas.iter().enumerate() {
             if let Some(f) = &r.failed {
                 violations.push(format!("replica {i} failed closed: {f:?}"));

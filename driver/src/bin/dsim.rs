@@ -258,7 +258,7 @@ mod dsim {
         trace.update(&gcs.lock().expect("store").digest());
         let count =
             |f: &dyn Fn(&Outcome) -> bool| history.ops.iter().filter(|o| f(&o.outcome)).count() as u64;
-        let mut violations = check.violations.clone();
+        let mut violations: Vec<String> = check.violations.iter().map(ToString::to_string).collect();
         let unanswered = count(&|o| *o == Outcome::Unanswered);
         if unanswered > 0 {
             violations.push(format!("{unanswered} writes were never answered"));

@@ -108,7 +108,7 @@ impl Committer {
             let Some(bytes) = cu.fetched.remove(&sequence) else { break };
             cu.listed.pop_front();
             let slot = Slot::decode_at(sequence, &bytes)
-                .map_err(|p| FailReason::slot(self.keys.slot(sequence), p))?;
+                .map_err(|error| FailReason::Decode { key: self.keys.slot(sequence), error })?;
             sn.install(&slot, Hash32::of(&bytes), now).map_err(FailReason::Apply)?;
         }
         if !cu.listed.is_empty() {

@@ -176,8 +176,8 @@ impl Committer {
         bytes: &[u8],
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        let slot =
-            Slot::decode_at(sequence, bytes).map_err(|p| FailReason::slot(self.keys.slot(sequence), p))?;
+        let slot = Slot::decode_at(sequence, bytes)
+            .map_err(|error| FailReason::Decode { key: self.keys.slot(sequence), error })?;
         sn.install(&slot, Hash32::of(bytes), now).map_err(FailReason::Apply)?;
         self.lost(slot.last_sequence(), now, sn, io);
         Ok(())

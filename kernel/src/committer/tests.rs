@@ -4,7 +4,7 @@
 
 use crate::blob::{BlobError, BlobOp};
 use crate::config::Config;
-use crate::format::{encode_body, DecodeError, Marker, Slot};
+use crate::format::{encode_body, DecodeError, Marker, NameRule, Slot};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, RequestId, StoreId, WorldId};
 use crate::reply::{FailReason, WriteError, WriteOk};
@@ -911,7 +911,9 @@ fn a_peers_slot_under_another_name_fails_closed() {
     h.store.put(now, keys().slot(1), Bytes::from(slot.encode()));
     h.failure_expected = true;
     h.run();
-    let reason = FailReason::SlotMisnamed { key: keys().slot(1), first_sequence: 2 };
+    let error = DecodeError::Misnamed(NameRule::SlotUnderAnotherName { first_sequence: 2 });
+    let reason = FailReason::Decode { key: keys().slot(1), error };
+    assert_eq!(h.failures, vec![reason.clone()]);
     assert_eq!(h.failures, vec![reason.clone()]);
     assert_eq!(h.reply(r), Some(&Err(WriteError::Failed(reason))));
     assert_eq!(h.replica.world().expect("state kept").sequence(), 0);

@@ -1,7 +1,7 @@
 //! Content-addressed body blobs (SPEC 6): the frame around the raw body, under a key named
 //! by the body's BLAKE3 hash. Created before the slot that names them; never rewritten.
 
-use super::frame::{decode_raw, encode_raw, DecodeError, Kind};
+use super::frame::{decode_raw, encode_raw, DecodeError, Kind, NameRule};
 use crate::hash::Hash32;
 
 pub fn encode_body(body: &[u8]) -> Vec<u8> {
@@ -12,7 +12,7 @@ pub fn encode_body(body: &[u8]) -> Vec<u8> {
 pub fn decode_body(bytes: &[u8], expected: &Hash32) -> Result<Vec<u8>, DecodeError> {
     let body = decode_raw(Kind::Body, bytes)?;
     if Hash32::of(body) != *expected {
-        return Err(DecodeError::Invalid("body does not hash to its name"));
+        return Err(DecodeError::Misnamed(NameRule::BodyNotItsHash));
     }
     Ok(body.to_vec())
 }
@@ -27,7 +27,7 @@ mod tests {
         assert_eq!(decode_body(&bytes, &Hash32::of(b"hello")).unwrap(), b"hello");
         assert_eq!(
             decode_body(&bytes, &Hash32::of(b"other")),
-            Err(DecodeError::Invalid("body does not hash to its name"))
+            Err(DecodeError::Misnamed(NameRule::BodyNotItsHash))
         );
     }
 }

@@ -7,31 +7,27 @@ use crate::hash::Hash32;
 use crate::ids::WorldId;
 
 /// Why the chain stops where it does.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ChainProblem {
-    Marker(DecodeError),
-    NotASlotName {
-        key: String,
-    },
+    #[error("the marker does not decode")]
+    Marker(#[source] DecodeError),
+    #[error("{key} is not a slot name")]
+    NotASlotName { key: String },
+    #[error("{key} does not decode")]
     Decode {
         key: String,
+        #[source]
         error: DecodeError,
     },
     /// A slot whose first sequence is not its name's.
-    Misnamed {
-        key: String,
-        first_sequence: u64,
-    },
-    Gap {
-        expected: u64,
-        found: u64,
-    },
-    Break {
-        sequence: u64,
-    },
-    ForeignWorld {
-        sequence: u64,
-    },
+    #[error("{key} holds a slot starting at {first_sequence}")]
+    Misnamed { key: String, first_sequence: u64 },
+    #[error("slot {found} where {expected} is next")]
+    Gap { expected: u64, found: u64 },
+    #[error("slot {sequence} does not name its predecessor's hash")]
+    Break { sequence: u64 },
+    #[error("slot {sequence} names another world")]
+    ForeignWorld { sequence: u64 },
 }
 
 /// The verified prefix of a log.

@@ -6,7 +6,7 @@
 //! after the marker. It names the marker's hash as the predecessor of slot 1 and holds no
 //! shards. Full checkpoints fill `document_count` and `shards` in a later milestone.
 
-use super::frame::{decode_value, encode_value, DecodeError, Kind};
+use super::frame::{decode_value, encode_value, DecodeError, Kind, ShapeRule};
 use crate::hash::Hash32;
 use crate::ids::WorldId;
 use serde::{Deserialize, Serialize};
@@ -53,20 +53,20 @@ impl Checkpoint {
     pub fn decode(bytes: &[u8]) -> Result<Checkpoint, DecodeError> {
         let checkpoint: Checkpoint = decode_value(Kind::Checkpoint, bytes)?;
         match checkpoint.shape_problem() {
-            Some(problem) => Err(DecodeError::Invalid(problem)),
+            Some(rule) => Err(DecodeError::Shape(rule)),
             None => Ok(checkpoint),
         }
     }
 
-    fn shape_problem(&self) -> Option<&'static str> {
+    fn shape_problem(&self) -> Option<ShapeRule> {
         if self.next_sequence == 0 {
-            return Some("checkpoint at sequence 0");
+            return Some(ShapeRule::CheckpointAtSequenceZero);
         }
         if self.next_sequence == 1 && self.document_count > 0 {
-            return Some("documents before the first slot");
+            return Some(ShapeRule::DocumentsBeforeFirstSlot);
         }
         if self.document_count > 0 && self.shards.is_empty() {
-            return Some("documents without shards");
+            return Some(ShapeRule::DocumentsWithoutShards);
         }
         None
     }
@@ -89,13 +89,16 @@ mod tests {
     fn a_checkpoint_breaking_a_shape_rule_is_refused() {
         let zero = Checkpoint::zero(WorldId([1; 16]), Hash32::ZERO);
         let cases = [
-            (Checkpoint { next_sequence: 0, ..zero.clone() }, "checkpoint at sequence 0"),
-            (Checkpoint { document_count: 3, ..zero.clone() }, "documents before the first slot"),
-            (Checkpoint { next_sequence: 9, document_count: 3, ..zero.clone() }, "documents without shards"),
+            (Checkpoint { next_sequence: 0, ..zero.clone() }, ShapeRule::CheckpointAtSequenceZero),
+            (Checkpoint { document_count: 3, ..zero.clone() }, ShapeRule::DocumentsBeforeFirstSlot),
+            (
+                Checkpoint { next_sequence: 9, document_count: 3, ..zero.clone() },
+                ShapeRule::DocumentsWithoutShards,
+            ),
         ];
         for (checkpoint, rule) in cases {
             let bytes = encode_value(Kind::Checkpoint, &checkpoint);
-            assert_eq!(Checkpoint::decode(&bytes), Err(DecodeError::Invalid(rule)));
+            assert_eq!(Checkpoint::decode(&bytes), Err(DecodeError::Shape(rule)));
         }
     }
 

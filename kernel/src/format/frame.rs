@@ -1,5 +1,6 @@
 //! The frame around every object (SPEC 3): magic, kind, schema, length, payload, CRC32C.
 
+use crate::world::MemberRule;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// First four bytes of every slotlog object.
@@ -32,40 +33,89 @@ impl Kind {
     }
 }
 
+impl core::fmt::Display for Kind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Kind::Marker => "marker",
+            Kind::Slot => "slot",
+            Kind::Body => "body",
+            Kind::Checkpoint => "checkpoint",
+        })
+    }
+}
+
 /// Why bytes are not the object the caller expected. A reader fails closed on any of them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
     /// Not a slotlog object at all (too short, or no magic).
+    #[error("not a slotlog object")]
     Foreign,
+    #[error("unknown object kind {0}")]
     UnknownKind(u8),
-    WrongKind {
-        expected: Kind,
-        found: Kind,
-    },
+    #[error("expected a {expected} object, found a {found}")]
+    WrongKind { expected: Kind, found: Kind },
     /// A slotlog object of a schema this build cannot read.
-    UnknownSchema {
-        kind: Kind,
-        schema: u16,
-    },
+    #[error("{kind} of unknown schema {schema}")]
+    UnknownSchema { kind: Kind, schema: u16 },
     /// The declared payload length disagrees with the object's size.
-    Length {
-        declared: u64,
-        actual: u64,
-    },
-    Checksum {
-        stored: u32,
-        computed: u32,
-    },
+    #[error("payload of {declared} bytes declared, {actual} present")]
+    Length { declared: u64, actual: u64 },
+    #[error("checksum {stored:08x} stored, {computed:08x} computed")]
+    Checksum { stored: u32, computed: u32 },
     /// The payload does not decode as the kind's structure.
+    #[error("payload does not decode")]
     Malformed,
     /// The payload decodes but leaves bytes over.
-    Trailing {
-        bytes: usize,
-    },
+    #[error("{bytes} bytes after the payload")]
+    Trailing { bytes: usize },
     /// The payload decodes, but not from the one byte form its value encodes to.
+    #[error("payload not in its canonical form")]
     NotCanonical,
-    /// The payload decodes but breaks a rule of the format (named).
-    Invalid(&'static str),
+    /// The payload decodes but breaks a shape rule of its kind.
+    #[error(transparent)]
+    Shape(ShapeRule),
+    /// The object decodes but is not the one its key names.
+    #[error(transparent)]
+    Misnamed(NameRule),
+}
+
+/// A rule of an object's own shape (SPEC 5, 10): what [`DecodeError::Shape`] names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum ShapeRule {
+    #[error("slot at sequence 0")]
+    SlotAtSequenceZero,
+    #[error("slot without members")]
+    SlotEmpty,
+    #[error("slot with too many members")]
+    SlotTooManyMembers,
+    #[error("slot sequences pass the largest sequence")]
+    SlotSequencesOverflow,
+    #[error("member sequences are not contiguous from the first")]
+    MembersNotContiguous,
+    #[error("one operation id twice in a slot")]
+    OperationIdTwice,
+    /// A member breaks a rule of its own.
+    #[error(transparent)]
+    Member(MemberRule),
+    #[error("checkpoint at sequence 0")]
+    CheckpointAtSequenceZero,
+    #[error("documents before the first slot")]
+    DocumentsBeforeFirstSlot,
+    #[error("documents without shards")]
+    DocumentsWithoutShards,
+}
+
+/// An object that decodes but is not the one its key names: what [`DecodeError::Misnamed`]
+/// names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum NameRule {
+    #[error("body does not hash to its name")]
+    BodyNotItsHash,
+    #[error("slot under another name (it starts at sequence {first_sequence})")]
+    SlotUnderAnotherName { first_sequence: u64 },
+    /// A slot read again is not the one the replica installed under that name.
+    #[error("slot differs from the one installed")]
+    SlotNotTheInstalledOne,
 }
 
 pub fn encode_raw(kind: Kind, payload: &[u8]) -> Vec<u8> {

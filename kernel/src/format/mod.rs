@@ -13,10 +13,10 @@ pub mod slot;
 pub use body::{decode_body, encode_body};
 pub use chain::{scan_chain, ChainProblem, ChainScan};
 pub use checkpoint::Checkpoint;
-pub use frame::{DecodeError, Kind};
+pub use frame::{DecodeError, Kind, NameRule, ShapeRule};
 pub use key::Keys;
 pub use marker::Marker;
-pub use slot::{Slot, SlotProblem, SLOT_MEMBERS_MAX};
+pub use slot::{Slot, SLOT_MEMBERS_MAX};
 
 #[cfg(test)]
 mod roundtrip_tests;

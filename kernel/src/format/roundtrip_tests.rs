@@ -2,13 +2,15 @@
 //! same value and the same bytes; damaged objects are refused with an error, never a panic
 //! and never another valid object; shape rules are enforced on decode.
 
-use super::frame::{encode_raw, encode_value, DecodeError, Kind, HEADER_LEN, TRAILER_LEN};
+use super::frame::{
+    encode_raw, encode_value, DecodeError, Kind, NameRule, ShapeRule, HEADER_LEN, TRAILER_LEN,
+};
 use super::snapshot_tests::worked_example_slot;
-use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot, SlotProblem, SLOT_MEMBERS_MAX};
+use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, StoreId, WorldId};
 use crate::world::entry::{
-    IndexEntry, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord,
+    IndexEntry, MemberRule, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord,
 };
 use crate::world::path::Path;
 use crate::world::policy::{PolicyRules, BODY_BYTES_LIMIT, READ_ONLY_PREFIXES_MAX, RETENTION_VERSIONS_MAX};
@@ -298,11 +300,12 @@ proptest! {
         let bytes = slot.encode();
         prop_assert_eq!(Slot::decode_at(slot.first_sequence, &bytes), Ok(slot.clone()));
         if other != slot.first_sequence {
-            let misnamed = SlotProblem::Misnamed { first_sequence: slot.first_sequence };
+            let misnamed = DecodeError::Misnamed(NameRule::SlotUnderAnotherName { first_sequence: slot.first_sequence });
             prop_assert_eq!(Slot::decode_at(other, &bytes), Err(misnamed));
         }
         let damaged = &bytes[..bytes.len() - 1];
-        prop_assert!(matches!(Slot::decode_at(slot.first_sequence, damaged), Err(SlotProblem::Decode(_))));
+        let refused = Slot::decode_at(slot.first_sequence, damaged);
+        prop_assert!(matches!(refused, Err(DecodeError::Length { .. })), "{:?}", refused);
     }
 
     #[test]
@@ -362,7 +365,7 @@ proptest! {
         prop_assume!(bad != slot);
         // Encoded without `Slot::encode`, whose debug assertion would refuse the shape.
         let decoded = Slot::decode(&encode_value(Kind::Slot, &bad));
-        prop_assert!(matches!(decoded, Err(DecodeError::Invalid(_))), "{:?}", decoded);
+        prop_assert!(matches!(decoded, Err(DecodeError::Shape(_))), "{:?}", decoded);
     }
 
     #[test]
@@ -488,7 +491,7 @@ proptest! {
         prop_assert_eq!(bytes.len(), HEADER_LEN + body.len() + TRAILER_LEN);
         prop_assert_eq!(decode_body(&bytes, &name), Ok(body.clone()));
         if other != name {
-            let refused = Err(DecodeError::Invalid("body does not hash to its name"));
+            let refused = Err(DecodeError::Misnamed(NameRule::BodyNotItsHash));
             prop_assert_eq!(decode_body(&bytes, &other), refused);
         }
         let mut flipped = bytes.clone();
@@ -598,7 +601,7 @@ fn a_slot_holds_at_most_256_members() {
     let over = publishes(SLOT_MEMBERS_MAX + 1);
     assert_eq!(
         Slot::decode(&encode_value(Kind::Slot, &over)),
-        Err(DecodeError::Invalid("slot with too many members"))
+        Err(DecodeError::Shape(ShapeRule::SlotTooManyMembers))
     );
 }
 
@@ -627,13 +630,16 @@ fn policy_rules_must_be_normalized_to_decode() {
         slot.members[0].policy = Some(bad);
         assert_eq!(
             Slot::decode(&encode_value(Kind::Slot, &slot)),
-            Err(DecodeError::Invalid("policy member with rules not normalized"))
+            Err(DecodeError::Shape(ShapeRule::Member(MemberRule::PolicyRulesNotNormalized)))
         );
     }
     let many: Vec<String> = (0..=READ_ONLY_PREFIXES_MAX).map(|i| format!("/p{i:03}")).collect();
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
     slot.members[0].policy = Some(rules(&many));
-    assert!(matches!(Slot::decode(&encode_value(Kind::Slot, &slot)), Err(DecodeError::Invalid(_))));
+    assert_eq!(
+        Slot::decode(&encode_value(Kind::Slot, &slot)),
+        Err(DecodeError::Shape(ShapeRule::Member(MemberRule::PolicyRulesNotNormalized)))
+    );
 }
 
 /// The worked example's payload with `edit` applied, in a good frame.
@@ -730,7 +736,7 @@ fn a_slot_whose_sequences_pass_u64_max_is_refused_not_a_panic() {
     slot.members[0].version.as_mut().expect("version").sequence = u64::MAX;
     let bytes = encode_value(Kind::Slot, &slot);
     let result = std::panic::catch_unwind(|| Slot::decode(&bytes));
-    assert!(matches!(result, Ok(Err(DecodeError::Invalid(_)))), "{result:?}");
+    assert_eq!(result.ok(), Some(Err(DecodeError::Shape(ShapeRule::SlotSequencesOverflow))));
 }
 
 #[test]
@@ -745,5 +751,6 @@ fn a_prune_range_ending_at_u64_max_is_refused_not_a_panic() {
     m.prune = Some(PruneRange { first: 1, last: u64::MAX });
     let bytes = encode_value(Kind::Slot, &slot);
     let result = std::panic::catch_unwind(|| Slot::decode(&bytes));
-    assert!(matches!(result, Ok(Err(DecodeError::Invalid(_)))), "{result:?}");
+    let refused = DecodeError::Shape(ShapeRule::Member(MemberRule::PruneNotBelowFirstVersion));
+    assert_eq!(result.ok(), Some(Err(refused)));
 }

@@ -2,7 +2,7 @@
 //! A slot is never rewritten. Its hash is BLAKE3 of its whole object bytes, and the next
 //! slot names it as `prev_hash`, so the log is a verifiable chain.
 
-use super::frame::{decode_value, encode_value, DecodeError, Kind};
+use super::frame::{decode_value, encode_value, DecodeError, Kind, NameRule, ShapeRule};
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::world::entry::SlotMember;
@@ -10,15 +10,6 @@ use serde::{Deserialize, Serialize};
 
 /// No slot may hold more members than this, whatever a committer is configured to.
 pub const SLOT_MEMBERS_MAX: usize = 256;
-
-/// Why the bytes at a slot name are not the slot that name holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SlotProblem {
-    /// Not a slot at all (damaged, foreign, or breaking a shape rule).
-    Decode(DecodeError),
-    /// A slot, but one that starts at another sequence than its name.
-    Misnamed { first_sequence: u64 },
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Slot {
@@ -44,7 +35,7 @@ impl Slot {
     pub fn decode(bytes: &[u8]) -> Result<Slot, DecodeError> {
         let slot: Slot = decode_value(Kind::Slot, bytes)?;
         match slot.shape_problem() {
-            Some(problem) => Err(DecodeError::Invalid(problem)),
+            Some(rule) => Err(DecodeError::Shape(rule)),
             None => Ok(slot),
         }
     }
@@ -52,39 +43,40 @@ impl Slot {
     /// Decodes the bytes found at the slot name `log/<sequence>`: the one way every reader
     /// takes a slot from the bucket. The bytes do not repeat their key (SPEC 2), so a slot
     /// that starts at another sequence is refused here rather than trusted under the name.
-    pub fn decode_at(sequence: u64, bytes: &[u8]) -> Result<Slot, SlotProblem> {
-        let slot = Slot::decode(bytes).map_err(SlotProblem::Decode)?;
+    pub fn decode_at(sequence: u64, bytes: &[u8]) -> Result<Slot, DecodeError> {
+        let slot = Slot::decode(bytes)?;
         if slot.first_sequence != sequence {
-            return Err(SlotProblem::Misnamed { first_sequence: slot.first_sequence });
+            let first_sequence = slot.first_sequence;
+            return Err(DecodeError::Misnamed(NameRule::SlotUnderAnotherName { first_sequence }));
         }
         Ok(slot)
     }
 
-    fn shape_problem(&self) -> Option<&'static str> {
+    fn shape_problem(&self) -> Option<ShapeRule> {
         if self.first_sequence == 0 {
-            return Some("slot at sequence 0");
+            return Some(ShapeRule::SlotAtSequenceZero);
         }
         if self.members.is_empty() {
-            return Some("slot without members");
+            return Some(ShapeRule::SlotEmpty);
         }
         if self.members.len() > SLOT_MEMBERS_MAX {
-            return Some("slot with too many members");
+            return Some(ShapeRule::SlotTooManyMembers);
         }
         if self.first_sequence.checked_add(self.members.len() as u64).is_none() {
-            return Some("slot sequences pass the largest sequence");
+            return Some(ShapeRule::SlotSequencesOverflow);
         }
         for (i, m) in self.members.iter().enumerate() {
             if m.sequence() != self.first_sequence + i as u64 {
-                return Some("member sequences are not contiguous from the first");
+                return Some(ShapeRule::MembersNotContiguous);
             }
             if let Some(p) = m.shape_problem() {
-                return Some(p);
+                return Some(ShapeRule::Member(p));
             }
         }
         let mut ops: Vec<_> = self.members.iter().map(|m| m.op_id()).collect();
         ops.sort();
         if ops.windows(2).any(|w| w[0] == w[1]) {
-            return Some("one operation id twice in a slot");
+            return Some(ShapeRule::OperationIdTwice);
         }
         None
     }

@@ -67,6 +67,43 @@ pub struct PruneRange {
     pub last: u64,
 }
 
+/// A rule of one member's own consistency, independent of any state (SPEC 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum MemberRule {
+    #[error("policy member names a document")]
+    PolicyNamesDocument,
+    #[error("policy member prunes")]
+    PolicyPrunes,
+    #[error("policy member without rules")]
+    PolicyWithoutRules,
+    #[error("policy member with rules not normalized")]
+    PolicyRulesNotNormalized,
+    #[error("policy member at version 0")]
+    PolicyAtVersionZero,
+    #[error("document member without entry")]
+    DocumentWithoutEntry,
+    #[error("receipt path differs from entry path")]
+    ReceiptPathNotEntryPath,
+    #[error("entry does not match receipt")]
+    EntryNotReceipt,
+    #[error("entry versions out of order")]
+    EntryVersionsOutOfOrder,
+    #[error("document member carries rules")]
+    DocumentCarriesRules,
+    #[error("version kind does not match receipt kind")]
+    VersionKindNotReceiptKind,
+    #[error("version record does not match entry")]
+    VersionRecordNotEntry,
+    #[error("archive flip prunes")]
+    ArchiveFlipPrunes,
+    #[error("archive flag does not match receipt")]
+    ArchiveFlagNotReceipt,
+    #[error("version record presence does not match kind")]
+    VersionRecordPresenceNotKind,
+    #[error("prune range does not end below first version")]
+    PruneNotBelowFirstVersion,
+}
+
 /// One committed change, exactly as a slot carries it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SlotMember {
@@ -90,42 +127,42 @@ impl SlotMember {
     }
 
     /// Internal consistency of one member, independent of any state.
-    pub fn shape_problem(&self) -> Option<&'static str> {
+    pub fn shape_problem(&self) -> Option<MemberRule> {
         let r = &self.receipt;
         match r.kind {
             ReceiptKind::PolicySet => {
                 if r.path.is_some() || self.entry.is_some() || self.version.is_some() {
-                    return Some("policy member names a document");
+                    return Some(MemberRule::PolicyNamesDocument);
                 }
                 if self.prune.is_some() {
-                    return Some("policy member prunes");
+                    return Some(MemberRule::PolicyPrunes);
                 }
                 match &self.policy {
-                    None => return Some("policy member without rules"),
+                    None => return Some(MemberRule::PolicyWithoutRules),
                     Some(rules) if !rules.is_normalized() => {
-                        return Some("policy member with rules not normalized")
+                        return Some(MemberRule::PolicyRulesNotNormalized)
                     }
                     Some(_) => {}
                 }
                 if r.version == 0 {
-                    return Some("policy member at version 0");
+                    return Some(MemberRule::PolicyAtVersionZero);
                 }
             }
             kind => {
                 let Some(entry) = &self.entry else {
-                    return Some("document member without entry");
+                    return Some(MemberRule::DocumentWithoutEntry);
                 };
                 if r.path.as_ref() != Some(&entry.path) {
-                    return Some("receipt path differs from entry path");
+                    return Some(MemberRule::ReceiptPathNotEntryPath);
                 }
                 if entry.version != r.version || entry.modified_sequence != r.sequence {
-                    return Some("entry does not match receipt");
+                    return Some(MemberRule::EntryNotReceipt);
                 }
                 if entry.version == 0 || entry.first_version == 0 || entry.first_version > entry.version {
-                    return Some("entry versions out of order");
+                    return Some(MemberRule::EntryVersionsOutOfOrder);
                 }
                 if self.policy.is_some() {
-                    return Some("document member carries rules");
+                    return Some(MemberRule::DocumentCarriesRules);
                 }
                 let versioned = matches!(kind, ReceiptKind::Published | ReceiptKind::Appended);
                 match (&self.version, versioned) {
@@ -135,7 +172,7 @@ impl SlotMember {
                             VersionKind::Append => kind == ReceiptKind::Appended,
                         };
                         if !kind_matches {
-                            return Some("version kind does not match receipt kind");
+                            return Some(MemberRule::VersionKindNotReceiptKind);
                         }
                         if v.version != r.version
                             || v.sequence != r.sequence
@@ -144,22 +181,22 @@ impl SlotMember {
                             || v.body_len != entry.body_len
                             || entry.archived
                         {
-                            return Some("version record does not match entry");
+                            return Some(MemberRule::VersionRecordNotEntry);
                         }
                     }
                     (None, false) => {
                         if self.prune.is_some() {
-                            return Some("archive flip prunes");
+                            return Some(MemberRule::ArchiveFlipPrunes);
                         }
                         if entry.archived != (kind == ReceiptKind::Archived) {
-                            return Some("archive flag does not match receipt");
+                            return Some(MemberRule::ArchiveFlagNotReceipt);
                         }
                     }
-                    _ => return Some("version record presence does not match kind"),
+                    _ => return Some(MemberRule::VersionRecordPresenceNotKind),
                 }
                 if let Some(p) = self.prune {
                     if p.first > p.last || p.last.checked_add(1) != Some(entry.first_version) {
-                        return Some("prune range does not end below first version");
+                        return Some(MemberRule::PruneNotBelowFirstVersion);
                     }
                 }
             }

@@ -10,11 +10,13 @@ pub mod state;
 pub mod verdict;
 pub mod view;
 
-pub use entry::{IndexEntry, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord};
+pub use entry::{
+    IndexEntry, MemberRule, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord,
+};
 pub use evaluate::{evaluate, validate, Evaluation, ValidMutation};
 pub use mutation::{Expected, Mutation, PolicyBody, Write};
-pub use path::{Path, PathProblem};
+pub use path::{Path, PathDecodeError, PathProblem};
 pub use policy::{Policy, PolicyProblem, PolicyRules};
-pub use state::{ApplyError, Document, WorldState};
+pub use state::{ApplyError, ApplyRule, Document, WorldState};
 pub use verdict::{Invalid, Rejection};
 pub use view::{Layered, Overlay, StateView};

@@ -9,13 +9,28 @@ pub const SEGMENT_BYTES_MAX: usize = 255;
 pub const PATH_BYTES_MAX: usize = 1024;
 
 /// Why a raw path is not a document path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum PathProblem {
+    #[error("path without segments")]
     Empty,
+    #[error("path with a . or .. segment")]
     DotSegment,
+    #[error("path with a control character")]
     ControlCharacter,
+    #[error("path segment longer than {} bytes", SEGMENT_BYTES_MAX)]
     SegmentTooLong,
+    #[error("path longer than {} bytes", PATH_BYTES_MAX)]
     TooLong,
+}
+
+/// Why a decoded path is refused: a path in an object must already be normalized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum PathDecodeError {
+    #[error("{0}")]
+    Invalid(PathProblem),
+    /// Valid, but not in the form normalization gives.
+    #[error("path is not normalized")]
+    NotNormalized,
 }
 
 /// A normalized path: `/` then non-empty segments joined by `/`. Only [`Path::parse`] and
@@ -82,11 +97,12 @@ impl Path {
 }
 
 impl TryFrom<String> for Path {
-    type Error = &'static str;
+    type Error = PathDecodeError;
     fn try_from(s: String) -> Result<Path, Self::Error> {
         match Path::parse(&s) {
             Ok(p) if p.0 == s => Ok(p),
-            _ => Err("path is not normalized"),
+            Ok(_) => Err(PathDecodeError::NotNormalized),
+            Err(problem) => Err(PathDecodeError::Invalid(problem)),
         }
     }
 }
@@ -169,7 +185,11 @@ mod tests {
 
     #[test]
     fn decoding_refuses_a_path_that_is_not_normalized() {
-        assert!(Path::try_from("/a//b".to_string()).is_err());
+        assert_eq!(Path::try_from("/a//b".to_string()), Err(PathDecodeError::NotNormalized));
+        assert_eq!(
+            Path::try_from("/a/..".to_string()),
+            Err(PathDecodeError::Invalid(PathProblem::DotSegment))
+        );
         assert!(Path::try_from("/a/b".to_string()).is_ok());
     }
 }

@@ -12,11 +12,15 @@ pub const READ_ONLY_PREFIXES_MAX: usize = 64;
 pub const DEFAULT_RETENTION_VERSIONS: u32 = 64;
 pub const DEFAULT_BODY_BYTES_MAX: u64 = 4 * 1024 * 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum PolicyProblem {
+    #[error("retention outside 1 to {} versions", RETENTION_VERSIONS_MAX)]
     Retention,
+    #[error("body maximum above {} bytes", BODY_BYTES_LIMIT)]
     BodyMax,
+    #[error("more than {} read-only prefixes", READ_ONLY_PREFIXES_MAX)]
     TooManyPrefixes,
+    #[error("read-only prefix: {0}")]
     Prefix(PathProblem),
 }
 

@@ -20,25 +20,46 @@ pub struct Document {
 
 /// Why a slot cannot be applied on this state. Any of these means the log is not the one
 /// this replica holds, or two implementations disagree; the replica fails closed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ApplyError {
-    ForeignWorld {
-        found: WorldId,
-    },
+    #[error("slot of another world {found}")]
+    ForeignWorld { found: WorldId },
     /// The slot does not start at the next sequence.
-    Gap {
-        expected: u64,
-        found: u64,
-    },
+    #[error("slot at {found} where {expected} is next")]
+    Gap { expected: u64, found: u64 },
     /// The slot does not name this state's tip as its predecessor.
-    ChainBreak {
-        sequence: u64,
-    },
+    #[error("slot {sequence} does not name the tip as its predecessor")]
+    ChainBreak { sequence: u64 },
     /// A member does not follow from the state (named rule).
-    Inconsistent {
-        sequence: u64,
-        rule: &'static str,
-    },
+    #[error("member {sequence}: {rule}")]
+    Inconsistent { sequence: u64, rule: ApplyRule },
+}
+
+/// A rule a member must keep to follow from the state it is applied to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum ApplyRule {
+    #[error("member out of sequence")]
+    MemberOutOfSequence,
+    #[error("operation id committed twice")]
+    OperationIdCommittedTwice,
+    #[error("policy version does not follow")]
+    PolicyVersionNotNext,
+    #[error("a new document does not start at version 1")]
+    NewDocumentNotAtVersionOne,
+    #[error("a new document breaks topology")]
+    NewDocumentBreaksTopology,
+    #[error("an archive flip on an absent document")]
+    ArchiveFlipOnAbsentDocument,
+    #[error("a version does not follow the current one")]
+    VersionNotNext,
+    #[error("a write to an archived document")]
+    WriteToArchivedDocument,
+    #[error("prune does not start at the first version")]
+    PruneNotFromFirstVersion,
+    #[error("first version does not follow the prune")]
+    FirstVersionNotAfterPrune,
+    #[error("an archive flip changes more than the flag")]
+    ArchiveFlipChangesMore,
 }
 
 #[derive(Clone, Debug)]
@@ -191,16 +212,16 @@ impl WorldState {
 
 /// Whether a member follows from the state it is applied to. The committer builds members
 /// that pass by construction; a peer's member that fails means the log diverged.
-fn member_problem(view: &impl StateView, m: &SlotMember) -> Option<&'static str> {
+fn member_problem(view: &impl StateView, m: &SlotMember) -> Option<ApplyRule> {
     if m.sequence() != view.sequence() + 1 {
-        return Some("member out of sequence");
+        return Some(ApplyRule::MemberOutOfSequence);
     }
     if view.receipt(&m.op_id()).is_some() {
-        return Some("operation id committed twice");
+        return Some(ApplyRule::OperationIdCommittedTwice);
     }
     if let Some(_rules) = &m.policy {
         if m.receipt.version != view.policy().version + 1 {
-            return Some("policy version does not follow");
+            return Some(ApplyRule::PolicyVersionNotNext);
         }
         return None;
     }
@@ -208,29 +229,27 @@ fn member_problem(view: &impl StateView, m: &SlotMember) -> Option<&'static str>
     match (view.entry(entry.path.as_str()), &m.version) {
         (None, Some(v)) => {
             if v.version != 1 || entry.first_version != 1 {
-                return Some("a new document does not start at version 1");
+                return Some(ApplyRule::NewDocumentNotAtVersionOne);
             }
             if super::view::topology_block(view, &entry.path).is_some() {
-                return Some("a new document breaks topology");
+                return Some(ApplyRule::NewDocumentBreaksTopology);
             }
         }
-        (None, None) => return Some("an archive flip on an absent document"),
+        (None, None) => return Some(ApplyRule::ArchiveFlipOnAbsentDocument),
         (Some(old), Some(v)) => {
             if v.version != old.version + 1 {
-                return Some("a version does not follow the current one");
+                return Some(ApplyRule::VersionNotNext);
             }
             if old.archived {
-                return Some("a write to an archived document");
+                return Some(ApplyRule::WriteToArchivedDocument);
             }
             let expected_first = match m.prune {
-                Some(p) if p.first != old.first_version => {
-                    return Some("prune does not start at the first version")
-                }
+                Some(p) if p.first != old.first_version => return Some(ApplyRule::PruneNotFromFirstVersion),
                 Some(p) => p.last + 1,
                 None => old.first_version,
             };
             if entry.first_version != expected_first {
-                return Some("first version does not follow the prune");
+                return Some(ApplyRule::FirstVersionNotAfterPrune);
             }
         }
         (Some(old), None) => {
@@ -239,7 +258,7 @@ fn member_problem(view: &impl StateView, m: &SlotMember) -> Option<&'static str>
                 || entry.first_version != old.first_version
                 || entry.archived == old.archived
             {
-                return Some("an archive flip changes more than the flag");
+                return Some(ApplyRule::ArchiveFlipChangesMore);
             }
         }
     }

@@ -5,26 +5,46 @@ use super::policy::PolicyProblem;
 use serde::{Deserialize, Serialize};
 
 /// Input that is wrong whatever the world holds; answered before queueing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum Invalid {
+    #[error(transparent)]
     Path(PathProblem),
+    #[error("policy: {0}")]
     Policy(PolicyProblem),
 }
 
 /// A precondition that failed against the state a mutation was judged at.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, thiserror::Error)]
 pub enum Rejection {
     /// The expected version did not hold; `current` is the document's (or policy's)
     /// version, None when absent.
+    #[error("expected version does not hold: {}", Current(*current))]
     Conflict { current: Option<u64> },
     /// The path would be an ancestor or descendant of `blocking`.
+    #[error("the path would nest with {blocking}")]
     Topology { blocking: Path },
     /// The path is under a read-only prefix.
+    #[error("the path is under read-only prefix {prefix}")]
     ReadOnly { prefix: Path },
     /// The resulting body would exceed the policy's maximum.
+    #[error("a body of {size} bytes exceeds the maximum {max}")]
     TooLarge { size: u64, max: u64 },
     /// The document is archived.
+    #[error("the document is archived")]
     Archived,
     /// `set_archived` on a document that does not exist.
+    #[error("the document does not exist")]
     NotFound,
+}
+
+/// A current version in a message: the number, or that there is none.
+struct Current(Option<u64>);
+
+impl core::fmt::Display for Current {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "current version {v}"),
+            None => f.write_str("absent"),
+        }
+    }
 }

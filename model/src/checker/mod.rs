@@ -6,7 +6,10 @@
 //! state it names.
 
 mod reads;
+mod violation;
 mod watches;
+
+pub use violation::{MemberDiff, Rule, Violation};
 
 use crate::history::{ClientOp, History, Outcome, ReadOutcome, StoredObject};
 use crate::{
@@ -26,7 +29,8 @@ const VIOLATIONS_LISTED_MAX: usize = 50;
 
 #[derive(Clone, Debug, Default)]
 pub struct CheckReport {
-    pub violations: Vec<String>,
+    /// The first violations found, up to a limit; `violations_total` counts them all.
+    pub violations: Vec<Violation>,
     pub violations_total: usize,
     pub slots: u64,
     pub members: u64,
@@ -66,7 +70,7 @@ impl Default for CheckOptions {
 }
 
 impl CheckReport {
-    fn violation(&mut self, v: String) {
+    fn violation(&mut self, v: Violation) {
         self.violations_total += 1;
         if self.violations.len() < VIOLATIONS_LISTED_MAX {
             self.violations.push(v);
@@ -131,35 +135,34 @@ fn check_checkpoint_zero(
     let zero_key = keys.checkpoint(1);
     let prefix = keys.checkpoints_prefix();
     for o in objects.iter().filter(|o| o.key.starts_with(&prefix) && o.key != zero_key) {
-        r.violation(format!("{} under checkpoints/ is not checkpoint zero", o.key));
+        r.violation(Violation::CheckpointNotZero { key: o.key.clone() });
     }
     let Some(obj) = objects.iter().find(|o| o.key == zero_key) else {
-        r.violation("the world has a marker but no checkpoint zero".into());
+        r.violation(Violation::CheckpointZeroMissing);
         return;
     };
     match Checkpoint::decode(&obj.bytes) {
         Ok(c) => {
             if c.world_id != world_id {
-                r.violation(format!("checkpoint zero names another world: {:?}", c.world_id));
+                r.violation(Violation::CheckpointZeroForeignWorld { found: c.world_id });
             }
             if c.next_sequence != 1 {
-                r.violation(format!("checkpoint zero names next sequence {}", c.next_sequence));
+                r.violation(Violation::CheckpointZeroNextSequence { next_sequence: c.next_sequence });
             }
             if c.previous_hash != marker_hash {
-                r.violation("checkpoint zero does not name the marker's hash".into());
+                r.violation(Violation::CheckpointZeroNotTheMarker);
             }
             if c.document_count != 0 || !c.shards.is_empty() {
-                r.violation(format!(
-                    "checkpoint zero holds {} documents in {} shards",
-                    c.document_count,
-                    c.shards.len()
-                ));
+                r.violation(Violation::CheckpointZeroNotEmpty {
+                    documents: c.document_count,
+                    shards: c.shards.len(),
+                });
             }
         }
-        Err(e) => r.violation(format!("checkpoint zero does not decode: {e:?}")),
+        Err(error) => r.violation(Violation::CheckpointZeroUndecodable { error }),
     }
     if obj.bytes[..] != checkpoint_zero_bytes(world_id, &marker_hash)[..] {
-        r.violation("checkpoint zero is not the bytes SPEC 10 gives for this world and marker".into());
+        r.violation(Violation::CheckpointZeroBytes);
     }
 }
 
@@ -174,14 +177,14 @@ pub fn check(
     let mut r = CheckReport::default();
     let Some(marker_obj) = objects.iter().find(|o| o.key == keys.marker()) else {
         if history.ops.iter().any(|op| matches!(op.outcome, Outcome::Answered { result: Ok(_), .. })) {
-            r.violation("writes were acknowledged but the world has no marker".into());
+            r.violation(Violation::NoMarker);
         }
         return r;
     };
     match Marker::decode(&marker_obj.bytes) {
         Ok(m) if m.world_id == world_id => {}
-        Ok(_) => r.violation("the marker names another world".into()),
-        Err(e) => r.violation(format!("the marker does not decode: {e:?}")),
+        Ok(_) => r.violation(Violation::MarkerForeignWorld),
+        Err(error) => r.violation(Violation::MarkerUndecodable { error }),
     }
     check_checkpoint_zero(&mut r, objects, keys, world_id, &marker_obj.bytes);
 
@@ -193,39 +196,39 @@ pub fn check(
     let log_prefix = keys.log_prefix();
     for o in objects.iter().filter(|o| o.key.starts_with(&log_prefix)) {
         let Some(sequence) = keys.parse_slot(&o.key) else {
-            r.violation(format!("{} in the log is not a slot name", o.key));
+            r.violation(Violation::NotASlotName { key: o.key.clone() });
             continue;
         };
         let slot = match Slot::decode(&o.bytes) {
             Ok(s) => s,
-            Err(e) => {
-                r.violation(format!("slot {sequence} does not decode: {e:?}"));
+            Err(error) => {
+                r.violation(Violation::SlotUndecodable { sequence, error });
                 break;
             }
         };
         if slot.first_sequence != sequence {
-            r.violation(format!("slot named {sequence} starts at {}", slot.first_sequence));
+            r.violation(Violation::SlotMisnamed { sequence, first_sequence: slot.first_sequence });
             break;
         }
         if sequence != next {
-            r.violation(format!("gap in the log: expected slot {next}, found {sequence}"));
+            r.violation(Violation::ChainGap { expected: next, found: sequence });
             break;
         }
         if slot.prev_hash != prev_hash {
-            r.violation(format!("chain break at slot {sequence}"));
+            r.violation(Violation::ChainBreak { sequence });
             break;
         }
         if slot.world_id != world_id {
-            r.violation(format!("slot {sequence} names another world"));
+            r.violation(Violation::SlotForeignWorld { sequence });
             break;
         }
         if let Some((_, t)) = slots.last() {
             if o.created_at < *t {
-                r.violation(format!("slot {sequence} was created before its predecessor"));
+                r.violation(Violation::SlotCreatedEarly { sequence });
             }
         }
-        if let Err(e) = auditor.apply_slot(&slot, Hash32::of(&o.bytes)) {
-            r.violation(format!("slot {sequence} does not apply on the kernel's state: {e:?}"));
+        if let Err(error) = auditor.apply_slot(&slot, Hash32::of(&o.bytes)) {
+            r.violation(Violation::KernelCannotApply { sequence, error });
             break;
         }
         prev_hash = Hash32::of(&o.bytes);
@@ -249,7 +252,7 @@ pub fn check(
     for (i, op) in history.ops.iter().enumerate() {
         if let Some(at) = judged_sequence(op) {
             if at > r.tip_sequence {
-                r.violation(format!("{:?} was answered at sequence {at}, past the log's tip", op.op_id));
+                r.violation(Violation::WriteAnsweredPastTip { op_id: op.op_id, at });
             } else {
                 judged_at.entry(at).or_default().push(i);
             }
@@ -257,13 +260,11 @@ pub fn check(
         if let Outcome::Answered { result: Err(WriteError::Invalid(inv)), .. } = &op.outcome {
             match ModelWorld::new().evaluate(op.op_id, &op.mutation) {
                 Verdict::Invalid(m) if m == invalid_to_model(inv) => {}
-                other => {
-                    r.violation(format!("{:?} answered Invalid({inv:?}); the model says {other:?}", op.op_id))
-                }
+                model => r.violation(Violation::InvalidDisagrees { op_id: op.op_id, invalid: *inv, model }),
             }
         }
         if op.outcome == Outcome::Unanswered {
-            r.violation(format!("{:?} on replica {} was never answered", op.op_id, op.replica));
+            r.violation(Violation::WriteUnanswered { op_id: op.op_id, replica: op.replica });
         }
     }
 
@@ -272,17 +273,14 @@ pub fn check(
         match &op.outcome {
             ReadOutcome::Answered { result: Ok(ok), .. } => {
                 if ok.at_sequence > r.tip_sequence {
-                    r.violation(format!(
-                        "read {i} was answered at sequence {}, past the log's tip",
-                        ok.at_sequence
-                    ));
+                    r.violation(Violation::ReadAnsweredPastTip { read: i, at: ok.at_sequence });
                 } else {
                     reads_at.entry(ok.at_sequence).or_default().push(i);
                 }
             }
             ReadOutcome::Answered { result: Err(e), .. } => reads::judge_error(i, op, e, &mut r),
             ReadOutcome::Unanswered => {
-                r.violation(format!("read {i} on replica {} was never answered", op.replica))
+                r.violation(Violation::ReadUnanswered { read: i, replica: op.replica })
             }
             ReadOutcome::Crashed => {}
         }
@@ -301,10 +299,7 @@ pub fn check(
             r.answers_judged += 1;
             judge_answer(model, op, r);
             if !judged_in_time(&spans, at, op) {
-                r.violation(format!(
-                    "{:?} was judged at sequence {at}, a state that was not the tip while it was in flight",
-                    op.op_id
-                ));
+                r.violation(Violation::JudgedOutOfTime { op_id: op.op_id, at });
             }
         }
     };
@@ -316,7 +311,7 @@ pub fn check(
             let Some(indices) = by_op.get(&op_id) else {
                 // The model cannot replay a member without its request; later members on
                 // the same path will differ too, but this is the finding.
-                r.violation(format!("slot {} holds {op_id:?}, which no client issued", slot.first_sequence));
+                r.violation(Violation::UnissuedMember { sequence: slot.first_sequence, op_id });
                 judge_at(&model, m.sequence(), &mut r);
                 continue;
             };
@@ -324,19 +319,13 @@ pub fn check(
             match model.apply(op_id, &op.mutation) {
                 Verdict::Applied(applied) => {
                     if let Some(diff) = member_differs(m, &applied) {
-                        r.violation(format!(
-                            "member {} ({op_id:?}) differs from the model: {diff}",
-                            m.sequence()
-                        ));
+                        r.violation(Violation::MemberDiffers { sequence: m.sequence(), op_id, diff });
                     }
                 }
-                other => r.violation(format!(
-                    "member {} ({op_id:?}) is in the log, but the model says {other:?}",
-                    m.sequence()
-                )),
+                model => r.violation(Violation::MemberNotApplied { sequence: m.sequence(), op_id, model }),
             }
             if committed.insert(op_id, m.sequence()).is_some() {
-                r.violation(format!("{op_id:?} is committed twice"));
+                r.violation(Violation::CommittedTwice { op_id });
             }
             for &i in indices {
                 judge_commit(&history.ops[i], m, *created_at, &mut r);
@@ -351,10 +340,7 @@ pub fn check(
         match &op.outcome {
             Outcome::Answered { result: Ok(WriteOk::Committed(receipt)), .. } if !in_log => {
                 r.lost += 1;
-                r.violation(format!(
-                    "{:?} was acknowledged at sequence {} but is not in the log",
-                    op.op_id, receipt.sequence
-                ));
+                r.violation(Violation::LostWrite { op_id: op.op_id, sequence: receipt.sequence });
             }
             Outcome::Answered { result: Err(WriteError::Uncertain { .. }), .. } => {
                 if in_log {
@@ -371,7 +357,7 @@ pub fn check(
                 }
             }
             Outcome::Preloaded if !in_log => {
-                r.violation(format!("preloaded {:?} is not in the log", op.op_id));
+                r.violation(Violation::PreloadedMissing { op_id: op.op_id });
             }
             _ => {}
         }
@@ -393,9 +379,7 @@ pub fn check(
     let mut earliest_answer_after = Instant::MAX;
     for &(sequence, invoked, answered) in acked.iter().rev() {
         if earliest_answer_after < invoked {
-            r.violation(format!(
-                "sequence {sequence} began after a write with a larger sequence was acknowledged"
-            ));
+            r.violation(Violation::RealTimeOrder { sequence });
             break;
         }
         earliest_answer_after = earliest_answer_after.min(answered);
@@ -445,10 +429,11 @@ fn judge_answer(model: &ModelWorld, op: &ClientOp, r: &mut CheckReport) {
         _ => false,
     };
     if !agrees {
-        r.violation(format!(
-            "{:?} was answered {result:?}; at that state the model says {verdict:?}",
-            op.op_id
-        ));
+        r.violation(Violation::AnswerDisagrees {
+            op_id: op.op_id,
+            answer: Box::new(result.clone()),
+            model: verdict,
+        });
     }
 }
 
@@ -457,41 +442,43 @@ fn judge_commit(op: &ClientOp, m: &SlotMember, created_at: Instant, r: &mut Chec
         Outcome::Answered { at, result } => match result {
             Ok(WriteOk::Committed(receipt)) => {
                 if *receipt != m.receipt {
-                    r.violation(format!(
-                        "{:?} was acknowledged with {receipt:?}, the log holds {:?}",
-                        op.op_id, m.receipt
-                    ));
+                    r.violation(Violation::ReceiptDiffers {
+                        op_id: op.op_id,
+                        acknowledged: Box::new(receipt.clone()),
+                        logged: Box::new(m.receipt.clone()),
+                    });
                 }
                 if created_at < op.invoked_at || created_at > *at {
-                    r.violation(format!(
-                        "{:?}'s slot was created outside the time its write was in flight",
-                        op.op_id
-                    ));
+                    r.violation(Violation::CommitOutOfFlight { op_id: op.op_id });
                 }
             }
             // A retry of a committed operation id answers with the first receipt.
             Ok(WriteOk::Duplicate { receipt, .. }) => {
                 if *receipt != m.receipt {
-                    r.violation(format!(
-                        "{:?} was answered duplicate of {receipt:?}, the log holds {:?}",
-                        op.op_id, m.receipt
-                    ));
+                    r.violation(Violation::DuplicateReceiptDiffers {
+                        op_id: op.op_id,
+                        answered: Box::new(receipt.clone()),
+                        logged: Box::new(m.receipt.clone()),
+                    });
                 }
             }
             Err(WriteError::Uncertain { .. }) => {}
-            other => r.violation(format!(
-                "{:?} was answered {other:?}, yet the log commits it at {}",
-                op.op_id,
-                m.sequence()
-            )),
+            other => r.violation(Violation::RefusedYetCommitted {
+                op_id: op.op_id,
+                answer: Box::new(other.clone()),
+                sequence: m.sequence(),
+            }),
         },
         Outcome::Crashed | Outcome::Preloaded | Outcome::Unanswered => {}
     }
 }
 
-fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<String> {
+fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<MemberDiff> {
     if receipt_to_model(&m.receipt) != a.receipt {
-        return Some(format!("receipt {:?} against {:?}", m.receipt, a.receipt));
+        return Some(MemberDiff::Receipt {
+            kernel: Box::new(m.receipt.clone()),
+            model: Box::new(a.receipt.clone()),
+        });
     }
     match &m.entry {
         Some(e)
@@ -500,17 +487,17 @@ fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<String> {
                 || e.body_len != a.body_len
                 || e.first_version != a.first_version =>
         {
-            return Some(format!("entry {e:?} against {a:?}"));
+            return Some(MemberDiff::Entry { kernel: Box::new(e.clone()), model: Box::new(a.clone()) });
         }
         Some(_) => {}
-        None if a.receipt.kind != ReceiptKind::PolicySet => return Some("no entry".into()),
+        None if a.receipt.kind != ReceiptKind::PolicySet => return Some(MemberDiff::NoEntry),
         None => {}
     }
     if m.version.is_some() != a.new_version {
-        return Some("version record presence".into());
+        return Some(MemberDiff::VersionRecordPresence);
     }
     if m.prune.map(|p| (p.first, p.last)) != a.prune {
-        return Some(format!("prune {:?} against {:?}", m.prune, a.prune));
+        return Some(MemberDiff::Prune { kernel: m.prune, model: a.prune });
     }
     let policy = m.policy.as_ref().map(|p| ModelPolicyBody {
         retention_versions: p.retention_versions,
@@ -518,7 +505,7 @@ fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<String> {
         read_only_prefixes: p.read_only_prefixes.iter().map(|x| x.to_string()).collect(),
     });
     if policy != a.policy {
-        return Some(format!("policy {policy:?} against {:?}", a.policy));
+        return Some(MemberDiff::Policy { kernel: policy, model: a.policy.clone() });
     }
     None
 }
@@ -526,15 +513,11 @@ fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<String> {
 fn compare_states(kernel: &WorldState, model: &ModelWorld, r: &mut CheckReport) {
     let model_docs: BTreeSet<String> = model.documents().map(|(p, _)| p.to_string()).collect();
     if model_docs.len() != kernel.document_count() {
-        r.violation(format!(
-            "replaying the log, the kernel holds {} documents and the model {}",
-            kernel.document_count(),
-            model_docs.len()
-        ));
+        r.violation(Violation::DocumentCount { kernel: kernel.document_count(), model: model_docs.len() });
     }
     for (path, doc) in kernel.documents() {
         let Some(md) = model.document(path.as_str()) else {
-            r.violation(format!("the kernel holds {path} and the model does not"));
+            r.violation(Violation::DocumentNotInModel { path: path.clone() });
             continue;
         };
         let e = &doc.entry;
@@ -544,12 +527,16 @@ fn compare_states(kernel: &WorldState, model: &ModelWorld, r: &mut CheckReport) 
             || e.body_hash.0 != md.body_hash
             || e.modified_sequence != md.modified_sequence
         {
-            r.violation(format!("{path}: the kernel holds {e:?}, the model {md:?}"));
+            r.violation(Violation::DocumentDiffers {
+                path: path.clone(),
+                kernel: Box::new(e.clone()),
+                model: Box::new(md.clone()),
+            });
         }
         let kv: Vec<u64> = doc.versions.iter().map(|v| v.version).collect();
         let mv: Vec<u64> = model.versions(path.as_str()).iter().map(|v| v.version).collect();
         if kv != mv {
-            r.violation(format!("{path}: the kernel retains versions {kv:?}, the model {mv:?}"));
+            r.violation(Violation::RetainedVersionsDiffer { path: path.clone(), kernel: kv, model: mv });
         }
     }
 }
@@ -607,6 +594,7 @@ pub fn invalid_to_model(i: &kw::Invalid) -> ModelInvalid {
 mod tests {
     use super::*;
     use bytes::Bytes;
+    use slotlog_kernel::format::DecodeError;
     use slotlog_kernel::ids::StoreId;
 
     const WORLD: WorldId = WorldId([3; 16]);
@@ -616,7 +604,7 @@ mod tests {
     }
 
     /// A world of a marker and `checkpoint` (or none) at checkpoint zero's key.
-    fn violations_with(checkpoint: Option<Vec<u8>>) -> Vec<String> {
+    fn violations_with(checkpoint: Option<Vec<u8>>) -> Vec<Violation> {
         let keys = Keys::new("w");
         let marker = Marker { world_id: WORLD, created_by: StoreId(1) }.encode();
         let mut objects = vec![object(keys.marker(), marker)];
@@ -638,24 +626,29 @@ mod tests {
 
     #[test]
     fn a_world_with_its_checkpoint_zero_passes() {
-        assert_eq!(
-            violations_with(Some(Checkpoint::zero(WORLD, marker_hash()).encode())),
-            Vec::<String>::new()
-        );
+        assert_eq!(violations_with(Some(Checkpoint::zero(WORLD, marker_hash()).encode())), vec![]);
     }
 
     #[test]
     fn a_marker_without_checkpoint_zero_is_a_violation() {
-        assert_eq!(violations_with(None), vec!["the world has a marker but no checkpoint zero".to_string()]);
+        let found = violations_with(None);
+        assert_eq!(found, vec![Violation::CheckpointZeroMissing]);
+        assert_eq!(found[0].rule(), Rule::CheckpointMismatch);
+        assert_eq!(found[0].to_string(), "the world has a marker but no checkpoint zero");
     }
 
     #[test]
     fn checkpoint_zero_of_another_marker_or_world_is_a_violation() {
         let other_marker = Checkpoint::zero(WORLD, Hash32::of(b"another marker")).encode();
-        assert!(violations_with(Some(other_marker)).iter().any(|v| v.contains("marker's hash")));
-        let other_world = Checkpoint::zero(WorldId([4; 16]), marker_hash()).encode();
-        assert!(violations_with(Some(other_world)).iter().any(|v| v.contains("another world")));
+        assert!(violations_with(Some(other_marker)).contains(&Violation::CheckpointZeroNotTheMarker));
+        let other = WorldId([4; 16]);
+        let other_world = Checkpoint::zero(other, marker_hash()).encode();
+        assert!(violations_with(Some(other_world))
+            .contains(&Violation::CheckpointZeroForeignWorld { found: other }));
         let garbage = violations_with(Some(b"not a checkpoint".to_vec()));
-        assert!(garbage.iter().any(|v| v.contains("does not decode")), "{garbage:?}");
+        let undecodable = Violation::CheckpointZeroUndecodable { error: DecodeError::Foreign };
+        assert!(garbage.contains(&undecodable), "{garbage:?}");
+        assert!(garbage.iter().all(|v| v.rule() == Rule::CheckpointMismatch));
+        assert_eq!(undecodable.to_string(), "checkpoint zero does not decode: not a slotlog object");
     }
 }

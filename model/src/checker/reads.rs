@@ -2,7 +2,7 @@
 //! that state must have been the tip while the read was in flight (exact reads) or
 //! within the staleness bound before it began (catalog reads).
 
-use super::{receipt_to_model, tip_interval, CheckOptions, CheckReport, SlotSpan};
+use super::{receipt_to_model, tip_interval, CheckOptions, CheckReport, SlotSpan, Violation};
 use crate::history::{History, Outcome, ReadOp, ReadOutcome};
 use crate::{normalize_path, ModelDocument, ModelVersion, ModelWorld, ReceiptKind};
 use slotlog_kernel::reply::{Answer, ReadError, WriteOk};
@@ -58,7 +58,8 @@ impl<'a> Judge<'a> {
         } else {
             Instant::from_micros(op.invoked_at.as_micros().saturating_sub(self.staleness_us))
         };
-        let lag_ms = op.invoked_at.saturating_since(until).as_secs_f64() * 1_000.0;
+        let lag = op.invoked_at.saturating_since(until);
+        let lag_ms = lag.as_secs_f64() * 1_000.0;
         if exact {
             r.reads_exact += 1;
             if self.acked_before(op.invoked_at) > at {
@@ -69,14 +70,20 @@ impl<'a> Judge<'a> {
             r.catalog_lag_ms_max = r.catalog_lag_ms_max.max(lag_ms);
         }
         if from > *answered || until < earliest {
-            let class = if exact { "exact" } else { "catalog" };
-            r.violation(format!(
-                "{class} read {i} on replica {} answered at sequence {at}, a state {lag_ms:.0} ms older than the read",
-                op.replica
-            ));
+            let (read, replica, lag_us) = (i, op.replica, lag.as_micros() as u64);
+            r.violation(if exact {
+                Violation::ExactReadStale { read, replica, at, lag_us }
+            } else {
+                Violation::CatalogReadStale { read, replica, at, lag_us }
+            });
         }
-        if let Some(diff) = answer_differs(model, &op.read, &ok.answer) {
-            r.violation(format!("read {i} ({:?}) at sequence {at}: {diff}", op.read));
+        if !answer_agrees(model, &op.read, &ok.answer) {
+            r.violation(Violation::ReadDiffers {
+                read: i,
+                request: op.read.clone(),
+                at,
+                answer: Box::new(ok.answer.clone()),
+            });
         }
     }
 }
@@ -86,10 +93,10 @@ pub(super) fn judge_error(i: usize, op: &ReadOp, e: &ReadError, r: &mut CheckRep
     let raw = match &op.read {
         Read::Fetch { path, .. } | Read::Versions { path } => path,
         Read::List { directory, .. } => directory,
-        other => return r.violation(format!("read {i} ({other:?}) names no path but was refused for one")),
+        other => return r.violation(Violation::ReadRefusedWithoutPath { read: i, request: other.clone() }),
     };
     if normalize_path(raw).err() != Some(super::path_problem_to_model(problem)) {
-        r.violation(format!("read {i} was refused {problem:?}, but the model normalizes {raw:?}"));
+        r.violation(Violation::ReadRefusalDisagrees { read: i, problem: *problem, raw: raw.clone() });
     }
 }
 
@@ -130,10 +137,12 @@ fn entries_match(entries: &[IndexEntry], model: &ModelWorld, paths: &[String]) -
         && entries.iter().zip(paths).all(|(e, p)| model.document(p).is_some_and(|d| entry_matches(e, p, &d)))
 }
 
-fn answer_differs(model: &ModelWorld, read: &Read, answer: &Answer) -> Option<String> {
+/// Whether `answer` is the model's answer to `read`; true when the model cannot normalize
+/// the read's path, as it then has no answer to compare.
+fn answer_agrees(model: &ModelWorld, read: &Read, answer: &Answer) -> bool {
     let agrees = match read {
         Read::Fetch { path, version } => {
-            let path = normalize_path(path).ok()?;
+            let Ok(path) = normalize_path(path) else { return true };
             match (model.document(&path), answer) {
                 (None, Answer::NotFound) => true,
                 (Some(d), a) => {
@@ -159,7 +168,7 @@ fn answer_differs(model: &ModelWorld, read: &Read, answer: &Answer) -> Option<St
             }
         }
         Read::Versions { path } => {
-            let path = normalize_path(path).ok()?;
+            let Ok(path) = normalize_path(path) else { return true };
             match (model.document(&path), answer) {
                 (None, Answer::NotFound) => true,
                 (Some(d), Answer::Versions { entry, versions }) => {
@@ -198,7 +207,8 @@ fn answer_differs(model: &ModelWorld, read: &Read, answer: &Answer) -> Option<St
             let base = if directory.split('/').all(str::is_empty) {
                 String::new()
             } else {
-                normalize_path(directory).ok()?
+                let Ok(base) = normalize_path(directory) else { return true };
+                base
             };
             let prefix = format!("{base}/");
             // Children in key order: a document, or the first key of a subdirectory.
@@ -243,5 +253,5 @@ fn answer_differs(model: &ModelWorld, read: &Read, answer: &Answer) -> Option<St
             }
         }
     };
-    (!agrees).then(|| format!("answered {answer:?}, which the model does not give"))
+    agrees
 }

@@ -2,7 +2,7 @@
 //! order, none missing, none twice; and a resync only when its cursor was further back
 //! than the replica's index of newest slots.
 
-use super::{holding, CheckOptions, CheckReport, SlotSpan};
+use super::{holding, CheckOptions, CheckReport, SlotSpan, Violation};
 use crate::history::{History, SessionEnd};
 use slotlog_kernel::world::Receipt;
 use slotlog_kernel::WatchEnd;
@@ -22,14 +22,21 @@ pub(super) fn check(
             match receipts.get(sequence as usize - 1) {
                 Some(expected) if **expected == *e => {}
                 Some(expected) => {
-                    r.violation(format!(
-                        "watch {i} from {}: event {k} is {e:?}, the log holds {expected:?}",
-                        w.cursor
-                    ));
+                    r.violation(Violation::WatchEventDiffers {
+                        watch: i,
+                        cursor: w.cursor,
+                        event: k,
+                        got: Box::new(e.clone()),
+                        expected: Box::new((*expected).clone()),
+                    });
                     break;
                 }
                 None => {
-                    r.violation(format!("watch {i} from {} received {e:?}, past the log's tip", w.cursor));
+                    r.violation(Violation::WatchEventPastTip {
+                        watch: i,
+                        cursor: w.cursor,
+                        got: Box::new(e.clone()),
+                    });
                     break;
                 }
             }
@@ -37,21 +44,22 @@ pub(super) fn check(
         if let SessionEnd::Ended(WatchEnd::Resync { cursor, tip }) = &w.end {
             r.watch_resyncs += 1;
             if *cursor != w.cursor + w.events.len() as u64 {
-                r.violation(format!(
-                    "watch {i} resynced at cursor {cursor} after delivering through {}",
-                    w.cursor + w.events.len() as u64
-                ));
+                let delivered = w.cursor + w.events.len() as u64;
+                r.violation(Violation::WatchResyncCursor { watch: i, cursor: *cursor, delivered });
             }
             let (Some(first), Some(last)) = (holding(spans, cursor + 1), holding(spans, *tip)) else {
-                r.violation(format!("watch {i} resynced at cursor {cursor} with tip {tip}, outside the log"));
+                r.violation(Violation::WatchResyncOutsideLog { watch: i, cursor: *cursor, tip: *tip });
                 continue;
             };
             let slots_behind = spans.partition_point(|s| s.first <= last.first)
                 - spans.partition_point(|s| s.first < first.first);
             if slots_behind <= options.recent_slots_max {
-                r.violation(format!(
-                    "watch {i} resynced at cursor {cursor}, only {slots_behind} slots behind its replica's tip {tip}"
-                ));
+                r.violation(Violation::WatchResyncEarly {
+                    watch: i,
+                    cursor: *cursor,
+                    slots_behind,
+                    tip: *tip,
+                });
             }
         }
     }
