@@ -1,10 +1,11 @@
 //! The frame around every object (SPEC 3): magic, kind, schema, length, payload, CRC32C.
 
+use super::rule::ShapeRule;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// First four bytes of every slotlog object.
 pub const MAGIC: [u8; 4] = *b"slog";
-/// The only schema any kind has today.
+/// The schema every kind is written in, but a full checkpoint (`checkpoint::SCHEMA_FULL`).
 pub const SCHEMA: u16 = 1;
 /// magic 4 + kind 1 + schema 2 + length 4.
 pub const HEADER_LEN: usize = 11;
@@ -18,6 +19,10 @@ pub enum Kind {
     Slot = 2,
     Body = 3,
     Checkpoint = 4,
+    Root = 5,
+    Shard = 6,
+    History = 7,
+    Receipts = 8,
 }
 
 impl Kind {
@@ -27,6 +32,10 @@ impl Kind {
             2 => Some(Kind::Slot),
             3 => Some(Kind::Body),
             4 => Some(Kind::Checkpoint),
+            5 => Some(Kind::Root),
+            6 => Some(Kind::Shard),
+            7 => Some(Kind::History),
+            8 => Some(Kind::Receipts),
             _ => None,
         }
     }
@@ -66,14 +75,22 @@ pub enum DecodeError {
     NotCanonical,
     /// The payload decodes but breaks a rule of the format (named).
     Invalid(&'static str),
+    /// A checkpoint, root, shard, history block or receipt block breaks a shape rule of
+    /// its kind (SPEC 10), or is not the object its content-addressed name says.
+    Shape(ShapeRule),
 }
 
 pub fn encode_raw(kind: Kind, payload: &[u8]) -> Vec<u8> {
+    encode_raw_schema(kind, SCHEMA, payload)
+}
+
+/// A frame of a kind that has more than one schema (only checkpoints today).
+pub fn encode_raw_schema(kind: Kind, schema: u16, payload: &[u8]) -> Vec<u8> {
     let len = u32::try_from(payload.len()).expect("payload longer than 4 GiB");
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + TRAILER_LEN);
     out.extend_from_slice(&MAGIC);
     out.push(kind as u8);
-    out.extend_from_slice(&SCHEMA.to_le_bytes());
+    out.extend_from_slice(&schema.to_le_bytes());
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(payload);
     let crc = crc32c::crc32c(&out);
@@ -83,6 +100,15 @@ pub fn encode_raw(kind: Kind, payload: &[u8]) -> Vec<u8> {
 
 /// Checks the frame and returns the payload.
 pub fn decode_raw(expected: Kind, bytes: &[u8]) -> Result<&[u8], DecodeError> {
+    decode_raw_schema(expected, &[SCHEMA], bytes).map(|(_, payload)| payload)
+}
+
+/// Checks the frame, admitting any of `schemas`, and returns the schema and the payload.
+pub fn decode_raw_schema<'a>(
+    expected: Kind,
+    schemas: &[u16],
+    bytes: &'a [u8],
+) -> Result<(u16, &'a [u8]), DecodeError> {
     if bytes.len() < HEADER_LEN + TRAILER_LEN || bytes[..4] != MAGIC {
         return Err(DecodeError::Foreign);
     }
@@ -91,7 +117,7 @@ pub fn decode_raw(expected: Kind, bytes: &[u8]) -> Result<&[u8], DecodeError> {
         return Err(DecodeError::WrongKind { expected, found: kind });
     }
     let schema = u16::from_le_bytes([bytes[5], bytes[6]]);
-    if schema != SCHEMA {
+    if !schemas.contains(&schema) {
         return Err(DecodeError::UnknownSchema { kind, schema });
     }
     let declared = u32::from_le_bytes([bytes[7], bytes[8], bytes[9], bytes[10]]) as u64;
@@ -105,7 +131,7 @@ pub fn decode_raw(expected: Kind, bytes: &[u8]) -> Result<&[u8], DecodeError> {
     if stored != computed {
         return Err(DecodeError::Checksum { stored, computed });
     }
-    Ok(&bytes[HEADER_LEN..body_end])
+    Ok((schema, &bytes[HEADER_LEN..body_end]))
 }
 
 pub fn encode_value<T: Serialize>(kind: Kind, value: &T) -> Vec<u8> {
@@ -114,7 +140,11 @@ pub fn encode_value<T: Serialize>(kind: Kind, value: &T) -> Vec<u8> {
 }
 
 pub fn decode_value<T: DeserializeOwned + Serialize>(kind: Kind, bytes: &[u8]) -> Result<T, DecodeError> {
-    let payload = decode_raw(kind, bytes)?;
+    decode_payload(decode_raw(kind, bytes)?)
+}
+
+/// Postcard, the whole payload, and only its one canonical byte form.
+pub fn decode_payload<T: DeserializeOwned + Serialize>(payload: &[u8]) -> Result<T, DecodeError> {
     let (value, rest) = postcard::take_from_bytes::<T>(payload).map_err(|_| DecodeError::Malformed)?;
     if !rest.is_empty() {
         return Err(DecodeError::Trailing { bytes: rest.len() });

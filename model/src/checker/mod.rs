@@ -148,11 +148,10 @@ fn check_checkpoint_zero(
             if c.previous_hash != marker_hash {
                 r.violation("checkpoint zero does not name the marker's hash".into());
             }
-            if c.document_count != 0 || !c.shards.is_empty() {
+            if c.document_count != 0 || c.root.is_some() {
                 r.violation(format!(
-                    "checkpoint zero holds {} documents in {} shards",
-                    c.document_count,
-                    c.shards.len()
+                    "checkpoint zero holds {} documents under root {:?}",
+                    c.document_count, c.root
                 ));
             }
         }
