@@ -5,7 +5,8 @@
 
 use crate::blob::{BlobError, BlobOp};
 use crate::config::Config;
-use crate::format::{Checkpoint, DecodeError, Marker};
+use crate::format::frame::HEADER_LEN;
+use crate::format::{Checkpoint, CheckpointRule, DecodeError, Marker, ShapeRule};
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::reply::{CheckpointProblem, FailReason, WriteError};
@@ -214,13 +215,7 @@ fn a_damaged_checkpoint_fails_closed() {
 #[test]
 fn a_checkpoint_with_shards_fails_closed_as_unsupported() {
     let key = keys().checkpoint(1025);
-    let later = Checkpoint {
-        world_id: WORLD,
-        next_sequence: 1025,
-        previous_hash: Hash32::of(b"slot 1024"),
-        document_count: 3,
-        shards: vec![Hash32::of(b"shard 0")],
-    };
+    let later = Checkpoint::full(WORLD, 1025, Hash32::of(b"slot 1024"), 3, Hash32::of(b"root"));
     let mut store = store_with_checkpoint(keys().checkpoint(1), zero_bytes());
     store.put(Instant::ZERO, key.clone(), Bytes::from(later.encode()));
     fails_closed_with(store, FailReason::CheckpointUnsupported { key });
@@ -228,13 +223,7 @@ fn a_checkpoint_with_shards_fails_closed_as_unsupported() {
 
 #[test]
 fn the_newest_checkpoint_is_the_greatest_key_across_pages() {
-    let later = |n: u64| Checkpoint {
-        world_id: WORLD,
-        next_sequence: n,
-        previous_hash: Hash32::of(b"a slot"),
-        document_count: 0,
-        shards: vec![Hash32::of(b"shard 0")],
-    };
+    let later = |n: u64| Checkpoint::full(WORLD, n, Hash32::of(b"a slot"), 0, Hash32::of(b"root"));
     let mut store = store_with_checkpoint(keys().checkpoint(1), zero_bytes());
     for n in [0x10, 0x100, 0x2] {
         store.put(Instant::ZERO, keys().checkpoint(n), Bytes::from(later(n).encode()));
@@ -252,12 +241,20 @@ fn the_newest_checkpoint_is_the_greatest_key_across_pages() {
 }
 
 #[test]
-fn checkpoint_zero_with_shards_is_unsupported_too() {
+fn checkpoint_zero_naming_a_root_fails_closed() {
+    // Schema 2 at next sequence 1: a full checkpoint that covers no slot.
     let key = keys().checkpoint(1);
-    let mut zero = Checkpoint::zero(WORLD, Hash32::of(&marker_bytes()));
-    zero.shards.push(Hash32::of(b"shard 0"));
-    let store = store_with_checkpoint(key.clone(), Bytes::from(zero.encode()));
-    fails_closed_with(store, FailReason::CheckpointUnsupported { key });
+    let zero = Checkpoint::zero(WORLD, Hash32::of(&marker_bytes()));
+    let mut bytes = Checkpoint::full(WORLD, 2, zero.previous_hash, 0, Hash32::of(b"root")).encode();
+    bytes[HEADER_LEN + 16] = 1; // next_sequence (after the world id) 2 -> 1, then the CRC again
+    let crc_at = bytes.len() - 4;
+    let crc = crc32c::crc32c(&bytes[..crc_at]).to_le_bytes();
+    bytes[crc_at..].copy_from_slice(&crc);
+    let error = Checkpoint::decode(&bytes).expect_err("covers no slot");
+    let rule = ShapeRule::Checkpoint(CheckpointRule::FullCoversNoSlot { next_sequence: 1 });
+    assert_eq!(error, DecodeError::Shape(rule));
+    let store = store_with_checkpoint(key.clone(), Bytes::from(bytes));
+    fails_closed_with(store, FailReason::Decode { key, error });
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The frame around every object (SPEC 3): magic, kind, schema, length, payload, CRC32C.
 
-use crate::world::MemberRule;
+use super::rule::ShapeRule;
+use crate::hash::Hash32;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// First four bytes of every slotlog object.
@@ -19,6 +20,10 @@ pub enum Kind {
     Slot = 2,
     Body = 3,
     Checkpoint = 4,
+    Root = 5,
+    Shard = 6,
+    History = 7,
+    Receipts = 8,
 }
 
 impl Kind {
@@ -28,6 +33,10 @@ impl Kind {
             2 => Some(Kind::Slot),
             3 => Some(Kind::Body),
             4 => Some(Kind::Checkpoint),
+            5 => Some(Kind::Root),
+            6 => Some(Kind::Shard),
+            7 => Some(Kind::History),
+            8 => Some(Kind::Receipts),
             _ => None,
         }
     }
@@ -40,6 +49,10 @@ impl core::fmt::Display for Kind {
             Kind::Slot => "slot",
             Kind::Body => "body",
             Kind::Checkpoint => "checkpoint",
+            Kind::Root => "root",
+            Kind::Shard => "shard",
+            Kind::History => "history block",
+            Kind::Receipts => "receipt block",
         })
     }
 }
@@ -72,37 +85,11 @@ pub enum DecodeError {
     #[error("payload not in its canonical form")]
     NotCanonical,
     /// The payload decodes but breaks a shape rule of its kind.
-    #[error(transparent)]
+    #[error("{0}")]
     Shape(ShapeRule),
     /// The object decodes but is not the one its key names.
     #[error(transparent)]
     Misnamed(NameRule),
-}
-
-/// A rule of an object's own shape (SPEC 5, 10): what [`DecodeError::Shape`] names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-pub enum ShapeRule {
-    #[error("slot at sequence 0")]
-    SlotAtSequenceZero,
-    #[error("slot without members")]
-    SlotEmpty,
-    #[error("slot with too many members")]
-    SlotTooManyMembers,
-    #[error("slot sequences pass the largest sequence")]
-    SlotSequencesOverflow,
-    #[error("member sequences are not contiguous from the first")]
-    MembersNotContiguous,
-    #[error("one operation id twice in a slot")]
-    OperationIdTwice,
-    /// A member breaks a rule of its own.
-    #[error(transparent)]
-    Member(MemberRule),
-    #[error("checkpoint at sequence 0")]
-    CheckpointAtSequenceZero,
-    #[error("documents before the first slot")]
-    DocumentsBeforeFirstSlot,
-    #[error("documents without shards")]
-    DocumentsWithoutShards,
 }
 
 /// An object that decodes but is not the one its key names: what [`DecodeError::Misnamed`]
@@ -116,14 +103,22 @@ pub enum NameRule {
     /// A slot read again is not the one the replica installed under that name.
     #[error("slot differs from the one installed")]
     SlotNotTheInstalledOne,
+    /// A content-addressed object read under `name` whose content hash is `found`.
+    #[error("{kind} read as {name} has content hash {found}")]
+    NotItsName { kind: Kind, name: Hash32, found: Hash32 },
 }
 
 pub fn encode_raw(kind: Kind, payload: &[u8]) -> Vec<u8> {
+    encode_raw_schema(kind, SCHEMA, payload)
+}
+
+/// A frame of a kind that has more than one schema (only checkpoints today).
+pub fn encode_raw_schema(kind: Kind, schema: u16, payload: &[u8]) -> Vec<u8> {
     let len = u32::try_from(payload.len()).expect("payload longer than 4 GiB");
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + TRAILER_LEN);
     out.extend_from_slice(&MAGIC);
     out.push(kind as u8);
-    out.extend_from_slice(&SCHEMA.to_le_bytes());
+    out.extend_from_slice(&schema.to_le_bytes());
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(payload);
     let crc = crc32c::crc32c(&out);
@@ -133,6 +128,15 @@ pub fn encode_raw(kind: Kind, payload: &[u8]) -> Vec<u8> {
 
 /// Checks the frame and returns the payload.
 pub fn decode_raw(expected: Kind, bytes: &[u8]) -> Result<&[u8], DecodeError> {
+    decode_raw_schema(expected, &[SCHEMA], bytes).map(|(_, payload)| payload)
+}
+
+/// Checks the frame, admitting any of `schemas`, and returns the schema and the payload.
+pub fn decode_raw_schema<'a>(
+    expected: Kind,
+    schemas: &[u16],
+    bytes: &'a [u8],
+) -> Result<(u16, &'a [u8]), DecodeError> {
     if bytes.len() < HEADER_LEN + TRAILER_LEN || bytes[..4] != MAGIC {
         return Err(DecodeError::Foreign);
     }
@@ -141,7 +145,7 @@ pub fn decode_raw(expected: Kind, bytes: &[u8]) -> Result<&[u8], DecodeError> {
         return Err(DecodeError::WrongKind { expected, found: kind });
     }
     let schema = u16::from_le_bytes([bytes[5], bytes[6]]);
-    if schema != SCHEMA {
+    if !schemas.contains(&schema) {
         return Err(DecodeError::UnknownSchema { kind, schema });
     }
     let declared = u32::from_le_bytes([bytes[7], bytes[8], bytes[9], bytes[10]]) as u64;
@@ -155,7 +159,7 @@ pub fn decode_raw(expected: Kind, bytes: &[u8]) -> Result<&[u8], DecodeError> {
     if stored != computed {
         return Err(DecodeError::Checksum { stored, computed });
     }
-    Ok(&bytes[HEADER_LEN..body_end])
+    Ok((schema, &bytes[HEADER_LEN..body_end]))
 }
 
 pub fn encode_value<T: Serialize>(kind: Kind, value: &T) -> Vec<u8> {
@@ -164,7 +168,11 @@ pub fn encode_value<T: Serialize>(kind: Kind, value: &T) -> Vec<u8> {
 }
 
 pub fn decode_value<T: DeserializeOwned + Serialize>(kind: Kind, bytes: &[u8]) -> Result<T, DecodeError> {
-    let payload = decode_raw(kind, bytes)?;
+    decode_payload(decode_raw(kind, bytes)?)
+}
+
+/// Postcard, the whole payload, and only its one canonical byte form.
+pub fn decode_payload<T: DeserializeOwned + Serialize>(payload: &[u8]) -> Result<T, DecodeError> {
     let (value, rest) = postcard::take_from_bytes::<T>(payload).map_err(|_| DecodeError::Malformed)?;
     if !rest.is_empty() {
         return Err(DecodeError::Trailing { bytes: rest.len() });

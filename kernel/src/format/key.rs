@@ -51,6 +51,54 @@ impl Keys {
         format!("{}blobs/{}", self.root, hash.to_hex())
     }
 
+    pub fn roots_prefix(&self) -> String {
+        format!("{}roots/", self.root)
+    }
+
+    /// A root is named by its content hash (SPEC 10.9).
+    pub fn root_object(&self, hash: &Hash32) -> String {
+        format!("{}roots/{}", self.root, hash.to_hex())
+    }
+
+    pub fn shards_prefix(&self) -> String {
+        format!("{}shards/", self.root)
+    }
+
+    /// A shard is named by its content hash (SPEC 10.9).
+    pub fn shard(&self, hash: &Hash32) -> String {
+        format!("{}shards/{}", self.root, hash.to_hex())
+    }
+
+    /// A history block is named by the hash of its bytes. Never listed: history blocks
+    /// are never collected, so there is no parser.
+    pub fn history(&self, hash: &Hash32) -> String {
+        format!("{}history/{}", self.root, hash.to_hex())
+    }
+
+    pub fn receipts_prefix(&self) -> String {
+        format!("{}receipts/", self.root)
+    }
+
+    /// A receipt block is named by its content hash (SPEC 10.9).
+    pub fn receipts(&self, hash: &Hash32) -> String {
+        format!("{}receipts/{}", self.root, hash.to_hex())
+    }
+
+    /// The content hash a root key names, or None for a key that is not a root name.
+    pub fn parse_root(&self, key: &str) -> Option<Hash32> {
+        Hash32::from_hex(key.strip_prefix(&self.root)?.strip_prefix("roots/")?)
+    }
+
+    /// The content hash a shard key names, or None for a key that is not a shard name.
+    pub fn parse_shard(&self, key: &str) -> Option<Hash32> {
+        Hash32::from_hex(key.strip_prefix(&self.root)?.strip_prefix("shards/")?)
+    }
+
+    /// The content hash a receipt block key names, or None for a key that is not one.
+    pub fn parse_receipts(&self, key: &str) -> Option<Hash32> {
+        Hash32::from_hex(key.strip_prefix(&self.root)?.strip_prefix("receipts/")?)
+    }
+
     /// The first sequence a slot key names, or None for a key that is not a slot name.
     pub fn parse_slot(&self, key: &str) -> Option<u64> {
         parse_sequence(key.strip_prefix(&self.root)?.strip_prefix("log/")?)
@@ -99,6 +147,31 @@ mod tests {
         assert_eq!(k.parse_checkpoint(&k.slot(1)), None, "a slot name is not a checkpoint name");
         assert_eq!(k.parse_slot(&k.checkpoint(1)), None, "nor the other way round");
         assert_eq!(k.parse_checkpoint(&format!("{}0", k.checkpoint(1))), None);
+    }
+
+    #[test]
+    fn content_addressed_checkpoint_keys_round_trip() {
+        let k = Keys::new("worlds/w1/");
+        let h = Hash32::of(b"object");
+        let hex = h.to_hex();
+        assert_eq!(k.root_object(&h), format!("worlds/w1/roots/{hex}"));
+        assert_eq!(k.shard(&h), format!("worlds/w1/shards/{hex}"));
+        assert_eq!(k.history(&h), format!("worlds/w1/history/{hex}"));
+        assert_eq!(k.receipts(&h), format!("worlds/w1/receipts/{hex}"));
+        assert!(k.root_object(&h).starts_with(&k.roots_prefix()));
+        assert!(k.shard(&h).starts_with(&k.shards_prefix()));
+        assert!(k.receipts(&h).starts_with(&k.receipts_prefix()));
+        assert_eq!(k.parse_root(&k.root_object(&h)), Some(h));
+        assert_eq!(k.parse_shard(&k.shard(&h)), Some(h));
+        assert_eq!(k.parse_receipts(&k.receipts(&h)), Some(h));
+        // Each parser takes only its own kind, root and exact 64 lowercase digits.
+        assert_eq!(k.parse_root(&k.shard(&h)), None);
+        assert_eq!(k.parse_shard(&k.receipts(&h)), None);
+        assert_eq!(k.parse_receipts(&k.root_object(&h)), None);
+        assert_eq!(k.parse_shard(&format!("worlds/w2/shards/{hex}")), None);
+        assert_eq!(k.parse_shard(&format!("worlds/w1/shards/{}", hex.to_uppercase())), None);
+        assert_eq!(k.parse_shard(&format!("worlds/w1/shards/{hex}0")), None);
+        assert_eq!(k.parse_shard(&format!("worlds/w1/shards/{}", &hex[1..])), None);
     }
 
     #[test]

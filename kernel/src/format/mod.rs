@@ -6,18 +6,36 @@ pub mod body;
 pub mod chain;
 pub mod checkpoint;
 pub mod frame;
+pub mod history;
 pub mod key;
+pub mod layout;
 pub mod marker;
+pub mod receipts;
+pub mod root;
+pub mod rule;
+pub mod shard;
 pub mod slot;
+pub mod stamp;
 
 pub use body::{decode_body, encode_body};
 pub use chain::{scan_chain, ChainProblem, ChainScan};
 pub use checkpoint::Checkpoint;
-pub use frame::{DecodeError, Kind, NameRule, ShapeRule};
+pub use frame::{DecodeError, Kind, NameRule};
+pub use history::HistoryBlock;
 pub use key::Keys;
+pub use layout::{
+    history_window, receipt_block_of, shard_bits_for, shard_count, shard_of, DOCUMENTS_PER_SHARD_TARGET,
+    RECORDS_PER_HISTORY_BLOCK_MAX, SHARD_BITS_MAX,
+};
 pub use marker::Marker;
+pub use receipts::{ReceiptBlock, ReceiptBlockRef, StoredReceipt, RECEIPTS_PER_BLOCK_MAX};
+pub use root::Root;
+pub use rule::{CheckpointRule, HistoryRule, ReceiptBlockRule, RootRule, ShapeRule, ShardRule};
+pub use shard::{HistoryRef, Shard, ShardEntry};
 pub use slot::{Slot, SLOT_MEMBERS_MAX};
 
+#[cfg(test)]
+mod checkpoint_objects_tests;
 #[cfg(test)]
 mod roundtrip_tests;
 #[cfg(test)]

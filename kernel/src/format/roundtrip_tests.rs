@@ -3,8 +3,9 @@
 //! and never another valid object; shape rules are enforced on decode.
 
 use super::frame::{
-    encode_raw, encode_value, DecodeError, Kind, NameRule, ShapeRule, HEADER_LEN, TRAILER_LEN,
+    encode_raw, encode_value, DecodeError, Kind, NameRule, HEADER_LEN, TRAILER_LEN,
 };
+use super::rule::ShapeRule;
 use super::snapshot_tests::worked_example_slot;
 use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
 use crate::hash::Hash32;
@@ -17,17 +18,17 @@ use crate::world::policy::{PolicyRules, BODY_BYTES_LIMIT, READ_ONLY_PREFIXES_MAX
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
-const CASES: u32 = 256;
+pub(super) const CASES: u32 = 256;
 
 // ---------------------------------------------------------------------------------------
 // Strategies. Every generated slot satisfies `Slot::decode`'s shape rules by construction.
 
 /// Small, then anywhere up to `max`: exercises one-byte and multi-byte varints.
-fn spread(max: u64) -> impl Strategy<Value = u64> {
+pub(super) fn spread(max: u64) -> impl Strategy<Value = u64> {
     prop_oneof![1..=127u64.min(max), 1..=max]
 }
 
-fn hash32() -> impl Strategy<Value = Hash32> {
+pub(super) fn hash32() -> impl Strategy<Value = Hash32> {
     any::<[u8; 32]>().prop_map(Hash32)
 }
 
@@ -38,7 +39,7 @@ fn segment() -> impl Strategy<Value = String> {
 
 /// A path through `Path::parse`, from segments joined by one or two slashes, with or
 /// without a leading and a trailing slash (all normalized away).
-fn path() -> impl Strategy<Value = Path> {
+pub(super) fn path() -> impl Strategy<Value = Path> {
     (prop::collection::vec((segment(), any::<bool>()), 1..5), any::<bool>(), any::<bool>()).prop_map(
         |(segs, lead, trail)| {
             let mut raw = String::new();
@@ -60,7 +61,7 @@ fn path() -> impl Strategy<Value = Path> {
 }
 
 /// Rules in the shape `PolicyRules::from_body` makes: in range, prefixes sorted, no repeats.
-fn policy_rules() -> impl Strategy<Value = PolicyRules> {
+pub(super) fn policy_rules() -> impl Strategy<Value = PolicyRules> {
     (
         1..=RETENTION_VERSIONS_MAX,
         prop_oneof![0..=1024u64, 0..=BODY_BYTES_LIMIT],
@@ -163,23 +164,26 @@ impl MemberSpec {
     }
 }
 
-fn world_id() -> impl Strategy<Value = WorldId> {
+pub(super) fn world_id() -> impl Strategy<Value = WorldId> {
     any::<[u8; 16]>().prop_map(WorldId)
 }
 
-/// A checkpoint of any shape the decoder admits: checkpoint zero of some world and marker,
-/// or a later one (documents in shards), so the format a later milestone fills round-trips.
+/// A checkpoint of any shape the decoder admits: checkpoint zero of some world and marker
+/// (schema 1), or a full one naming a root (schema 2), freshened or not.
 fn checkpoint() -> impl Strategy<Value = Checkpoint> {
     let zero = (world_id(), hash32()).prop_map(|(w, h)| Checkpoint::zero(w, h));
-    let later = (world_id(), 2..=u64::MAX, hash32(), spread(u64::MAX), prop::collection::vec(hash32(), 1..6))
-        .prop_map(|(world_id, next_sequence, previous_hash, document_count, shards)| Checkpoint {
-            world_id,
-            next_sequence,
-            previous_hash,
-            document_count,
-            shards,
+    let full = (
+        world_id(),
+        2..=u64::MAX,
+        hash32(),
+        spread(u64::MAX),
+        hash32(),
+        prop_oneof![Just(0), spread(u64::MAX)],
+    )
+        .prop_map(|(world_id, next_sequence, previous_hash, document_count, root, stamp)| {
+            Checkpoint::full(world_id, next_sequence, previous_hash, document_count, root).with_stamp(stamp)
         });
-    prop_oneof![zero, later]
+    prop_oneof![zero, full]
 }
 
 /// A slot of 1 to 8 members: contiguous sequences, distinct operation ids (shuffled, so
@@ -214,7 +218,7 @@ fn slot() -> impl Strategy<Value = Slot> {
 
 /// The error a single flipped bit at `index` must give, by the frame region it falls in
 /// (SPEC 3: the checks run magic, kind, schema, length, checksum).
-fn flip_refusal_is_expected(index: usize, error: &DecodeError) -> bool {
+pub(super) fn flip_refusal_is_expected(index: usize, error: &DecodeError) -> bool {
     match index {
         0..=3 => *error == DecodeError::Foreign,
         4 => matches!(error, DecodeError::UnknownKind(_) | DecodeError::WrongKind { .. }),
@@ -225,7 +229,7 @@ fn flip_refusal_is_expected(index: usize, error: &DecodeError) -> bool {
 }
 
 /// The error a cut to `len` bytes must give: too short for a frame, else a length mismatch.
-fn truncation_refusal_is_expected(len: usize, error: &DecodeError) -> bool {
+pub(super) fn truncation_refusal_is_expected(len: usize, error: &DecodeError) -> bool {
     if len < HEADER_LEN + TRAILER_LEN {
         *error == DecodeError::Foreign
     } else {
@@ -276,11 +280,11 @@ fn break_member(m: &mut SlotMember, pick: u8) {
 }
 
 /// A byte position within an object, and a bit of that byte.
-fn position() -> impl Strategy<Value = (prop::sample::Index, u8)> {
+pub(super) fn position() -> impl Strategy<Value = (prop::sample::Index, u8)> {
     (any::<prop::sample::Index>(), 0u8..8)
 }
 
-fn bytes_up_to(max: usize) -> impl Strategy<Value = Vec<u8>> {
+pub(super) fn bytes_up_to(max: usize) -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(any::<u8>(), 0..max)
 }
 

@@ -2,7 +2,8 @@
 //! A slot is never rewritten. Its hash is BLAKE3 of its whole object bytes, and the next
 //! slot names it as `prev_hash`, so the log is a verifiable chain.
 
-use super::frame::{decode_value, encode_value, DecodeError, Kind, NameRule, ShapeRule};
+use super::frame::{decode_value, encode_value, DecodeError, Kind, NameRule};
+use super::rule::ShapeRule;
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::world::entry::SlotMember;

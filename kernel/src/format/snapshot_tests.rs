@@ -1,17 +1,20 @@
-//! Byte snapshots of every object kind (SPEC 2 to 6). Each snapshot is the exact object an
+//! Byte snapshots of every object kind (SPEC 2 to 6 and 10). Each snapshot is the exact object an
 //! encoder writes for fixed values; any change to a byte, to the key scheme or to the slot
 //! hash fails here. Such a change breaks every bucket already written, so a failing
 //! snapshot means "new schema", never "accept the new bytes".
 
-use super::frame::{HEADER_LEN, TRAILER_LEN};
-use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot};
+use super::frame::{Kind, HEADER_LEN, TRAILER_LEN};
+use super::{
+    decode_body, encode_body, shard_bits_for, Checkpoint, HistoryBlock, HistoryRef, Keys, Marker,
+    ReceiptBlock, ReceiptBlockRef, Root, Shard, ShardEntry, Slot, StoredReceipt,
+};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, StoreId, WorldId};
 use crate::world::entry::{
     IndexEntry, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord,
 };
 use crate::world::path::Path;
-use crate::world::policy::PolicyRules;
+use crate::world::policy::{Policy, PolicyRules};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -279,7 +282,7 @@ fn checkpoint_zero_parts() -> Vec<(String, Vec<u8>)> {
         ("checkpoint.next_sequence (varint) = 1".into(), pc(&c.next_sequence)),
         ("checkpoint.previous_hash ([u8; 32]) = BLAKE3(marker object)".into(), pc(&c.previous_hash)),
         ("checkpoint.document_count (varint) = 0".into(), pc(&c.document_count)),
-        ("checkpoint.shards length (varint) = 0".into(), pc(&c.shards.len())),
+        ("checkpoint.shards length (varint) = 0".into(), pc(&0usize)),
     ];
     let payload_len: usize = payload.iter().map(|(_, b)| b.len()).sum();
     let mut parts: Vec<(String, Vec<u8>)> = vec![
@@ -325,4 +328,276 @@ fn worked_example_in_spec() {
         "worked_example",
         format!("{}slot hash {}\n", annotate(&parts), Hash32::of(&bytes).to_hex())
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Full checkpoints (SPEC 10). The worked example of SPEC 10.10: the world of the SPEC 5.6
+// worked example after its slot 1 (one publish of "hi" at /a.md), checkpointed at next
+// sequence 2. Each object is split field by field like the slot's worked example.
+
+/// Wraps annotated payload parts in the frame: header before, CRC after.
+fn framed(
+    kind: Kind,
+    kind_label: &str,
+    schema: u16,
+    payload: Vec<(String, Vec<u8>)>,
+) -> Vec<(String, Vec<u8>)> {
+    let payload_len: usize = payload.iter().map(|(_, b)| b.len()).sum();
+    let mut parts: Vec<(String, Vec<u8>)> = vec![
+        ("magic \"slog\"".into(), b"slog".to_vec()),
+        (format!("kind = {} ({kind_label})", kind as u8), vec![kind as u8]),
+        (format!("schema (u16 LE) = {schema}"), schema.to_le_bytes().to_vec()),
+        (format!("payload length (u32 LE) = {payload_len}"), (payload_len as u32).to_le_bytes().to_vec()),
+    ];
+    parts.extend(payload);
+    let preceding: Vec<u8> = parts.iter().flat_map(|(_, b)| b.clone()).collect();
+    parts.push((
+        "CRC32C (u32 LE) of bytes 0 to here".into(),
+        crc32c::crc32c(&preceding).to_le_bytes().to_vec(),
+    ));
+    parts
+}
+
+fn joined(parts: &[(String, Vec<u8>)]) -> Vec<u8> {
+    parts.iter().flat_map(|(_, b)| b.clone()).collect()
+}
+
+fn path_parts(field: &str, p: &Path) -> Vec<(String, Vec<u8>)> {
+    vec![
+        (format!("{field} length (varint) = {}", p.as_str().len()), pc(&p.as_str().len())),
+        (format!("{field} bytes {:?}", p.as_str()), p.as_str().as_bytes().to_vec()),
+    ]
+}
+
+/// The worked example's one publish member.
+fn example_member() -> SlotMember {
+    worked_example_slot().members[0].clone()
+}
+
+pub(super) fn example_history() -> HistoryBlock {
+    let m = example_member();
+    HistoryBlock { path: path("/a.md"), records: vec![m.version.expect("a publish has a version record")] }
+}
+
+pub(super) fn example_shard() -> Shard {
+    let entry = example_member().entry.expect("a publish has an entry");
+    let history = vec![HistoryRef { first_version: 1, block: example_history().content_hash() }];
+    Shard { shard_bits: 0, index: 0, entries: vec![ShardEntry { entry, history }], stamp: 0 }
+}
+
+pub(super) fn example_receipts() -> ReceiptBlock {
+    let receipt = example_member().receipt;
+    let request_digest = Hash32::of(b"example request digest of operation 1");
+    ReceiptBlock { receipts: vec![StoredReceipt { receipt, request_digest }], stamp: 0 }
+}
+
+pub(super) fn example_root() -> Root {
+    Root {
+        world_id: WORLD,
+        next_sequence: 2,
+        previous_hash: Hash32::of(&worked_example_slot().encode()),
+        document_count: 1,
+        policy: Policy::default(),
+        shard_bits: shard_bits_for(1),
+        shards: vec![example_shard().content_hash()],
+        receipts_from_sequence: 1,
+        receipts: vec![ReceiptBlockRef {
+            first_sequence: 1,
+            last_sequence: 1,
+            block: example_receipts().content_hash(),
+        }],
+        stamp: 0,
+    }
+}
+
+pub(super) fn example_checkpoint() -> Checkpoint {
+    let root = example_root();
+    Checkpoint::full(WORLD, 2, root.previous_hash, root.document_count, root.content_hash())
+}
+
+fn history_parts(h: &HistoryBlock) -> Vec<(String, Vec<u8>)> {
+    let v = &h.records[0];
+    let mut payload = path_parts("history.path", &h.path);
+    payload.extend(vec![
+        ("history.records length (varint) = 1".into(), pc(&h.records.len())),
+        ("record.version (varint) = 1".into(), pc(&v.version)),
+        ("record.sequence (varint) = 1".into(), pc(&v.sequence)),
+        ("record.op_id ([u8; 16])".into(), pc(&v.op_id)),
+        ("record.body_hash ([u8; 32]) = BLAKE3(\"hi\")".into(), pc(&v.body_hash)),
+        ("record.body_len (varint) = 2".into(), pc(&v.body_len)),
+        ("record.kind (varint) = 0 Publish".into(), pc(&v.kind)),
+    ]);
+    framed(Kind::History, "history block", 1, payload)
+}
+
+fn shard_parts(s: &Shard) -> Vec<(String, Vec<u8>)> {
+    let e = &s.entries[0].entry;
+    let h = &s.entries[0].history[0];
+    let mut payload: Vec<(String, Vec<u8>)> = vec![
+        ("shard.shard_bits (u8) = 0".into(), pc(&s.shard_bits)),
+        ("shard.index (varint) = 0".into(), pc(&s.index)),
+        ("shard.entries length (varint) = 1".into(), pc(&s.entries.len())),
+    ];
+    payload.extend(path_parts("entry.path", &e.path));
+    payload.extend(vec![
+        ("entry.version (varint) = 1".into(), pc(&e.version)),
+        ("entry.first_version (varint) = 1".into(), pc(&e.first_version)),
+        ("entry.archived (bool) = false".into(), pc(&e.archived)),
+        ("entry.body_hash ([u8; 32]) = BLAKE3(\"hi\")".into(), pc(&e.body_hash)),
+        ("entry.body_len (varint) = 2".into(), pc(&e.body_len)),
+        ("entry.modified_sequence (varint) = 1".into(), pc(&e.modified_sequence)),
+        ("entry.history length (varint) = 1".into(), pc(&s.entries[0].history.len())),
+        ("history_ref.first_version (varint) = 1".into(), pc(&h.first_version)),
+        ("history_ref.block ([u8; 32]) = the history block's hash".into(), pc(&h.block)),
+        ("shard.stamp (varint) = 0".into(), pc(&s.stamp)),
+    ]);
+    framed(Kind::Shard, "shard", 1, payload)
+}
+
+fn receipts_parts(b: &ReceiptBlock) -> Vec<(String, Vec<u8>)> {
+    let r = &b.receipts[0];
+    let mut payload: Vec<(String, Vec<u8>)> = vec![
+        ("receipts length (varint) = 1".into(), pc(&b.receipts.len())),
+        ("receipt.op_id ([u8; 16])".into(), pc(&r.receipt.op_id)),
+        ("receipt.sequence (varint) = 1".into(), pc(&r.receipt.sequence)),
+        ("receipt.kind (varint) = 0 Published".into(), pc(&r.receipt.kind)),
+        ("receipt.path: Option tag 1 = Some".into(), vec![1]),
+    ];
+    payload.extend(path_parts("receipt.path", r.receipt.path.as_ref().expect("a path")));
+    payload.extend(vec![
+        ("receipt.version (varint) = 1".into(), pc(&r.receipt.version)),
+        ("request_digest ([u8; 32]) (an example value)".into(), pc(&r.request_digest)),
+        ("receipt_block.stamp (varint) = 0".into(), pc(&b.stamp)),
+    ]);
+    framed(Kind::Receipts, "receipt block", 1, payload)
+}
+
+fn root_parts(r: &Root) -> Vec<(String, Vec<u8>)> {
+    let rules = &r.policy.rules;
+    let reference = &r.receipts[0];
+    let payload: Vec<(String, Vec<u8>)> = vec![
+        ("root.world_id ([u8; 16], raw)".into(), pc(&r.world_id)),
+        ("root.next_sequence (varint) = 2".into(), pc(&r.next_sequence)),
+        ("root.previous_hash ([u8; 32]) = BLAKE3(slot 1 object)".into(), pc(&r.previous_hash)),
+        ("root.document_count (varint) = 1".into(), pc(&r.document_count)),
+        ("policy.version (varint) = 0".into(), pc(&r.policy.version)),
+        ("policy.retention_versions (varint u32) = 64".into(), pc(&rules.retention_versions)),
+        ("policy.body_bytes_max (varint) = 4194304".into(), pc(&rules.body_bytes_max)),
+        ("policy.read_only_prefixes length (varint) = 0".into(), pc(&rules.read_only_prefixes.len())),
+        ("root.shard_bits (u8) = 0".into(), pc(&r.shard_bits)),
+        ("root.shards length (varint) = 1".into(), pc(&r.shards.len())),
+        ("shards[0] ([u8; 32]) = the shard's content hash".into(), pc(&r.shards[0])),
+        ("root.receipts_from_sequence (varint) = 1".into(), pc(&r.receipts_from_sequence)),
+        ("root.receipts length (varint) = 1".into(), pc(&r.receipts.len())),
+        ("receipt_ref.first_sequence (varint) = 1".into(), pc(&reference.first_sequence)),
+        ("receipt_ref.last_sequence (varint) = 1".into(), pc(&reference.last_sequence)),
+        ("receipt_ref.block ([u8; 32]) = the receipt block's content hash".into(), pc(&reference.block)),
+        ("root.stamp (varint) = 0".into(), pc(&r.stamp)),
+    ];
+    framed(Kind::Root, "root", 1, payload)
+}
+
+fn full_checkpoint_parts(c: &Checkpoint) -> Vec<(String, Vec<u8>)> {
+    let payload: Vec<(String, Vec<u8>)> = vec![
+        ("checkpoint.world_id ([u8; 16], raw)".into(), pc(&c.world_id)),
+        ("checkpoint.next_sequence (varint) = 2".into(), pc(&c.next_sequence)),
+        ("checkpoint.previous_hash ([u8; 32]) = BLAKE3(slot 1 object)".into(), pc(&c.previous_hash)),
+        ("checkpoint.document_count (varint) = 1".into(), pc(&c.document_count)),
+        (
+            "checkpoint.root ([u8; 32]) = the root's content hash".into(),
+            pc(&c.root.expect("a full checkpoint")),
+        ),
+        (format!("checkpoint.stamp (varint) = {}", c.stamp), pc(&c.stamp)),
+    ];
+    framed(Kind::Checkpoint, "checkpoint", 2, payload)
+}
+
+/// The annotation, the key and the content hash of one object of the worked example.
+fn explained(key: &str, parts: &[(String, Vec<u8>)], content_hash: Hash32) -> String {
+    format!("key {key}\n{}content hash {}\n", annotate(parts), content_hash.to_hex())
+}
+
+#[test]
+fn history_block_bytes() {
+    let block = example_history();
+    let bytes = block.encode();
+    let parts = history_parts(&block);
+    assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+    assert_eq!(HistoryBlock::decode_named(&bytes, &Hash32::of(&bytes)).as_ref(), Ok(&block));
+    let key = Keys::new("worlds/w1").history(&block.content_hash());
+    insta::assert_snapshot!("history_block", explained(&key, &parts, block.content_hash()));
+}
+
+#[test]
+fn shard_bytes() {
+    let shard = example_shard();
+    let bytes = shard.encode();
+    let parts = shard_parts(&shard);
+    assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+    assert_eq!(Shard::decode_named(&bytes, &shard.content_hash()).as_ref(), Ok(&shard));
+    let key = Keys::new("worlds/w1").shard(&shard.content_hash());
+    insta::assert_snapshot!("shard", explained(&key, &parts, shard.content_hash()));
+}
+
+#[test]
+fn receipt_block_bytes() {
+    let block = example_receipts();
+    let bytes = block.encode();
+    let parts = receipts_parts(&block);
+    assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+    assert_eq!(ReceiptBlock::decode_named(&bytes, &block.content_hash()).as_ref(), Ok(&block));
+    let key = Keys::new("worlds/w1").receipts(&block.content_hash());
+    insta::assert_snapshot!("receipt_block", explained(&key, &parts, block.content_hash()));
+}
+
+#[test]
+fn root_bytes() {
+    let root = example_root();
+    let bytes = root.encode();
+    let parts = root_parts(&root);
+    assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+    assert_eq!(Root::decode_named(&bytes, &root.content_hash()).as_ref(), Ok(&root));
+    let key = Keys::new("worlds/w1").root_object(&root.content_hash());
+    insta::assert_snapshot!("root", explained(&key, &parts, root.content_hash()));
+}
+
+/// The full checkpoint as first written, then freshened with stamp 1: the bytes differ in
+/// the stamp and the CRC only, and the content hash is the same.
+#[test]
+fn full_checkpoint_bytes_and_a_freshen() {
+    let first = example_checkpoint();
+    let fresh = example_checkpoint().with_stamp(1);
+    let key = Keys::new("worlds/w1").checkpoint(first.next_sequence);
+    let mut out = String::new();
+    for c in [&first, &fresh] {
+        let bytes = c.encode();
+        let parts = full_checkpoint_parts(c);
+        assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+        assert_eq!(Checkpoint::decode(&bytes).as_ref(), Ok(c));
+        writeln!(out, "stamp {}", c.stamp).expect("write");
+        out.push_str(&explained(&key, &parts, c.content_hash()));
+        writeln!(out, "blake3 of these bytes {}", Hash32::of(&bytes).to_hex()).expect("write");
+    }
+    assert_eq!(first.content_hash(), fresh.content_hash());
+    assert_eq!(first.content_hash(), Hash32::of(&first.encode()));
+    insta::assert_snapshot!("full_checkpoint", out);
+}
+
+#[test]
+fn keys_of_checkpoint_objects() {
+    let mut out = String::new();
+    let h = Hash32::of(b"hi");
+    for prefix in ["", "worlds/w1"] {
+        let k = Keys::new(prefix);
+        writeln!(out, "prefix {prefix:?}").expect("write");
+        writeln!(out, "  checkpoints {}", k.checkpoints_prefix()).expect("write");
+        for seq in [1u64, 2, 0x2001] {
+            writeln!(out, "  checkpoint  {}", k.checkpoint(seq)).expect("write");
+        }
+        writeln!(out, "  root        {}", k.root_object(&h)).expect("write");
+        writeln!(out, "  shard       {}", k.shard(&h)).expect("write");
+        writeln!(out, "  history     {}", k.history(&h)).expect("write");
+        writeln!(out, "  receipts    {}", k.receipts(&h)).expect("write");
+    }
+    insta::assert_snapshot!("keys_of_checkpoint_objects", out);
 }

@@ -152,11 +152,8 @@ fn check_checkpoint_zero(
             if c.previous_hash != marker_hash {
                 r.violation(Violation::CheckpointZeroNotTheMarker);
             }
-            if c.document_count != 0 || !c.shards.is_empty() {
-                r.violation(Violation::CheckpointZeroNotEmpty {
-                    documents: c.document_count,
-                    shards: c.shards.len(),
-                });
+            if c.document_count != 0 || c.root.is_some() {
+                r.violation(Violation::CheckpointZeroNotEmpty { documents: c.document_count, root: c.root });
             }
         }
         Err(error) => r.violation(Violation::CheckpointZeroUndecodable { error }),

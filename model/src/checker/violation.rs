@@ -4,6 +4,7 @@
 
 use crate::{ModelApplied, ModelDocument, ModelPolicyBody, ModelReceipt, Verdict};
 use slotlog_kernel::format::DecodeError;
+use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
 use slotlog_kernel::reply::{Answer, WriteError, WriteOk};
 use slotlog_kernel::world::{ApplyError, IndexEntry, Invalid, Path, PathProblem, PruneRange, Receipt};
@@ -82,8 +83,8 @@ pub enum Violation {
     CheckpointZeroNextSequence { next_sequence: u64 },
     #[error("checkpoint zero does not name the marker's hash")]
     CheckpointZeroNotTheMarker,
-    #[error("checkpoint zero holds {documents} documents in {shards} shards")]
-    CheckpointZeroNotEmpty { documents: u64, shards: usize },
+    #[error("checkpoint zero holds {documents} documents under root {root:?}")]
+    CheckpointZeroNotEmpty { documents: u64, root: Option<Hash32> },
     #[error("checkpoint zero does not decode: {error}")]
     CheckpointZeroUndecodable { error: DecodeError },
     #[error("checkpoint zero is not the bytes SPEC 10 gives for this world and marker")]

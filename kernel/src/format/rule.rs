@@ -1,0 +1,279 @@
+//! The shape rules of checkpoint objects (SPEC 10), one enum per kind, each rule with the
+//! data that shows where it broke. A decoder refuses an object breaking one with
+//! `DecodeError::Shape`; the rules never look outside the object.
+
+use crate::world::MemberRule;
+use crate::world::path::Path;
+use core::fmt;
+
+/// Why a decoded object is not one the format admits: what [`DecodeError::Shape`] names.
+///
+/// [`DecodeError::Shape`]: super::frame::DecodeError::Shape
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShapeRule {
+    /// SPEC 5.4.
+    SlotAtSequenceZero,
+    SlotEmpty,
+    SlotTooManyMembers,
+    SlotSequencesOverflow,
+    MembersNotContiguous,
+    OperationIdTwice,
+    /// A member breaks a rule of its own.
+    Member(MemberRule),
+    Checkpoint(CheckpointRule),
+    Root(RootRule),
+    Shard(ShardRule),
+    History(HistoryRule),
+    Receipts(ReceiptBlockRule),
+}
+
+/// SPEC 10.2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckpointRule {
+    /// Schema 1 holds only checkpoint zero, at next sequence 1.
+    ZeroNotAtFirstSequence { next_sequence: u64 },
+    /// Schema 1 holds only checkpoint zero, which has no documents.
+    ZeroWithDocuments { document_count: u64 },
+    /// Schema 1 holds only checkpoint zero, which names no shards.
+    ZeroWithShards { shards: usize },
+    /// A full checkpoint (schema 2) covers at least one slot.
+    FullCoversNoSlot { next_sequence: u64 },
+}
+
+/// SPEC 10.5.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RootRule {
+    /// A root covers at least one slot (checkpoint zero has no root).
+    CoversNoSlot { next_sequence: u64 },
+    /// The layout is not the one the shard rule gives for the document count.
+    LayoutNotForCount { document_count: u64, shard_bits: u8, expected: u8 },
+    /// The root names a shard count other than `1 << shard_bits`.
+    ShardCount { shard_bits: u8, found: usize },
+    /// The policy rules are not in the normalized form `set_policy` produces.
+    PolicyNotNormalized,
+    /// The receipt window starts at sequence 0 or after the checkpoint.
+    ReceiptWindowOutside { receipts_from_sequence: u64, next_sequence: u64 },
+    /// A receipt block reference at `position` is empty (last before first) or holds more
+    /// than `RECEIPTS_PER_BLOCK_MAX` receipts.
+    ReceiptRefSize { position: usize, first_sequence: u64, last_sequence: u64 },
+    /// The receipt block at `position` does not start right after the one before it (or,
+    /// the first, at the window's start).
+    ReceiptRefsNotContiguous { position: usize, expected: u64, found: u64 },
+    /// The receipt blocks do not end at the last sequence the checkpoint covers.
+    ReceiptRefsEnd { expected: u64, found: u64 },
+}
+
+/// SPEC 10.6.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShardRule {
+    /// More shard bits than `SHARD_BITS_MAX`.
+    BitsTooMany { shard_bits: u8 },
+    /// The shard's index is not below `1 << shard_bits`.
+    IndexOutsideLayout { index: u32, shard_bits: u8 },
+    /// Entries are not in strictly ascending path order (a path twice, or out of order).
+    EntriesNotSorted { path: Path },
+    /// An entry whose path the shard rule puts in another shard.
+    PathInOtherShard { path: Path, shard: u32 },
+    /// Version 0, first version 0, or the first retained version after the current one.
+    EntryVersionsOutOfOrder { path: Path },
+    /// The entry's history references are not one per 256-version window from its first
+    /// retained version's window to its current version's.
+    HistoryRefsCount { path: Path, expected: u64, found: usize },
+    /// The history reference at `position` does not start where its window requires.
+    HistoryRefMisplaced { path: Path, position: usize, first_version: u64 },
+}
+
+/// SPEC 10.7.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HistoryRule {
+    Empty,
+    /// More than `RECORDS_PER_HISTORY_BLOCK_MAX` records.
+    TooManyRecords {
+        count: usize,
+    },
+    /// A record at version 0.
+    VersionZero,
+    /// A record whose version is not the one before it plus 1.
+    VersionsNotConsecutive {
+        after: u64,
+        found: u64,
+    },
+    /// The records run past the 256-version window of the first one.
+    CrossesWindow {
+        first: u64,
+        last: u64,
+    },
+}
+
+/// SPEC 10.8.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReceiptBlockRule {
+    Empty,
+    /// More than `RECEIPTS_PER_BLOCK_MAX` receipts.
+    TooManyReceipts {
+        count: usize,
+    },
+    /// Receipts not in strictly ascending operation id order (an id twice, or out of order).
+    NotSortedByOperation {
+        position: usize,
+    },
+    /// The receipts' sequences are not one contiguous run, each once.
+    SequencesNotContiguous {
+        after: u64,
+        found: u64,
+    },
+    /// A receipt whose kind and path disagree (a policy receipt with a path, a document
+    /// receipt without one).
+    PathDoesNotMatchKind {
+        position: usize,
+    },
+}
+
+impl From<CheckpointRule> for ShapeRule {
+    fn from(rule: CheckpointRule) -> Self {
+        ShapeRule::Checkpoint(rule)
+    }
+}
+impl From<RootRule> for ShapeRule {
+    fn from(rule: RootRule) -> Self {
+        ShapeRule::Root(rule)
+    }
+}
+impl From<ShardRule> for ShapeRule {
+    fn from(rule: ShardRule) -> Self {
+        ShapeRule::Shard(rule)
+    }
+}
+impl From<HistoryRule> for ShapeRule {
+    fn from(rule: HistoryRule) -> Self {
+        ShapeRule::History(rule)
+    }
+}
+impl From<ReceiptBlockRule> for ShapeRule {
+    fn from(rule: ReceiptBlockRule) -> Self {
+        ShapeRule::Receipts(rule)
+    }
+}
+
+impl fmt::Display for ShapeRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShapeRule::SlotAtSequenceZero => f.write_str("slot at sequence 0"),
+            ShapeRule::SlotEmpty => f.write_str("slot without members"),
+            ShapeRule::SlotTooManyMembers => f.write_str("slot with too many members"),
+            ShapeRule::SlotSequencesOverflow => f.write_str("slot sequences pass the largest sequence"),
+            ShapeRule::MembersNotContiguous => f.write_str("member sequences are not contiguous from the first"),
+            ShapeRule::OperationIdTwice => f.write_str("one operation id twice in a slot"),
+            ShapeRule::Member(r) => write!(f, "{r}"),
+            ShapeRule::Checkpoint(r) => write!(f, "checkpoint: {r}"),
+            ShapeRule::Root(r) => write!(f, "root: {r}"),
+            ShapeRule::Shard(r) => write!(f, "shard: {r}"),
+            ShapeRule::History(r) => write!(f, "history block: {r}"),
+            ShapeRule::Receipts(r) => write!(f, "receipt block: {r}"),
+        }
+    }
+}
+
+impl fmt::Display for CheckpointRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckpointRule::ZeroNotAtFirstSequence { next_sequence } => {
+                write!(f, "schema 1 at next sequence {next_sequence}, not 1")
+            }
+            CheckpointRule::ZeroWithDocuments { document_count } => {
+                write!(f, "schema 1 with {document_count} documents")
+            }
+            CheckpointRule::ZeroWithShards { shards } => write!(f, "schema 1 naming {shards} shards"),
+            CheckpointRule::FullCoversNoSlot { next_sequence } => {
+                write!(f, "full checkpoint at next sequence {next_sequence} covers no slot")
+            }
+        }
+    }
+}
+
+impl fmt::Display for RootRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RootRule::CoversNoSlot { next_sequence } => {
+                write!(f, "next sequence {next_sequence} covers no slot")
+            }
+            RootRule::LayoutNotForCount { document_count, shard_bits, expected } => write!(
+                f,
+                "{shard_bits} shard bits for {document_count} documents, the shard rule gives {expected}"
+            ),
+            RootRule::ShardCount { shard_bits, found } => {
+                write!(f, "{found} shards for {shard_bits} shard bits")
+            }
+            RootRule::PolicyNotNormalized => write!(f, "policy rules not normalized"),
+            RootRule::ReceiptWindowOutside { receipts_from_sequence, next_sequence } => write!(
+                f,
+                "receipt window from {receipts_from_sequence} outside 1 ..= next sequence {next_sequence}"
+            ),
+            RootRule::ReceiptRefSize { position, first_sequence, last_sequence } => write!(
+                f,
+                "receipt block {position} spans {first_sequence} ..= {last_sequence}: empty or too many"
+            ),
+            RootRule::ReceiptRefsNotContiguous { position, expected, found } => {
+                write!(f, "receipt block {position} starts at {found}, not {expected}")
+            }
+            RootRule::ReceiptRefsEnd { expected, found } => {
+                write!(f, "receipt blocks end at {found}, not {expected}")
+            }
+        }
+    }
+}
+
+impl fmt::Display for ShardRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShardRule::BitsTooMany { shard_bits } => write!(f, "{shard_bits} shard bits, more than allowed"),
+            ShardRule::IndexOutsideLayout { index, shard_bits } => {
+                write!(f, "index {index} outside a layout of {shard_bits} bits")
+            }
+            ShardRule::EntriesNotSorted { path } => write!(f, "entry {path} out of path order"),
+            ShardRule::PathInOtherShard { path, shard } => write!(f, "{path} belongs in shard {shard}"),
+            ShardRule::EntryVersionsOutOfOrder { path } => write!(f, "{path}: entry versions out of order"),
+            ShardRule::HistoryRefsCount { path, expected, found } => {
+                write!(f, "{path}: {found} history references, its versions span {expected} windows")
+            }
+            ShardRule::HistoryRefMisplaced { path, position, first_version } => write!(
+                f,
+                "{path}: history reference {position} starts at version {first_version}, outside its window"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for HistoryRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HistoryRule::Empty => write!(f, "no records"),
+            HistoryRule::TooManyRecords { count } => write!(f, "{count} records, more than allowed"),
+            HistoryRule::VersionZero => write!(f, "a record at version 0"),
+            HistoryRule::VersionsNotConsecutive { after, found } => {
+                write!(f, "version {found} follows version {after}")
+            }
+            HistoryRule::CrossesWindow { first, last } => {
+                write!(f, "versions {first} ..= {last} cross a 256-version window")
+            }
+        }
+    }
+}
+
+impl fmt::Display for ReceiptBlockRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReceiptBlockRule::Empty => write!(f, "no receipts"),
+            ReceiptBlockRule::TooManyReceipts { count } => write!(f, "{count} receipts, more than allowed"),
+            ReceiptBlockRule::NotSortedByOperation { position } => {
+                write!(f, "receipt {position} out of operation id order")
+            }
+            ReceiptBlockRule::SequencesNotContiguous { after, found } => {
+                write!(f, "sequence {found} follows sequence {after}")
+            }
+            ReceiptBlockRule::PathDoesNotMatchKind { position } => {
+                write!(f, "receipt {position}: path does not match its kind")
+            }
+        }
+    }
+}
