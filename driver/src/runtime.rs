@@ -90,6 +90,7 @@ impl Loop {
                         tracing::error!(?reason, "the world failed closed");
                         failed = Some(reason);
                     }
+                    Effect::Warning(warning) => tracing::warn!(%warning, "worked around"),
                     Effect::Changes { id, events } => {
                         let alive =
                             watches.get(&id).is_some_and(|w| w.try_send(WatchItem::Changes(events)).is_ok());

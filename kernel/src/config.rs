@@ -59,8 +59,32 @@ pub struct Config {
     /// The longest hold (record: 300 ms, about twice the measured recovery of a loser;
     /// 1 s gave the same throughput, 100 ms and none lost more slots or starved a store).
     pub hold_ms: u64,
+    /// Whether this replica writes checkpoints (SPEC 10.10). `Eager` is the record's
+    /// default; `Off` for a replica that must never write (and for comparison runs).
+    pub compaction: CompactionRole,
+    /// A checkpoint is due once this many slots were applied since the newest one
+    /// (record: 8,192, "the checkpoint cadence"; 1,024 slots replay in about 0.9 s).
+    pub checkpoint_slots: u64,
+    /// ...or once the newest one is this old and anything was applied since (record: 10
+    /// minutes).
+    pub checkpoint_interval_ms: u64,
+    /// A due checkpoint waits a uniform draw up to this long, so replicas that applied the
+    /// same slots do not all fold at once (record: a random delay; 10 s).
+    pub checkpoint_jitter_ms: u64,
+    /// Object creates one checkpoint keeps in flight: paces a checkpoint's burst so slot
+    /// creates keep their latency (amendments issue: "compactor bursts").
+    pub checkpoint_creates_in_flight_max: usize,
     /// Deliberate defects, for proving the simulation catches them. Never set outside tests.
     pub defects: Defects,
+}
+
+/// Whether a replica writes checkpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactionRole {
+    /// Writes a checkpoint whenever the cadence is reached.
+    Eager,
+    /// Never writes one (it still loads and replays them).
+    Off,
 }
 
 /// Defects a test can switch on to show that the checker catches them.
@@ -99,6 +123,11 @@ impl Default for Config {
             turns: true,
             turn_slots_max: 256,
             hold_ms: 300,
+            compaction: CompactionRole::Eager,
+            checkpoint_slots: 8_192,
+            checkpoint_interval_ms: 600_000,
+            checkpoint_jitter_ms: 10_000,
+            checkpoint_creates_in_flight_max: 8,
             defects: Defects::default(),
         }
     }
@@ -124,6 +153,8 @@ pub enum ConfigError {
     Replay,
     #[error("a read, slot index, ring or watch limit is 0")]
     Reads,
+    #[error("checkpoint cadence and creates in flight must be positive")]
+    Checkpoints,
 }
 
 impl Config {
@@ -156,6 +187,12 @@ impl Config {
             || self.watches_max == 0
         {
             return Err(ConfigError::Reads);
+        }
+        if self.checkpoint_slots == 0
+            || self.checkpoint_interval_ms == 0
+            || self.checkpoint_creates_in_flight_max == 0
+        {
+            return Err(ConfigError::Checkpoints);
         }
         Ok(())
     }

@@ -104,4 +104,15 @@ pub enum Effect {
     Changes { id: RequestId, events: Vec<Receipt> },
     /// Watch `id` ended.
     WatchEnded { id: RequestId, end: WatchEnd },
+    /// Something went wrong that cost time but not correctness.
+    Warning(Warning),
+}
+
+/// A problem the replica worked around.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Warning {
+    /// The checkpoint at `key` could not be loaded at open; an older one was used and the
+    /// slots after it replayed.
+    #[error("checkpoint {key} skipped at open: {reason}")]
+    CheckpointSkipped { key: String, reason: FailReason },
 }

@@ -20,6 +20,7 @@ pub(crate) enum Purpose {
     Probe(crate::reads::ProbeCall),
     Feed(crate::feed::FeedCall),
     Body(crate::bodies::BodyCall),
+    Compact(crate::compactor::CompactCall),
 }
 
 #[derive(Clone, Debug)]

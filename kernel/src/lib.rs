@@ -19,7 +19,9 @@
 pub mod blob;
 pub(crate) mod bodies;
 pub(crate) mod body_cache;
+pub(crate) mod checkpoint;
 pub(crate) mod committer;
+pub(crate) mod compactor;
 pub mod config;
 pub mod effect;
 pub(crate) mod feed;
@@ -46,8 +48,9 @@ mod testkit;
 
 pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
 pub use committer::CommitterStats;
-pub use config::{Config, ConfigError, Defects};
-pub use effect::{Effect, Input, Read, Request, WatchEnd};
+pub use compactor::CompactorStats;
+pub use config::{CompactionRole, Config, ConfigError, Defects};
+pub use effect::{Effect, Input, Read, Request, Warning, WatchEnd};
 pub use feed::FeedStats;
 pub use hash::Hash32;
 pub use ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};

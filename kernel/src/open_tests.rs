@@ -213,12 +213,18 @@ fn a_damaged_checkpoint_fails_closed() {
 }
 
 #[test]
-fn a_checkpoint_with_shards_fails_closed_as_unsupported() {
+fn a_full_checkpoint_that_cannot_be_loaded_falls_back_to_checkpoint_zero() {
     let key = keys().checkpoint(1025);
-    let later = Checkpoint::full(WORLD, 1025, Hash32::of(b"slot 1024"), 3, Hash32::of(b"root"));
+    let root = Hash32::of(b"root");
+    let later = Checkpoint::full(WORLD, 1025, Hash32::of(b"slot 1024"), 3, root);
     let mut store = store_with_checkpoint(keys().checkpoint(1), zero_bytes());
     store.put(Instant::ZERO, key.clone(), Bytes::from(later.encode()));
-    fails_closed_with(store, FailReason::CheckpointUnsupported { key });
+    let mut h = Harness::with_store(Config::default(), store, 2);
+    h.run();
+    assert!(h.replica.is_open(), "a checkpoint that cannot be loaded costs only replay");
+    let problem = CheckpointProblem::ObjectMissing { key: keys().root_object(&root) };
+    let reason = FailReason::CheckpointMismatch { key: key.clone(), problem };
+    assert_eq!(h.warnings, vec![crate::effect::Warning::CheckpointSkipped { key, reason }]);
 }
 
 #[test]
@@ -229,15 +235,16 @@ fn the_newest_checkpoint_is_the_greatest_key_across_pages() {
         store.put(Instant::ZERO, keys().checkpoint(n), Bytes::from(later(n).encode()));
     }
     let mut h = Harness::with_store(Config { list_page_max: 1, ..Config::default() }, store, 2);
-    h.failure_expected = true;
     h.run();
-    assert_eq!(h.failures, vec![FailReason::CheckpointUnsupported { key: keys().checkpoint(0x100) }]);
-    let gets: Vec<&BlobOp> = h
+    let gets: Vec<&str> = h
         .log
         .iter()
         .filter(|op| matches!(op, BlobOp::Get { key } if key.contains("/checkpoints/")))
+        .map(|op| op.key())
         .collect();
-    assert_eq!(gets.len(), 1, "only the newest is read");
+    // None of them loads (their roots are missing): each is tried newest first.
+    let tried = [0x100, 0x10, 0x2, 0x1].map(|n| keys().checkpoint(n));
+    assert_eq!(gets, tried.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
 #[test]

@@ -6,8 +6,9 @@
 use crate::blob::BlobResult;
 use crate::bodies::{Bodies, BodyEvent};
 use crate::committer::{Committer, CommitterStats};
+use crate::compactor::{Compactor, CompactorStats};
 use crate::config::{Config, ConfigError};
-use crate::effect::{Effect, Input, Request, WatchEnd};
+use crate::effect::{Effect, Input, Request, Warning, WatchEnd};
 use crate::feed::{Feed, FeedStats};
 use crate::format::Keys;
 use crate::ids::{RequestId, StoreId, WorldId};
@@ -41,6 +42,7 @@ pub struct Replica {
     opening: Option<Opening>,
     snapshot: Option<Snapshot>,
     committer: Committer,
+    compactor: Compactor,
     bodies: Bodies,
     reads: Reads,
     feed: Feed,
@@ -84,6 +86,7 @@ impl Replica {
             feed: Feed::new(&config, keys.clone()),
             watches_max: config.watches_max,
             bodies: Bodies::new(keys.clone(), config.body_cache_bytes_max),
+            compactor: Compactor::new(&config, keys.clone(), now),
             committer: Committer::new(config, keys.clone(), identity.store_id),
             io,
             opening: Some(opening),
@@ -133,7 +136,8 @@ impl Replica {
 
     /// The next instant the replica needs [`Replica::handle_timeout`].
     pub fn poll_timeout(&self) -> Option<Instant> {
-        [self.io.next_retry(), self.committer.next_deadline(), self.reads.next_deadline()]
+        let compactor = self.snapshot.as_ref().and_then(|sn| self.compactor.next_deadline(sn));
+        [self.io.next_retry(), self.committer.next_deadline(), self.reads.next_deadline(), compactor]
             .into_iter()
             .flatten()
             .min()
@@ -198,6 +202,7 @@ impl Replica {
                 self.reads.on_done(now, sn, self.committer.creating(), what, call, result, &mut self.io)
             }
             Purpose::Feed(what) => self.feed.on_done(now, what, call, result, &mut self.io),
+            Purpose::Compact(what) => self.compactor.on_done(now, what, call, result, &mut self.io),
         };
         if let Err(reason) = done {
             self.fail(reason);
@@ -215,7 +220,12 @@ impl Replica {
         match opening.on_done(now, what, call, result, &mut self.io) {
             Progress::Working => Ok(()),
             Progress::Open(sn) => {
-                self.opening = None;
+                let opening = self.opening.take().expect("opening");
+                for (key, reason) in opening.skipped {
+                    self.io.effects.push_back(Effect::Warning(Warning::CheckpointSkipped { key, reason }));
+                }
+                let (next_sequence, stored) = opening.loaded.unwrap_or_default();
+                self.compactor.opened_at(next_sequence.max(1), stored, &sn, now);
                 for (id, cursor, credit) in std::mem::take(&mut self.early_watches) {
                     self.feed.watch(id, cursor, credit, &sn, &mut self.io);
                 }
@@ -233,6 +243,7 @@ impl Replica {
         }
         let Some(sn) = self.snapshot.as_mut() else { return };
         self.committer.pump(now, sn, &mut self.bodies, &mut self.io);
+        self.compactor.pump(now, sn, &mut self.io);
         let needs_tip = self.committer.needs_tip_since(sn).is_some();
         let creating = self.committer.creating();
         self.reads.serve(now, sn, creating, needs_tip, &mut self.bodies, &mut self.io);
@@ -272,6 +283,10 @@ impl Replica {
 
     pub fn stats(&self) -> CommitterStats {
         CommitterStats { calls_hedged: self.io.hedges_sent, ..self.committer.stats.clone() }
+    }
+
+    pub fn compactor_stats(&self) -> &CompactorStats {
+        &self.compactor.stats
     }
 
     pub fn read_stats(&self) -> &ReadStats {

@@ -67,10 +67,6 @@ pub enum FailReason {
     /// A slot name the log needs is not readable although a create found it taken.
     #[error("slot {sequence} is taken but cannot be read")]
     SlotVanished { sequence: u64 },
-    /// The newest checkpoint is one this build cannot load: it covers slots or holds
-    /// shards. Only checkpoint zero can be opened today.
-    #[error("{key} is a checkpoint this build cannot load")]
-    CheckpointUnsupported { key: String },
     /// A checkpoint that decodes but does not belong to this world's marker.
     #[error("{key}: {problem}")]
     CheckpointMismatch { key: String, problem: CheckpointProblem },
@@ -88,6 +84,25 @@ pub enum CheckpointProblem {
     /// Checkpoint zero names another predecessor than the marker's hash.
     #[error("checkpoint zero names {found}, not the marker's hash")]
     NotTheMarker { found: Hash32 },
+    /// Its root does not repeat what the checkpoint object says (sequence, anchor, count).
+    #[error("its root does not repeat the checkpoint's sequence, anchor or count")]
+    RootDisagrees,
+    /// A shard is not the one the root names at this index, or of another layout.
+    #[error("shard {index} is not the one its root names there")]
+    ShardDisagrees { index: u32 },
+    /// A document's history blocks do not hold exactly its retained versions.
+    #[error("the history blocks of {path} do not hold exactly its retained versions")]
+    HistoryDisagrees { path: Path },
+    /// A receipt block is not the run of sequences the root says it holds.
+    #[error("a receipt block is not the run of sequences its root names")]
+    ReceiptsDisagree,
+    /// An object the checkpoint uses is not in the bucket.
+    #[error("{key}, which it uses, is missing")]
+    ObjectMissing { key: String },
+    /// A checkpoint at a sequence this replica folded holds other content: two replicas
+    /// disagree about the log.
+    #[error("it holds other content than this replica folded at that sequence")]
+    Diverged,
 }
 
 /// What a read found, all of it from one snapshot: the state through `at_sequence`.

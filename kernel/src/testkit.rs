@@ -28,7 +28,7 @@ pub fn keys() -> Keys {
 }
 
 /// Objects by key with generations and creation times, applied at once.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct MemStore {
     pub objects: BTreeMap<String, (Bytes, u64, u64)>,
     generation: u64,
@@ -127,6 +127,7 @@ pub struct Harness {
     pub ended: BTreeMap<RequestId, crate::effect::WatchEnd>,
     /// Every `Effect::Failed` the replica emitted.
     pub failures: Vec<FailReason>,
+    pub warnings: Vec<crate::effect::Warning>,
     /// Unless set, a replica that fails closed panics the test.
     pub failure_expected: bool,
     next_request: u64,
@@ -137,7 +138,13 @@ impl Harness {
         Harness::with_store(config, MemStore::default(), 1)
     }
 
-    pub fn with_store(config: Config, store: MemStore, store_id: u64) -> Harness {
+    /// A replica over `store`. The compactor is off unless the config says
+    /// `checkpoint_slots` below the default: tests of other owners jump the clock past the
+    /// checkpoint interval and must not see checkpoints appear.
+    pub fn with_store(mut config: Config, store: MemStore, store_id: u64) -> Harness {
+        if config.checkpoint_slots >= Config::default().checkpoint_slots {
+            config.compaction = crate::config::CompactionRole::Off;
+        }
         let identity = Identity {
             world_id: Some(WORLD),
             store_id: StoreId(store_id),
@@ -158,6 +165,7 @@ impl Harness {
             changes: BTreeMap::new(),
             ended: BTreeMap::new(),
             failures: Vec::new(),
+            warnings: Vec::new(),
             failure_expected: false,
             next_request: 0,
         };
@@ -195,6 +203,7 @@ impl Harness {
                     assert!(self.failure_expected, "replica failed: {reason:?}");
                     self.failures.push(reason);
                 }
+                Effect::Warning(w) => self.warnings.push(w),
             }
         }
     }

@@ -19,7 +19,8 @@ use slotlog_kernel::reply::{FailReason, Reply};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{evaluate, validate, Evaluation, WorldState, Write};
 use slotlog_kernel::{
-    CommitterStats, Config, Effect, FeedStats, Identity, Input, ReadStats, Replica, Request, WatchEnd,
+    CommitterStats, CompactorStats, Config, Effect, FeedStats, Identity, Input, ReadStats, Replica, Request,
+    Warning, WatchEnd,
 };
 use slotlog_model::{
     ClientOp, History, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject, WatchSession,
@@ -114,6 +115,8 @@ pub struct ReplicaReport {
     pub feed: FeedStats,
     pub crashes: u32,
     pub failed: Option<FailReason>,
+    pub warnings: Vec<Warning>,
+    pub compactor: CompactorStats,
     pub follower: bool,
     pub hints_sent: u64,
 }
@@ -696,6 +699,10 @@ impl Cluster<'_> {
                 }
                 Effect::Changes { id, events } => self.changes(node, id, events),
                 Effect::WatchEnded { id, end } => self.watch_ended(node, id, end),
+                Effect::Warning(warning) => {
+                    self.trace(&[9, node as u64], &format!("{warning:?}"));
+                    self.nodes[node].report.warnings.push(warning);
+                }
             }
         }
         // A wake-up whose time no longer matches `wake_at` is stale and does nothing.
@@ -888,6 +895,13 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.hold_ms_total += s.hold_ms_total;
     t.holds_answered += s.holds_answered;
     t.recoveries_us.extend(s.recoveries_us.iter().copied());
+    let (cs, t) = (r.compactor_stats(), &mut into.compactor);
+    t.runs += cs.runs;
+    t.written += cs.written;
+    t.identical_races += cs.identical_races;
+    t.objects_created += cs.objects_created;
+    t.objects_found += cs.objects_found;
+    t.objects_reused += cs.objects_reused;
     let (rs, t) = (r.read_stats(), &mut into.reads);
     t.exact += rs.exact;
     t.catalog += rs.catalog;

@@ -2,9 +2,7 @@
 //! same value and the same bytes; damaged objects are refused with an error, never a panic
 //! and never another valid object; shape rules are enforced on decode.
 
-use super::frame::{
-    encode_raw, encode_value, DecodeError, Kind, NameRule, HEADER_LEN, TRAILER_LEN,
-};
+use super::frame::{encode_raw, encode_value, DecodeError, Kind, NameRule, HEADER_LEN, TRAILER_LEN};
 use super::rule::ShapeRule;
 use super::snapshot_tests::worked_example_slot;
 use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};

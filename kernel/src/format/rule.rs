@@ -2,8 +2,8 @@
 //! data that shows where it broke. A decoder refuses an object breaking one with
 //! `DecodeError::Shape`; the rules never look outside the object.
 
-use crate::world::MemberRule;
 use crate::world::path::Path;
+use crate::world::MemberRule;
 use core::fmt;
 
 /// Why a decoded object is not one the format admits: what [`DecodeError::Shape`] names.
@@ -162,7 +162,9 @@ impl fmt::Display for ShapeRule {
             ShapeRule::SlotEmpty => f.write_str("slot without members"),
             ShapeRule::SlotTooManyMembers => f.write_str("slot with too many members"),
             ShapeRule::SlotSequencesOverflow => f.write_str("slot sequences pass the largest sequence"),
-            ShapeRule::MembersNotContiguous => f.write_str("member sequences are not contiguous from the first"),
+            ShapeRule::MembersNotContiguous => {
+                f.write_str("member sequences are not contiguous from the first")
+            }
             ShapeRule::OperationIdTwice => f.write_str("one operation id twice in a slot"),
             ShapeRule::Member(r) => write!(f, "{r}"),
             ShapeRule::Checkpoint(r) => write!(f, "checkpoint: {r}"),

@@ -106,7 +106,11 @@ impl Shard {
         let shard = Shard::decode(bytes)?;
         let found = stamp::content_hash(Kind::Shard, SCHEMA, bytes, shard.stamp);
         if found != *name {
-            return Err(DecodeError::Misnamed(NameRule::NotItsName { kind: Kind::Shard, name: *name, found }));
+            return Err(DecodeError::Misnamed(NameRule::NotItsName {
+                kind: Kind::Shard,
+                name: *name,
+                found,
+            }));
         }
         Ok(shard)
     }

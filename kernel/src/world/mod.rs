@@ -17,6 +17,8 @@ pub use evaluate::{evaluate, validate, Evaluation, ValidMutation};
 pub use mutation::{Expected, Mutation, PolicyBody, Write};
 pub use path::{Path, PathDecodeError, PathProblem};
 pub use policy::{Policy, PolicyProblem, PolicyRules};
-pub use state::{ApplyError, ApplyRule, Document, WorldState};
+pub use state::{
+    receipts_from, ApplyError, ApplyRule, Document, RestoreProblem, WorldState, RECEIPT_WINDOW_SEQUENCES,
+};
 pub use verdict::{Invalid, Rejection};
 pub use view::{Layered, Overlay, StateView};

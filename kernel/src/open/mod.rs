@@ -1,9 +1,13 @@
 //! Opening a world: read the marker (or create it at genesis), then find the newest
-//! checkpoint (or create checkpoint zero), then list the log from the checkpoint's next
-//! sequence and apply every slot in order. Only checkpoint zero can be loaded today, so
-//! the log is still replayed from sequence 1; a newer checkpoint fails the open closed.
+//! checkpoint (or create checkpoint zero) and load it (`load`), then list the log from the
+//! checkpoint's next sequence and apply every slot in order. A checkpoint that cannot be
+//! loaded costs only replay: the opening falls back to the next older one, with a warning,
+//! and fails closed only when none loads.
+
+mod load;
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::checkpoint::ObjectKind;
 use crate::config::Config;
 use crate::format::{Checkpoint, DecodeError, Keys, Marker, Slot};
 use crate::hash::Hash32;
@@ -14,7 +18,8 @@ use crate::snapshot::Snapshot;
 use crate::time::Instant;
 use crate::world::WorldState;
 use bytes::Bytes;
-use std::collections::{BTreeMap, VecDeque};
+use load::Load;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub(crate) struct Opening {
     keys: Keys,
@@ -28,6 +33,14 @@ pub(crate) struct Opening {
     anchor: Option<(WorldId, Hash32)>,
     /// The last key the checkpoint listing returned: the newest checkpoint so far.
     checkpoint_after: Option<String>,
+    /// Checkpoint names listed and not yet tried, oldest first: the newest is tried first,
+    /// and each older one if the one after it cannot be loaded.
+    checkpoints_untried: Vec<String>,
+    load: Option<Load>,
+    /// The checkpoint the world was opened from: its next sequence and object names.
+    pub loaded: Option<(u64, BTreeSet<Hash32>)>,
+    /// Checkpoints skipped because they could not be loaded, with the reason.
+    pub skipped: Vec<(String, FailReason)>,
     replay_gets_max: usize,
     list_page_max: u32,
     recent_slots_max: usize,
@@ -59,6 +72,11 @@ pub(crate) enum OpenCall {
     /// Read a checkpoint: the newest listed, or checkpoint zero after a create that found
     /// the name taken or may have applied.
     CheckpointGet,
+    /// Read one object a full checkpoint uses.
+    CheckpointObject {
+        kind: ObjectKind,
+        name: Hash32,
+    },
     LogList,
     ReplayGet {
         sequence: u64,
@@ -92,6 +110,10 @@ impl Opening {
             marker_recheck: false,
             anchor: None,
             checkpoint_after: None,
+            checkpoints_untried: Vec::new(),
+            load: None,
+            loaded: None,
+            skipped: Vec::new(),
             replay_gets_max: config.replay_gets_max,
             list_page_max: config.list_page_max,
             recent_slots_max: config.recent_slots_max,
@@ -118,9 +140,10 @@ impl Opening {
             OpenCall::MarkerGet | OpenCall::GenesisList | OpenCall::MarkerCreate => {
                 self.on_marker_call(now, what, call, result, io)
             }
-            OpenCall::CheckpointList | OpenCall::CheckpointCreate | OpenCall::CheckpointGet => {
-                self.on_checkpoint_call(now, what, call, result, io)
-            }
+            OpenCall::CheckpointList
+            | OpenCall::CheckpointCreate
+            | OpenCall::CheckpointGet
+            | OpenCall::CheckpointObject { .. } => self.on_checkpoint_call(now, what, call, result, io),
             OpenCall::LogList | OpenCall::ReplayGet { .. } => self.on_log_call(now, what, call, result, io),
         };
         match done {
@@ -201,13 +224,11 @@ impl Opening {
                 if let Some(last) = entries.last() {
                     self.checkpoint_after = Some(last.key.clone());
                 }
-                match (&self.checkpoint_after, more) {
+                self.checkpoints_untried.extend(entries.into_iter().map(|e| e.key));
+                match (self.checkpoints_untried.is_empty(), more) {
                     (_, true) => self.list_checkpoints(now, io),
-                    (None, false) => self.create_checkpoint_zero(now, io),
-                    (Some(newest), false) => {
-                        let op = BlobOp::Get { key: newest.clone() };
-                        io.issue(now, Purpose::Open(OpenCall::CheckpointGet), op, 0)
-                    }
+                    (true, false) => self.create_checkpoint_zero(now, io),
+                    (false, false) => self.try_newest(now, io),
                 }
             }
             (OpenCall::CheckpointCreate, Ok(_)) => self.list_next(now, io),
@@ -217,13 +238,38 @@ impl Opening {
                 io.issue(now, Purpose::Open(OpenCall::CheckpointGet), BlobOp::Get { key }, 0);
             }
             (OpenCall::CheckpointGet, Ok(BlobOutcome::Got { bytes, .. })) => {
-                self.check_checkpoint(call.op.key(), &bytes)?;
-                self.list_next(now, io);
+                let key = call.op.key().to_string();
+                match self.check_checkpoint(&key, &bytes) {
+                    Ok(None) => self.list_next(now, io),
+                    Ok(Some(full)) => {
+                        self.load = Some(Load::start(key, full, self.replay_gets_max, &self.keys, now, io));
+                    }
+                    Err(reason) => self.fall_back(key, reason, now, io)?,
+                }
             }
             // An ambiguous create that never landed (or a listed checkpoint gone): start over.
             (OpenCall::CheckpointGet, Err(BlobError::NotFound)) => {
                 self.checkpoint_after = None;
+                self.checkpoints_untried.clear();
                 self.list_checkpoints(now, io);
+            }
+            (OpenCall::CheckpointObject { kind, name }, result) => {
+                let Some(load) = self.load.as_mut() else { return Ok(()) };
+                match load.on_done(&self.keys, now, (kind, name), call, result, io) {
+                    Ok(None) => {}
+                    Ok(Some(world)) => {
+                        let load = self.load.take().expect("loading");
+                        let next_sequence = load.next_sequence();
+                        self.list_after = Some(self.keys.slot(next_sequence - 1));
+                        self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
+                        self.loaded = Some((next_sequence, load.names));
+                        self.list_next(now, io);
+                    }
+                    Err(reason) => {
+                        let key = self.load.take().expect("loading").key;
+                        self.fall_back(key, reason, now, io)?;
+                    }
+                }
             }
             _ => io.retry_later(now, call),
         }
@@ -297,9 +343,10 @@ impl Opening {
         io.issue(now, Purpose::Open(OpenCall::CheckpointCreate), op, 0);
     }
 
-    /// Accepts the checkpoint read at `key` only if it is this world's checkpoint zero,
-    /// byte for byte; otherwise the reason to fail closed.
-    fn check_checkpoint(&self, key: &str, bytes: &[u8]) -> Result<(), FailReason> {
+    /// Checks the checkpoint read at `key` against the world: this world's checkpoint zero
+    /// byte for byte (Ok(None)), or a full checkpoint of this world under its own name,
+    /// to load (Ok(Some)); otherwise the reason it cannot be used.
+    fn check_checkpoint(&self, key: &str, bytes: &[u8]) -> Result<Option<Checkpoint>, FailReason> {
         let (world_id, marker_hash) = self.anchor.expect("the marker before its checkpoint");
         let checkpoint = Checkpoint::decode(bytes).map_err(|e| decode_failure(key.to_string(), e))?;
         let mismatch = |problem| Err(FailReason::CheckpointMismatch { key: key.to_string(), problem });
@@ -310,13 +357,36 @@ impl Opening {
             return mismatch(CheckpointProblem::Misnamed { next_sequence: checkpoint.next_sequence });
         }
         if !checkpoint.is_zero() {
-            return Err(FailReason::CheckpointUnsupported { key: key.to_string() });
+            return Ok(Some(checkpoint));
         }
         if checkpoint.previous_hash != marker_hash {
             return mismatch(CheckpointProblem::NotTheMarker { found: checkpoint.previous_hash });
         }
         // Every field matched and decoding admits one byte form, so these are our bytes.
         debug_assert_eq!(bytes, &Checkpoint::zero(world_id, marker_hash).encode()[..]);
+        Ok(None)
+    }
+
+    /// Reads the newest checkpoint not yet tried.
+    fn try_newest(&mut self, now: Instant, io: &mut Io) {
+        let key = self.checkpoints_untried.pop().expect("a checkpoint to try");
+        io.issue(now, Purpose::Open(OpenCall::CheckpointGet), BlobOp::Get { key }, 0);
+    }
+
+    /// The checkpoint at `key` cannot be loaded: try the next older one, or fail closed
+    /// with `reason` when none is left.
+    fn fall_back(
+        &mut self,
+        key: String,
+        reason: FailReason,
+        now: Instant,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        if self.checkpoints_untried.is_empty() {
+            return Err(reason);
+        }
+        self.skipped.push((key, reason));
+        self.try_newest(now, io);
         Ok(())
     }
 

@@ -1,0 +1,283 @@
+//! Checkpoints as a replica derives and loads them (SPEC 10): `fold` turns the world at
+//! its tip into every object of the checkpoint that covers it, and `Restore` turns the
+//! objects read back into a world. Both are pure; the compactor writes what `fold` makes,
+//! the opening reads what `Restore` needs. Nothing here knows who wrote an object.
+//!
+//! The fold is a function of the world alone (hence of the log up to its tip), so every
+//! replica that folds the same sequence makes the same bytes and names.
+
+use crate::format::{
+    history_window, receipt_block_of, shard_bits_for, shard_count, shard_of, Checkpoint, HistoryBlock,
+    HistoryRef, Keys, ReceiptBlock, ReceiptBlockRef, Root, Shard, ShardEntry, StoredReceipt,
+};
+use crate::hash::Hash32;
+use crate::reply::CheckpointProblem;
+use crate::world::{receipts_from, IndexEntry, Receipt, StateView, VersionRecord, WorldState};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+/// Which objects a drop may take (SPEC 10.9): fenced ones carry a stamp and are
+/// collected with the checkpoints that use them; content objects never are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum ObjectKind {
+    History,
+    Receipts,
+    Shard,
+    Root,
+}
+
+/// One object of a checkpoint, ready to create.
+#[derive(Clone, Debug)]
+pub(crate) struct Object {
+    pub kind: ObjectKind,
+    pub name: Hash32,
+    pub bytes: Bytes,
+}
+
+impl Object {
+    pub fn key(&self, keys: &Keys) -> String {
+        match self.kind {
+            ObjectKind::History => keys.history(&self.name),
+            ObjectKind::Receipts => keys.receipts(&self.name),
+            ObjectKind::Shard => keys.shard(&self.name),
+            ObjectKind::Root => keys.root_object(&self.name),
+        }
+    }
+}
+
+/// Every object of one checkpoint. `objects` is in the order they may be created:
+/// whatever an object names comes before it (history and receipt blocks, then shards,
+/// then the root); the checkpoint object itself goes last, once all of them are stored.
+pub(crate) struct Folded {
+    pub checkpoint: Checkpoint,
+    pub objects: Vec<Object>,
+}
+
+/// The checkpoint covering `world` through its tip. The world must hold at least one slot.
+pub(crate) fn fold(world: &WorldState) -> Folded {
+    let sequence = world.sequence();
+    assert!(sequence >= 1, "checkpoint zero is the only checkpoint of an empty log");
+    let document_count = world.document_count() as u64;
+    let shard_bits = shard_bits_for(document_count);
+    let mut objects = Vec::new();
+    let mut entries: Vec<Vec<ShardEntry>> = vec![Vec::new(); shard_count(shard_bits) as usize];
+    // Documents come in path order, so every shard's entries do too.
+    for (path, doc) in world.documents() {
+        let mut history = Vec::new();
+        for records in windows(doc.versions.iter()) {
+            let block = HistoryBlock { path: path.clone(), records };
+            let bytes = Bytes::from(block.encode());
+            let name = Hash32::of(&bytes);
+            history.push(HistoryRef { first_version: block.records[0].version, block: name });
+            objects.push(Object { kind: ObjectKind::History, name, bytes });
+        }
+        entries[shard_of(path, shard_bits) as usize].push(ShardEntry { entry: doc.entry.clone(), history });
+    }
+    let (receipts_from_sequence, receipts) = fold_receipts(world, &mut objects);
+    let mut shards = Vec::with_capacity(entries.len());
+    for (index, entries) in entries.into_iter().enumerate() {
+        let shard = Shard { shard_bits, index: index as u32, entries, stamp: 0 };
+        let bytes = Bytes::from(shard.encode());
+        let name = Hash32::of(&bytes);
+        shards.push(name);
+        objects.push(Object { kind: ObjectKind::Shard, name, bytes });
+    }
+    let root = Root {
+        world_id: world.world_id(),
+        next_sequence: sequence + 1,
+        previous_hash: world.tip_hash(),
+        document_count,
+        policy: world.policy().clone(),
+        shard_bits,
+        shards,
+        receipts_from_sequence,
+        receipts,
+        stamp: 0,
+    };
+    let bytes = Bytes::from(root.encode());
+    let root_name = Hash32::of(&bytes);
+    objects.push(Object { kind: ObjectKind::Root, name: root_name, bytes });
+    let checkpoint =
+        Checkpoint::full(world.world_id(), sequence + 1, world.tip_hash(), document_count, root_name);
+    Folded { checkpoint, objects }
+}
+
+/// A document's retained versions cut at 256-version windows, oldest first.
+fn windows<'a>(versions: impl Iterator<Item = &'a VersionRecord>) -> Vec<Vec<VersionRecord>> {
+    let mut out: Vec<Vec<VersionRecord>> = Vec::new();
+    for v in versions {
+        match out.last_mut() {
+            Some(block) if history_window(block[0].version) == history_window(v.version) => {
+                block.push(v.clone())
+            }
+            _ => out.push(vec![v.clone()]),
+        }
+    }
+    out
+}
+
+/// The receipt blocks of the window the world's tip keeps, in sequence order.
+fn fold_receipts(world: &WorldState, objects: &mut Vec<Object>) -> (u64, Vec<ReceiptBlockRef>) {
+    let from = receipts_from(world.sequence());
+    let mut blocks: BTreeMap<u64, Vec<StoredReceipt>> = BTreeMap::new();
+    for receipt in world.receipts_since(from) {
+        // No request digest is kept in slots yet: the field is zero until the change that
+        // refuses a reused operation id (amendments issue) defines its preimage.
+        let stored = StoredReceipt { receipt: receipt.clone(), request_digest: Hash32::ZERO };
+        blocks.entry(receipt_block_of(receipt.sequence)).or_default().push(stored);
+    }
+    let mut refs = Vec::with_capacity(blocks.len());
+    for (_, mut receipts) in blocks {
+        receipts.sort_by(|a, b| a.receipt.op_id.cmp(&b.receipt.op_id));
+        let first_sequence = receipts.iter().map(|r| r.receipt.sequence).min().expect("non-empty");
+        let last_sequence = receipts.iter().map(|r| r.receipt.sequence).max().expect("non-empty");
+        let block = ReceiptBlock { receipts, stamp: 0 };
+        let bytes = Bytes::from(block.encode());
+        let name = Hash32::of(&bytes);
+        refs.push(ReceiptBlockRef { first_sequence, last_sequence, block: name });
+        objects.push(Object { kind: ObjectKind::Receipts, name, bytes });
+    }
+    (from, refs)
+}
+
+/// A world being rebuilt from a checkpoint's objects as they arrive, in any order. It
+/// checks that each object is the one its referrer names and that they fit together.
+pub(crate) struct Restore {
+    pub checkpoint: Checkpoint,
+    root: Option<Root>,
+    /// Shards not yet read, by name, with their index in the layout.
+    shards_wanted: BTreeMap<Hash32, Vec<u32>>,
+    entries: Vec<ShardEntry>,
+    history_wanted: BTreeMap<Hash32, Vec<usize>>,
+    history: BTreeMap<Hash32, HistoryBlock>,
+    receipts_wanted: BTreeMap<Hash32, ReceiptBlockRef>,
+    receipts: Vec<Receipt>,
+}
+
+impl Restore {
+    pub fn new(checkpoint: Checkpoint) -> Restore {
+        debug_assert!(!checkpoint.is_zero());
+        Restore {
+            checkpoint,
+            root: None,
+            shards_wanted: BTreeMap::new(),
+            entries: Vec::new(),
+            history_wanted: BTreeMap::new(),
+            history: BTreeMap::new(),
+            receipts_wanted: BTreeMap::new(),
+            receipts: Vec::new(),
+        }
+    }
+
+    pub fn root_name(&self) -> Hash32 {
+        self.checkpoint.root.expect("a full checkpoint names its root")
+    }
+
+    /// The root arrived: returns the shards and receipt blocks to read next.
+    pub fn on_root(&mut self, root: Root) -> Result<Vec<(ObjectKind, Hash32)>, CheckpointProblem> {
+        let c = &self.checkpoint;
+        if root.world_id != c.world_id
+            || root.next_sequence != c.next_sequence
+            || root.previous_hash != c.previous_hash
+            || root.document_count != c.document_count
+        {
+            return Err(CheckpointProblem::RootDisagrees);
+        }
+        let mut wanted = Vec::new();
+        for (index, name) in root.shards.iter().enumerate() {
+            let first = !self.shards_wanted.contains_key(name);
+            self.shards_wanted.entry(*name).or_default().push(index as u32);
+            if first {
+                wanted.push((ObjectKind::Shard, *name));
+            }
+        }
+        for r in &root.receipts {
+            if self.receipts_wanted.insert(r.block, *r).is_none() {
+                wanted.push((ObjectKind::Receipts, r.block));
+            }
+        }
+        self.root = Some(root);
+        Ok(wanted)
+    }
+
+    /// A shard arrived: returns the history blocks to read next.
+    pub fn on_shard(&mut self, name: Hash32, shard: Shard) -> Result<Vec<Hash32>, CheckpointProblem> {
+        let root = self.root.as_ref().expect("shards are read after the root");
+        let indexes = self.shards_wanted.remove(&name).unwrap_or_default();
+        // Two empty shards of one layout differ only by their index, so one name holds
+        // one index; a shard is taken only at the index it names.
+        if indexes != [shard.index] || shard.shard_bits != root.shard_bits {
+            return Err(CheckpointProblem::ShardDisagrees { index: shard.index });
+        }
+        let mut wanted = Vec::new();
+        for e in shard.entries {
+            let at = self.entries.len();
+            for r in &e.history {
+                let list = self.history_wanted.entry(r.block).or_default();
+                if list.is_empty() && !self.history.contains_key(&r.block) {
+                    wanted.push(r.block);
+                }
+                list.push(at);
+            }
+            self.entries.push(e);
+        }
+        Ok(wanted)
+    }
+
+    pub fn on_history(&mut self, name: Hash32, block: HistoryBlock) {
+        self.history.insert(name, block);
+    }
+
+    pub fn on_receipts(&mut self, name: Hash32, block: ReceiptBlock) -> Result<(), CheckpointProblem> {
+        let r = self.receipts_wanted.remove(&name).ok_or(CheckpointProblem::ReceiptsDisagree)?;
+        if block.sequences() != Some((r.first_sequence, r.last_sequence)) {
+            return Err(CheckpointProblem::ReceiptsDisagree);
+        }
+        self.receipts.extend(block.receipts.into_iter().map(|s| s.receipt));
+        Ok(())
+    }
+
+    /// Whether every object has arrived.
+    pub fn is_complete(&self) -> bool {
+        let history_done = self.history_wanted.keys().all(|h| self.history.contains_key(h));
+        self.root.is_some()
+            && self.shards_wanted.is_empty()
+            && self.receipts_wanted.is_empty()
+            && history_done
+    }
+
+    /// The world the checkpoint holds, once complete.
+    pub fn finish(self) -> Result<WorldState, CheckpointProblem> {
+        debug_assert!(self.is_complete());
+        let root = self.root.expect("complete");
+        let mut documents: Vec<(IndexEntry, Vec<VersionRecord>)> = Vec::with_capacity(self.entries.len());
+        for e in self.entries {
+            let mut versions = Vec::new();
+            for r in &e.history {
+                let block = &self.history[&r.block];
+                if block.path != e.entry.path || block.first_version() != Some(r.first_version) {
+                    return Err(CheckpointProblem::HistoryDisagrees { path: e.entry.path.clone() });
+                }
+                versions.extend(block.records.iter().filter(|v| v.version >= e.entry.first_version).cloned());
+            }
+            let expected = e.entry.first_version..=e.entry.version;
+            if !versions.iter().map(|v| v.version).eq(expected) {
+                return Err(CheckpointProblem::HistoryDisagrees { path: e.entry.path.clone() });
+            }
+            documents.push((e.entry, versions));
+        }
+        if documents.len() as u64 != root.document_count {
+            return Err(CheckpointProblem::RootDisagrees);
+        }
+        WorldState::restore(
+            root.world_id,
+            root.next_sequence - 1,
+            root.previous_hash,
+            root.policy,
+            documents,
+            root.receipts_from_sequence,
+            self.receipts,
+        )
+        .map_err(|_| CheckpointProblem::RootDisagrees)
+    }
+}

@@ -1,0 +1,290 @@
+//! The compactor (SPEC 10.10): when the newest checkpoint lags the tip by the cadence, it
+//! folds the served snapshot into a checkpoint and writes it: every object that changed
+//! since the checkpoint it knows (content objects first, then shards, then the root),
+//! paced, and the checkpoint object last, created if absent. It never delays a commit:
+//! it reads the snapshot, and its calls are its own.
+//!
+//! A racer that wrote the same sequence wrote the same bytes (the fold is a function of
+//! the log), so a checkpoint name found taken is read back and compared; anything else
+//! there means two replicas disagree about the log, and the replica fails closed.
+
+#[cfg(test)]
+mod tests;
+
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::checkpoint::{fold, Object, ObjectKind};
+use crate::config::{CompactionRole, Config};
+use crate::format::{Checkpoint, Keys};
+use crate::hash::Hash32;
+use crate::io::{Call, Io, Purpose};
+use crate::reply::{CheckpointProblem, FailReason};
+use crate::snapshot::Snapshot;
+use crate::time::Instant;
+use bytes::Bytes;
+use core::time::Duration;
+use rand_core::Rng;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// The calls the compactor makes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum CompactCall {
+    /// Create one object of the checkpoint if absent.
+    Create { kind: ObjectKind, name: Hash32 },
+    /// After an ambiguous create of an object: is it stored? (metadata only)
+    Stat { kind: ObjectKind, name: Hash32 },
+    /// Create the checkpoint object at `checkpoints/<next_sequence>` if absent.
+    CheckpointCreate { next_sequence: u64 },
+    /// Read the checkpoint object there: a racer's, or ours after an ambiguous create.
+    CheckpointGet { next_sequence: u64 },
+}
+
+/// Counters a report reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompactorStats {
+    /// Runs started (each folds the served snapshot once).
+    pub runs: u64,
+    /// Checkpoint objects this replica's own create made.
+    pub written: u64,
+    /// Checkpoint names found taken by identical bytes (a racer's, or ours landed twice).
+    pub identical_races: u64,
+    /// Objects created, and objects found already stored.
+    pub objects_created: u64,
+    pub objects_found: u64,
+    /// Objects a run skipped because the checkpoint before it already had them.
+    pub objects_reused: u64,
+}
+
+/// One checkpoint being written.
+struct Run {
+    checkpoint: Checkpoint,
+    checkpoint_bytes: Bytes,
+    /// Objects not yet asked for, in creation order.
+    queue: VecDeque<Object>,
+    /// Objects asked for and not yet known stored, kept so an ambiguous create found
+    /// absent can be sent again.
+    in_flight: BTreeMap<Hash32, Bytes>,
+    /// The world's slot count at the folded sequence.
+    slots_at_fold: u64,
+    /// Every object name of this checkpoint: what the next run may reuse.
+    names: BTreeSet<Hash32>,
+    checkpoint_sent: bool,
+}
+
+pub(crate) struct Compactor {
+    keys: Keys,
+    role: CompactionRole,
+    slots_max: u64,
+    interval: Duration,
+    jitter_ms: u64,
+    creates_in_flight_max: usize,
+    /// The newest checkpoint this replica knows of (loaded or written): its next
+    /// sequence, the world's slot count when it was learned, and when.
+    newest_next_sequence: u64,
+    slots_at_newest: u64,
+    newest_at: Instant,
+    /// Object names of that checkpoint: stored, so a run need not create them again.
+    stored: BTreeSet<Hash32>,
+    /// When the cadence was first found reached, plus a jitter: the run starts then.
+    due_at: Option<Instant>,
+    run: Option<Run>,
+    pub stats: CompactorStats,
+}
+
+impl Compactor {
+    /// A compactor for a world opened at the checkpoint `next_sequence` whose objects
+    /// are `stored` (empty for checkpoint zero).
+    pub fn new(config: &Config, keys: Keys, now: Instant) -> Compactor {
+        Compactor {
+            keys,
+            role: config.compaction,
+            slots_max: config.checkpoint_slots,
+            interval: Duration::from_millis(config.checkpoint_interval_ms),
+            jitter_ms: config.checkpoint_jitter_ms,
+            creates_in_flight_max: config.checkpoint_creates_in_flight_max,
+            newest_next_sequence: 1,
+            slots_at_newest: 0,
+            newest_at: now,
+            stored: BTreeSet::new(),
+            due_at: None,
+            run: None,
+            stats: CompactorStats::default(),
+        }
+    }
+
+    /// The world opened from the checkpoint at `next_sequence`, whose objects are `stored`.
+    pub fn opened_at(&mut self, next_sequence: u64, stored: BTreeSet<Hash32>, sn: &Snapshot, now: Instant) {
+        self.newest_next_sequence = next_sequence;
+        self.slots_at_newest = sn.world.slots_applied();
+        self.newest_at = now;
+        self.stored = stored;
+    }
+
+    /// The next instant the compactor has something to do on its own clock: none while
+    /// nothing was applied since the newest checkpoint.
+    pub fn next_deadline(&self, sn: &Snapshot) -> Option<Instant> {
+        let idle = sn.world.sequence() < self.newest_next_sequence;
+        if self.role == CompactionRole::Off || self.run.is_some() || idle {
+            return None;
+        }
+        Some(self.due_at.unwrap_or(self.newest_at + self.interval))
+    }
+
+    /// Starts a run when the cadence is reached, and keeps a run's creates flowing.
+    pub fn pump(&mut self, now: Instant, sn: &Snapshot, io: &mut Io) {
+        if self.role == CompactionRole::Off {
+            return;
+        }
+        if self.run.is_none() && self.cadence_reached(now, sn) {
+            let due = *self.due_at.get_or_insert_with(|| {
+                let jitter_ms = io.rng.next_u64() % (self.jitter_ms + 1);
+                now + Duration::from_millis(jitter_ms)
+            });
+            if now >= due {
+                self.due_at = None;
+                self.start(sn);
+            }
+        }
+        self.send(now, io);
+    }
+
+    fn cadence_reached(&self, now: Instant, sn: &Snapshot) -> bool {
+        let behind = sn.world.sequence() >= self.newest_next_sequence;
+        let slots = sn.world.slots_applied().saturating_sub(self.slots_at_newest);
+        behind && (slots >= self.slots_max || now.saturating_since(self.newest_at) >= self.interval)
+    }
+
+    fn start(&mut self, sn: &Snapshot) {
+        let folded = fold(&sn.world);
+        let names: BTreeSet<Hash32> = folded.objects.iter().map(|o| o.name).collect();
+        let queue: VecDeque<Object> =
+            folded.objects.into_iter().filter(|o| !self.stored.contains(&o.name)).collect();
+        self.stats.runs += 1;
+        self.stats.objects_reused += (names.len() - queue.len()) as u64;
+        let checkpoint_bytes = Bytes::from(folded.checkpoint.encode());
+        self.run = Some(Run {
+            checkpoint: folded.checkpoint,
+            checkpoint_bytes,
+            queue,
+            in_flight: BTreeMap::new(),
+            slots_at_fold: sn.world.slots_applied(),
+            names,
+            checkpoint_sent: false,
+        });
+    }
+
+    /// Sends object creates up to the limit in flight, and the checkpoint object once
+    /// every other object is stored.
+    fn send(&mut self, now: Instant, io: &mut Io) {
+        let Some(run) = self.run.as_mut() else { return };
+        while run.in_flight.len() < self.creates_in_flight_max {
+            let Some(object) = run.queue.pop_front() else { break };
+            run.in_flight.insert(object.name, object.bytes.clone());
+            let op = BlobOp::Create { key: object.key(&self.keys), bytes: object.bytes };
+            let what = CompactCall::Create { kind: object.kind, name: object.name };
+            io.issue(now, Purpose::Compact(what), op, 0);
+        }
+        if run.queue.is_empty() && run.in_flight.is_empty() && !run.checkpoint_sent {
+            run.checkpoint_sent = true;
+            let next_sequence = run.checkpoint.next_sequence;
+            let op = BlobOp::Create {
+                key: self.keys.checkpoint(next_sequence),
+                bytes: run.checkpoint_bytes.clone(),
+            };
+            io.issue(now, Purpose::Compact(CompactCall::CheckpointCreate { next_sequence }), op, 0);
+        }
+    }
+
+    /// A compactor call completed. An error is a reason to fail the replica closed.
+    pub fn on_done(
+        &mut self,
+        now: Instant,
+        what: CompactCall,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        if self.run.is_none() {
+            return Ok(());
+        }
+        match (what, result) {
+            (CompactCall::Create { name, .. }, Ok(_)) => self.object_stored(name, true),
+            (
+                CompactCall::Create { name, .. } | CompactCall::Stat { name, .. },
+                Err(BlobError::AlreadyExists) | Ok(_),
+            ) => self.object_stored(name, false),
+            (CompactCall::Create { .. } | CompactCall::Stat { .. }, Err(BlobError::Throttled)) => {
+                io.retry_later(now, call)
+            }
+            // Ambiguous: the object is content-addressed, so a metadata read settles it.
+            (CompactCall::Create { kind, name }, Err(_)) => {
+                let op = BlobOp::Stat { key: call.op.key().to_string() };
+                io.issue(now, Purpose::Compact(CompactCall::Stat { kind, name }), op, 0);
+            }
+            (CompactCall::Stat { kind, name }, Err(BlobError::NotFound)) => {
+                let run = self.run.as_ref().expect("running");
+                let bytes = run.in_flight.get(&name).expect("a stat settles an object in flight").clone();
+                let op = BlobOp::Create { key: call.op.key().to_string(), bytes };
+                io.issue(now, Purpose::Compact(CompactCall::Create { kind, name }), op, call.attempt + 1);
+            }
+            (CompactCall::Stat { .. }, Err(_)) => io.retry_later(now, call),
+            (CompactCall::CheckpointCreate { next_sequence }, Ok(_)) => {
+                self.stats.written += 1;
+                self.finish(next_sequence, now);
+            }
+            (CompactCall::CheckpointCreate { .. }, Err(BlobError::Throttled)) => io.retry_later(now, call),
+            (CompactCall::CheckpointCreate { next_sequence }, Err(_)) => {
+                let op = BlobOp::Get { key: self.keys.checkpoint(next_sequence) };
+                io.issue(now, Purpose::Compact(CompactCall::CheckpointGet { next_sequence }), op, 0);
+            }
+            (CompactCall::CheckpointGet { next_sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
+                self.compare(next_sequence, &bytes)?;
+                self.stats.identical_races += 1;
+                self.finish(next_sequence, now);
+            }
+            (CompactCall::CheckpointGet { next_sequence }, Err(BlobError::NotFound)) => {
+                // An ambiguous create that never landed: the identical bytes again.
+                let bytes = self.run.as_ref().expect("running").checkpoint_bytes.clone();
+                let op = BlobOp::Create { key: self.keys.checkpoint(next_sequence), bytes };
+                let what = CompactCall::CheckpointCreate { next_sequence };
+                io.issue(now, Purpose::Compact(what), op, call.attempt + 1);
+            }
+            (CompactCall::CheckpointGet { .. }, _) => io.retry_later(now, call),
+        }
+        self.send(now, io);
+        Ok(())
+    }
+
+    fn object_stored(&mut self, name: Hash32, created: bool) {
+        let run = self.run.as_mut().expect("running");
+        let was_in_flight = run.in_flight.remove(&name).is_some();
+        debug_assert!(was_in_flight, "one answer per object");
+        if created {
+            self.stats.objects_created += 1;
+        } else {
+            self.stats.objects_found += 1;
+        }
+    }
+
+    /// The checkpoint at `next_sequence` found in the bucket must hold our content.
+    fn compare(&self, next_sequence: u64, found: &[u8]) -> Result<(), FailReason> {
+        let run = self.run.as_ref().expect("running");
+        let ours = &run.checkpoint;
+        let key = self.keys.checkpoint(next_sequence);
+        let theirs =
+            Checkpoint::decode(found).map_err(|error| FailReason::Decode { key: key.clone(), error })?;
+        // A freshen changes only the stamp (SPEC 10.9).
+        if theirs.clone().with_stamp(0) != *ours {
+            return Err(FailReason::CheckpointMismatch { key, problem: CheckpointProblem::Diverged });
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, next_sequence: u64, now: Instant) {
+        let run = self.run.take().expect("running");
+        debug_assert_eq!(run.checkpoint.next_sequence, next_sequence);
+        self.newest_next_sequence = next_sequence;
+        self.slots_at_newest = run.slots_at_fold;
+        self.newest_at = now;
+        self.stored = run.names;
+    }
+}

@@ -1,0 +1,201 @@
+//! One test per rule of the compactor and of opening from a full checkpoint (SPEC 10.10,
+//! 10.11): the cadence, objects before the checkpoint object, reuse of unchanged objects,
+//! a taken name settled by comparing content, cold start from the newest checkpoint, and
+//! falling back from one that cannot be loaded.
+
+use crate::blob::{BlobError, BlobOp};
+use crate::checkpoint::fold;
+use crate::config::{CompactionRole, Config};
+use crate::effect::Warning;
+use crate::format::{Checkpoint, Keys};
+use crate::hash::Hash32;
+use crate::reply::{CheckpointProblem, FailReason};
+use crate::testkit::{is_checkpoint_create, is_slot_get, keys, Fate, Harness, MemStore, WORLD};
+use crate::world::{StateView, WorldState};
+use bytes::Bytes;
+
+/// Checkpoints every `slots` slots, at once.
+fn compacting(slots: u64) -> Config {
+    Config { checkpoint_slots: slots, checkpoint_jitter_ms: 0, ..Config::default() }
+}
+
+/// Commits one publish per slot, one after the other, firing no timer (so the checkpoint
+/// interval never passes).
+fn write_docs(h: &mut Harness, first_op: u128, n: u128) {
+    for i in 0..n {
+        let r = h.publish(first_op + i, &format!("/d{}.md", first_op + i), &format!("body {i}"));
+        h.settle();
+        assert!(matches!(h.reply(r), Some(Ok(_))), "{:?}", h.reply(r));
+    }
+}
+
+fn full_checkpoints(store: &MemStore) -> Vec<u64> {
+    let k = keys();
+    store.objects.keys().filter_map(|key| k.parse_checkpoint(key)).filter(|s| *s > 1).collect()
+}
+
+/// The parts of a world every replica must agree on.
+fn same_world(a: &WorldState, b: &WorldState) {
+    assert_eq!(a.sequence(), b.sequence());
+    assert_eq!(a.tip_hash(), b.tip_hash());
+    assert_eq!(a.policy(), b.policy());
+    let docs = |w: &WorldState| w.documents().map(|(p, d)| (p.clone(), d.clone())).collect::<Vec<_>>();
+    assert_eq!(docs(a), docs(b));
+    let receipts = |w: &WorldState| w.receipts_since(1).cloned().collect::<Vec<_>>();
+    assert_eq!(receipts(a), receipts(b));
+}
+
+#[test]
+fn a_checkpoint_is_written_once_the_cadence_of_slots_is_reached() {
+    let mut h = Harness::opened(compacting(4));
+    write_docs(&mut h, 1, 3);
+    assert!(full_checkpoints(&h.store).is_empty(), "three slots are short of the cadence");
+    write_docs(&mut h, 4, 1);
+    assert_eq!(full_checkpoints(&h.store), vec![5]);
+    assert_eq!(h.replica.compactor_stats().written, 1);
+}
+
+#[test]
+fn the_checkpoint_object_is_created_after_every_object_it_names() {
+    let mut h = Harness::opened(compacting(2));
+    write_docs(&mut h, 1, 2);
+    let creates: Vec<&BlobOp> = h.log.iter().filter(|op| matches!(op, BlobOp::Create { .. })).collect();
+    let at = creates.iter().position(|op| is_checkpoint_create(op) && op.key() != keys().checkpoint(1));
+    let at = at.expect("a full checkpoint was created");
+    assert_eq!(at, creates.len() - 1, "nothing is created after the checkpoint object");
+    for kind in ["/roots/", "/shards/", "/history/", "/receipts/"] {
+        assert!(creates[..at].iter().any(|op| op.key().contains(kind)), "{kind} before the checkpoint");
+    }
+}
+
+#[test]
+fn a_checkpoint_reuses_the_objects_that_did_not_change() {
+    let mut h = Harness::opened(compacting(8));
+    write_docs(&mut h, 1, 8);
+    write_docs(&mut h, 100, 8);
+    let stats = h.replica.compactor_stats();
+    assert_eq!(stats.written, 2);
+    // The second checkpoint changed 8 documents' history: the first 8 are reused.
+    assert!(stats.objects_reused >= 8, "{stats:?}");
+}
+
+#[test]
+fn the_interval_writes_a_checkpoint_when_slots_are_few() {
+    let config = Config { checkpoint_slots: 1_000, checkpoint_jitter_ms: 0, ..Config::default() };
+    let mut h = Harness::opened(config);
+    write_docs(&mut h, 1, 1);
+    h.advance_ms(Config::default().checkpoint_interval_ms);
+    h.run();
+    assert_eq!(full_checkpoints(&h.store), vec![2]);
+}
+
+#[test]
+fn a_replica_with_compaction_off_writes_no_checkpoint() {
+    let mut h = Harness::opened(Config { compaction: CompactionRole::Off, ..compacting(1) });
+    write_docs(&mut h, 1, 4);
+    assert!(full_checkpoints(&h.store).is_empty());
+}
+
+#[test]
+fn a_cold_start_loads_the_newest_checkpoint_and_replays_only_the_slots_after_it() {
+    let mut h = Harness::opened(compacting(5));
+    write_docs(&mut h, 1, 12);
+    assert_eq!(full_checkpoints(&h.store), vec![6, 11]);
+    let mut cold = Harness::with_store(Config::default(), h.store.clone(), 2);
+    cold.run();
+    assert!(cold.replica.is_open());
+    let replayed: Vec<String> =
+        cold.log.iter().filter(|op| is_slot_get(op)).map(|op| op.key().to_string()).collect();
+    assert_eq!(replayed, vec![keys().slot(11), keys().slot(12)], "only the slots after checkpoint 11");
+    same_world(h.replica.world().expect("open"), cold.replica.world().expect("open"));
+    assert!(cold.warnings.is_empty());
+}
+
+#[test]
+fn an_ambiguous_checkpoint_create_that_landed_is_read_back_and_taken() {
+    let mut h = Harness::opened(compacting(3));
+    write_docs(&mut h, 1, 2);
+    let r = h.publish(3, "/d3.md", "body");
+    h.deliver_until(is_checkpoint_create_full);
+    h.deliver_with(Fate::TimeoutApplied);
+    h.settle();
+    assert!(matches!(h.reply(r), Some(Ok(_))));
+    let stats = h.replica.compactor_stats();
+    assert_eq!((stats.written, stats.identical_races), (0, 1), "{stats:?}");
+    assert_eq!(full_checkpoints(&h.store), vec![4]);
+}
+
+#[test]
+fn a_checkpoint_name_holding_other_content_fails_the_replica_closed() {
+    let mut h = Harness::opened(compacting(3));
+    write_docs(&mut h, 1, 2);
+    // Another replica claims sequence 3's checkpoint with another root.
+    let other = Checkpoint::full(WORLD, 4, Hash32::of(b"some slot"), 3, Hash32::of(b"another root"));
+    h.store.put(h.now, keys().checkpoint(4), Bytes::from(other.encode()));
+    h.failure_expected = true;
+    let r = h.publish(3, "/d3.md", "body");
+    h.settle();
+    assert!(matches!(h.reply(r), Some(Ok(_))), "the write itself committed");
+    let problem = CheckpointProblem::Diverged;
+    assert_eq!(h.failures, vec![FailReason::CheckpointMismatch { key: keys().checkpoint(4), problem }]);
+}
+
+#[test]
+fn a_checkpoint_missing_an_object_costs_only_replay_from_the_one_before() {
+    let mut h = Harness::opened(compacting(4));
+    write_docs(&mut h, 1, 9);
+    assert_eq!(full_checkpoints(&h.store), vec![5, 9]);
+    let mut store = h.store.clone();
+    let shard = store.objects.keys().find(|k| k.contains("/shards/")).cloned().expect("a shard");
+    // Take one shard of the newest checkpoint away (one the older does not use).
+    let newest_shards = shards_of(&store, &keys(), 9);
+    let older_shards = shards_of(&store, &keys(), 5);
+    let taken = newest_shards.iter().find(|s| !older_shards.contains(s)).cloned().unwrap_or(shard);
+    store.objects.remove(&taken);
+    let mut cold = Harness::with_store(Config::default(), store, 2);
+    cold.run();
+    assert!(cold.replica.is_open());
+    same_world(h.replica.world().expect("open"), cold.replica.world().expect("open"));
+    let reason = FailReason::CheckpointMismatch {
+        key: keys().checkpoint(9),
+        problem: CheckpointProblem::ObjectMissing { key: taken },
+    };
+    assert_eq!(cold.warnings, vec![Warning::CheckpointSkipped { key: keys().checkpoint(9), reason }]);
+}
+
+#[test]
+fn the_fold_is_a_function_of_the_world_alone() {
+    let mut a = Harness::opened(Config::default());
+    write_docs(&mut a, 1, 5);
+    let mut b = Harness::with_store(Config::default(), a.store.clone(), 2);
+    b.run();
+    let (fa, fb) = (fold(a.replica.world().expect("open")), fold(b.replica.world().expect("open")));
+    assert_eq!(fa.checkpoint, fb.checkpoint);
+    let objects = |f: &crate::checkpoint::Folded| {
+        f.objects.iter().map(|o| (o.key(&keys()), o.bytes.clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(objects(&fa), objects(&fb));
+}
+
+#[test]
+fn a_throttled_object_create_is_retried() {
+    let mut h = Harness::opened(compacting(1));
+    let r = h.publish(1, "/a.md", "a");
+    h.deliver_until(|op| matches!(op, BlobOp::Create { key, .. } if key.contains("/history/")));
+    h.deliver_with(Fate::Fail(BlobError::Throttled));
+    h.run();
+    assert!(matches!(h.reply(r), Some(Ok(_))));
+    assert_eq!(full_checkpoints(&h.store), vec![2]);
+}
+
+fn is_checkpoint_create_full(op: &BlobOp) -> bool {
+    is_checkpoint_create(op) && op.key() != keys().checkpoint(1)
+}
+
+/// The shard keys the checkpoint at `next_sequence` names.
+fn shards_of(store: &MemStore, k: &Keys, next_sequence: u64) -> Vec<String> {
+    let c = Checkpoint::decode(&store.bytes(&k.checkpoint(next_sequence)).expect("stored")).expect("decodes");
+    let root_key = k.root_object(&c.root.expect("full"));
+    let root = crate::format::Root::decode(&store.bytes(&root_key).expect("root")).expect("decodes");
+    root.shards.iter().map(|s| k.shard(s)).collect()
+}
