@@ -69,6 +69,26 @@ pub struct Watch {
     pub slot_reads: u64,
 }
 
+/// Checkpoints the run's replicas wrote and the checker judged.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Checkpoints {
+    /// Full checkpoint objects in the bucket at the end.
+    pub in_bucket: u64,
+    /// Checkpoint objects a replica's own create made, and those made by replicas that
+    /// take writes.
+    pub written: u64,
+    pub by_writers: u64,
+    /// Folds of the served snapshot (each writes one checkpoint, whole).
+    pub runs: u64,
+    /// Checkpoint names found taken by identical content.
+    pub identical_races: u64,
+    pub objects_created: u64,
+    /// Objects a checkpoint named without creating them, the one before it having made them.
+    pub objects_reused: u64,
+    /// Checkpoints an opening could not load and fell back from.
+    pub skipped_at_open: u64,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub scenario: String,
@@ -111,6 +131,7 @@ pub struct Report {
     pub per_replica: Vec<PerReplica>,
     pub reads: Reads,
     pub watch: Watch,
+    pub checkpoints: Checkpoints,
     pub store: Store,
     pub trace_hash: String,
     pub repro: String,
@@ -278,6 +299,20 @@ impl Report {
                 resyncs: result.replicas.iter().map(|r| r.feed.resyncs).sum(),
                 slot_reads: result.replicas.iter().map(|r| r.feed.slot_reads).sum(),
             },
+            checkpoints: Checkpoints {
+                in_bucket: result
+                    .objects
+                    .iter()
+                    .filter(|o| result.keys.parse_checkpoint(&o.key).is_some_and(|s| s > 1))
+                    .count() as u64,
+                written: result.replicas.iter().map(|r| r.compactor.written).sum(),
+                by_writers: result.replicas.iter().filter(|r| !r.follower).map(|r| r.compactor.written).sum(),
+                runs: result.replicas.iter().map(|r| r.compactor.runs).sum(),
+                identical_races: result.replicas.iter().map(|r| r.compactor.identical_races).sum(),
+                objects_created: result.replicas.iter().map(|r| r.compactor.objects_created).sum(),
+                objects_reused: result.replicas.iter().map(|r| r.compactor.objects_reused).sum(),
+                skipped_at_open: result.replicas.iter().map(|r| r.warnings.len() as u64).sum(),
+            },
             store: Store {
                 creates: result.store.creates,
                 gets: result.store.gets,
@@ -339,6 +374,13 @@ impl Report {
             s += &format!(
                 "  watch    sessions {}  events {}  resumes: ring {} slots {}  resyncs {}\n",
                 w.sessions, w.events_delivered, w.resumes_ring, w.resumes_slots, w.resyncs
+            );
+        }
+        let c = &self.checkpoints;
+        if c.runs + c.in_bucket > 0 {
+            s += &format!(
+                "  checkpoints  in bucket {}  written {} ({} by writers)  runs {}  identical races {}  objects created {} reused {}  skipped at open {}\n",
+                c.in_bucket, c.written, c.by_writers, c.runs, c.identical_races, c.objects_created, c.objects_reused, c.skipped_at_open
             );
         }
         let st = &self.store;

@@ -108,6 +108,11 @@ pub const SCENARIOS: &[Scenario] = &[
         build: watch,
     },
     Scenario {
+        name: "compact",
+        about: "three writers at 300 writes/s open loop and a fourth store without writes, gcs-shaped, checkpoints every 64 slots, crashes and restarts that cold-start from checkpoints, 60 s",
+        build: compact,
+    },
+    Scenario {
         name: "conflicts",
         about: "many writers on a few documents: expected versions, appends, archive and policy flips, parent/child races",
         build: conflicts,
@@ -257,6 +262,26 @@ fn faults(seed: u64) -> ClusterConfig {
     c.duration_ms = 20_000;
     c.preload_documents = 200;
     c.reads = some_reads();
+     checkpoint_often(&mut c);
+    c
+}
+
+/// Checkpoints at the seeds' model cadence (64 slots), so a sweep exercises the compactor
+/// and cold start from full checkpoints.
+fn checkpoint_often(c: &mut ClusterConfig) {
+    c.kernel.checkpoint_slots = 64;
+    c.kernel.checkpoint_jitter_ms = 1_000;
+}
+
+fn compact(seed: u64) -> ClusterConfig {
+    let workload = Workload::new(Arrivals::Open { rate_per_s: 300.0 }, Mix::creates_and_blind_updates());
+    let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::GcsShaped), workload);
+    c.followers = 1;
+    c.duration_ms = 60_000;
+    c.preload_documents = 2_000;
+    c.crashes = Some(Crashes { mean_interval_ms: 8_000, down_ms_min: 200, down_ms_max: 2_000 });
+    c.reads = some_reads();
+    checkpoint_often(&mut c);
     c
 }
 
@@ -281,6 +306,7 @@ fn crash(seed: u64) -> ClusterConfig {
         old_cursor_back_max: 500,
     });
     c.hints.loss_rate = 0.1;
+    checkpoint_often(&mut c);
     c
 }
 
