@@ -6,6 +6,7 @@
 //! one is wrong.
 
 pub mod checker;
+pub mod checkpoint;
 pub mod document;
 pub mod history;
 pub mod path;
@@ -14,6 +15,7 @@ pub mod verdict;
 pub mod world;
 
 pub use checker::{check, CheckOptions, CheckReport, MemberDiff, Rule, Violation};
+pub use checkpoint::{CheckpointDocument, ModelCheckpoint};
 pub use document::{body_hash, ModelDocument, ModelVersion};
 pub use history::{ClientOp, History, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject, WatchSession};
 pub use path::{normalize_path, PathProblem};

@@ -23,6 +23,9 @@ pub struct ModelWorld {
     policy: ModelPolicy,
     /// Every committed operation id, with the receipt of the member that committed it.
     committed: BTreeMap<OperationId, ModelReceipt>,
+    /// The operation id of each applied member, by sequence (index 0 is sequence 1), so a
+    /// checkpoint's receipt window can be read in sequence order.
+    by_sequence: Vec<OperationId>,
 }
 
 /// What an applied verdict changes, beyond what its `ModelApplied` already states.
@@ -109,6 +112,12 @@ impl ModelWorld {
     /// members commit an operation id.
     pub fn receipt(&self, op_id: OperationId) -> Option<ModelReceipt> {
         self.committed.get(&op_id).cloned()
+    }
+
+    /// The receipt of the member at `sequence`; None for 0 and past the last sequence.
+    pub fn receipt_at(&self, sequence: u64) -> Option<ModelReceipt> {
+        let index = usize::try_from(sequence.checked_sub(1)?).ok()?;
+        self.receipt(*self.by_sequence.get(index)?)
     }
 
     // ---------------------------------------------------------------- judging
@@ -352,6 +361,7 @@ impl ModelWorld {
         self.sequence = receipt.sequence;
         let previous = self.committed.insert(receipt.op_id, receipt.clone());
         assert!(previous.is_none(), "an operation id commits once");
+        self.by_sequence.push(receipt.op_id);
 
         match change {
             Change::Policy { body } => {

@@ -2,12 +2,14 @@
 //! the [`Rule`] it breaks (docs/SIMULATION.md, "The checker"). Reports render a violation
 //! with `Display`; tests match on its rule.
 
-use crate::{ModelApplied, ModelDocument, ModelPolicyBody, ModelReceipt, Verdict};
+use crate::{ModelApplied, ModelDocument, ModelPolicy, ModelPolicyBody, ModelReceipt, ModelVersion, Verdict};
 use slotlog_kernel::format::DecodeError;
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
 use slotlog_kernel::reply::{Answer, WriteError, WriteOk};
-use slotlog_kernel::world::{ApplyError, IndexEntry, Invalid, Path, PathProblem, PruneRange, Receipt};
+use slotlog_kernel::world::{
+    ApplyError, IndexEntry, Invalid, Path, PathProblem, PruneRange, Receipt, VersionRecord,
+};
 use slotlog_kernel::Read;
 
 /// A rule the checker judges a run by.
@@ -16,7 +18,8 @@ pub enum Rule {
     /// A world that acknowledged a write has a marker, which decodes and names it.
     Marker,
     /// Checkpoint zero exists and is exactly SPEC 10's bytes for the world and marker;
-    /// no other checkpoint exists yet.
+    /// every other checkpoint is a full checkpoint anchored at the end of a slot, laid out
+    /// by SPEC 10.4, and holds exactly the model's state at the sequence it covers.
     CheckpointMismatch,
     /// Every object in the log is a slot of this world that decodes and is named by its
     /// first sequence.
@@ -73,8 +76,6 @@ pub enum Violation {
     #[error("the marker does not decode: {error}")]
     MarkerUndecodable { error: DecodeError },
 
-    #[error("{key} under checkpoints/ is not checkpoint zero")]
-    CheckpointNotZero { key: String },
     #[error("the world has a marker but no checkpoint zero")]
     CheckpointZeroMissing,
     #[error("checkpoint zero names another world: {found}")]
@@ -89,6 +90,100 @@ pub enum Violation {
     CheckpointZeroUndecodable { error: DecodeError },
     #[error("checkpoint zero is not the bytes SPEC 10 gives for this world and marker")]
     CheckpointZeroBytes,
+
+    #[error("{key} under checkpoints/ is not a checkpoint name")]
+    NotACheckpointName { key: String },
+    #[error("{key} does not decode: {error}")]
+    CheckpointUndecodable { key: String, error: DecodeError },
+    #[error("{key} holds the checkpoint of next sequence {next_sequence}")]
+    CheckpointMisnamed { key: String, next_sequence: u64 },
+    #[error("{key} names another world: {found}")]
+    CheckpointForeignWorld { key: String, found: WorldId },
+    #[error("{key} covers sequence {covered}, past the log's tip {tip}")]
+    CheckpointPastTip { key: String, covered: u64, tip: u64 },
+    #[error("{key} covers sequence {covered}, inside the slot of sequences {slot_first} to {slot_last}")]
+    CheckpointInsideSlot { key: String, covered: u64, slot_first: u64, slot_last: u64 },
+    #[error("{key} names previous hash {found}; the slot holding its last sequence hashes to {expected}")]
+    CheckpointPreviousHash { key: String, expected: Hash32, found: Hash32 },
+    #[error("{key} names {object}, which is not in the bucket")]
+    CheckpointObjectMissing { key: String, object: String },
+    #[error("{key} names {object}, which does not decode: {error}")]
+    CheckpointObjectUndecodable { key: String, object: String, error: DecodeError },
+    #[error("{key} and its root disagree on the {field}")]
+    CheckpointRootDisagrees { key: String, field: CheckpointField },
+    #[error("{key} holds {found} documents, the model {model}")]
+    CheckpointDocumentCount { key: String, found: u64, model: u64 },
+    #[error("{key} holds policy {found:?}, the model {model:?}")]
+    CheckpointPolicy { key: String, found: Box<ModelPolicy>, model: Box<ModelPolicy> },
+    #[error("{key} has {shards} shards of {shard_bits} bits; the rule gives {expected} bits")]
+    CheckpointLayout { key: String, shard_bits: u8, shards: usize, expected: u8 },
+    #[error("{key}: the shard at position {position} is shard {index} of {shard_bits} bits")]
+    CheckpointShardMisplaced { key: String, position: u32, shard_bits: u8, index: u32 },
+    #[error("{key}: the shard at position {position} holds {path} out of path order")]
+    CheckpointShardNotSorted { key: String, position: u32, path: String },
+    #[error("{key}: {path} is in shard {position}; the rule puts it in shard {expected}")]
+    CheckpointPathInWrongShard { key: String, path: String, position: u32, expected: u32 },
+    #[error("{key} lacks {path}")]
+    CheckpointDocumentMissing { key: String, path: String },
+    #[error("{key} holds {path}, which the model does not")]
+    CheckpointDocumentExtra { key: String, path: String },
+    #[error("{key}: {path} is {found:?}, the model {model:?}")]
+    CheckpointEntryDiffers { key: String, path: String, found: Box<IndexEntry>, model: Box<ModelDocument> },
+    #[error("{key}: {path} names {found} history blocks; its retained versions span {expected} windows")]
+    CheckpointHistoryRefs { key: String, path: String, expected: u64, found: usize },
+    #[error(
+        "{key}: {path}'s history reference {position} starts at version {first_version}, outside its window"
+    )]
+    CheckpointHistoryRefMisplaced { key: String, path: String, position: usize, first_version: u64 },
+    #[error(
+        "{key}: {path}'s history reference {position} names version {named}; its block starts at {found}"
+    )]
+    CheckpointHistoryBlockStart { key: String, path: String, position: usize, named: u64, found: u64 },
+    #[error("{key}: a history block of {path} holds the versions of {found}")]
+    CheckpointHistoryPath { key: String, path: String, found: Path },
+    #[error("{key}: {path} lacks version {version}")]
+    CheckpointVersionMissing { key: String, path: String, version: u64 },
+    #[error("{key}: {path} holds version {version}, which the model does not retain")]
+    CheckpointVersionExtra { key: String, path: String, version: u64 },
+    #[error("{key}: {path} version {version} is {found:?}, the model {model:?}")]
+    CheckpointVersionDiffers {
+        key: String,
+        path: String,
+        version: u64,
+        found: Box<VersionRecord>,
+        model: Box<ModelVersion>,
+    },
+    #[error("{key} holds receipts from sequence {found}; the window starts at {expected}")]
+    CheckpointReceiptWindow { key: String, expected: u64, found: u64 },
+    #[error("{key}: receipt block reference {position} covers {found:?}; the cut gives {expected:?}")]
+    CheckpointReceiptBlockCut {
+        key: String,
+        position: usize,
+        found: Option<(u64, u64)>,
+        expected: Option<(u64, u64)>,
+    },
+    #[error(
+        "{key}: receipt block {position} is named for sequences {first_sequence} to {last_sequence} \
+         but holds {receipts} receipts of {found:?}"
+    )]
+    CheckpointReceiptBlockRun {
+        key: String,
+        position: usize,
+        first_sequence: u64,
+        last_sequence: u64,
+        found: Option<(u64, u64)>,
+        receipts: usize,
+    },
+    #[error("{key} lacks the receipt of sequence {sequence}")]
+    CheckpointReceiptMissing { key: String, sequence: u64 },
+    #[error("{key} holds a receipt of sequence {sequence}, outside the model's window")]
+    CheckpointReceiptExtra { key: String, sequence: u64 },
+    #[error("{key}: the receipt of sequence {sequence} is {found:?}, the model {model:?}")]
+    CheckpointReceiptDiffers { key: String, sequence: u64, found: Box<Receipt>, model: Box<ModelReceipt> },
+    #[error(
+        "{key}: the receipt of sequence {sequence} has a request digest; its preimage is not defined yet"
+    )]
+    CheckpointRequestDigest { key: String, sequence: u64 },
 
     #[error("{key} in the log is not a slot name")]
     NotASlotName { key: String },
@@ -187,14 +282,46 @@ impl Violation {
         use Violation as V;
         match self {
             V::NoMarker | V::MarkerForeignWorld | V::MarkerUndecodable { .. } => Rule::Marker,
-            V::CheckpointNotZero { .. }
-            | V::CheckpointZeroMissing
+            V::CheckpointZeroMissing
             | V::CheckpointZeroForeignWorld { .. }
             | V::CheckpointZeroNextSequence { .. }
             | V::CheckpointZeroNotTheMarker
             | V::CheckpointZeroNotEmpty { .. }
             | V::CheckpointZeroUndecodable { .. }
-            | V::CheckpointZeroBytes => Rule::CheckpointMismatch,
+            | V::CheckpointZeroBytes
+            | V::NotACheckpointName { .. }
+            | V::CheckpointUndecodable { .. }
+            | V::CheckpointMisnamed { .. }
+            | V::CheckpointForeignWorld { .. }
+            | V::CheckpointPastTip { .. }
+            | V::CheckpointInsideSlot { .. }
+            | V::CheckpointPreviousHash { .. }
+            | V::CheckpointObjectMissing { .. }
+            | V::CheckpointObjectUndecodable { .. }
+            | V::CheckpointRootDisagrees { .. }
+            | V::CheckpointDocumentCount { .. }
+            | V::CheckpointPolicy { .. }
+            | V::CheckpointLayout { .. }
+            | V::CheckpointShardMisplaced { .. }
+            | V::CheckpointShardNotSorted { .. }
+            | V::CheckpointPathInWrongShard { .. }
+            | V::CheckpointDocumentMissing { .. }
+            | V::CheckpointDocumentExtra { .. }
+            | V::CheckpointEntryDiffers { .. }
+            | V::CheckpointHistoryRefs { .. }
+            | V::CheckpointHistoryRefMisplaced { .. }
+            | V::CheckpointHistoryBlockStart { .. }
+            | V::CheckpointHistoryPath { .. }
+            | V::CheckpointVersionMissing { .. }
+            | V::CheckpointVersionExtra { .. }
+            | V::CheckpointVersionDiffers { .. }
+            | V::CheckpointReceiptWindow { .. }
+            | V::CheckpointReceiptBlockCut { .. }
+            | V::CheckpointReceiptBlockRun { .. }
+            | V::CheckpointReceiptMissing { .. }
+            | V::CheckpointReceiptExtra { .. }
+            | V::CheckpointReceiptDiffers { .. }
+            | V::CheckpointRequestDigest { .. } => Rule::CheckpointMismatch,
             V::NotASlotName { .. }
             | V::SlotUndecodable { .. }
             | V::SlotMisnamed { .. }
@@ -232,6 +359,19 @@ impl Violation {
             }
         }
     }
+}
+
+/// A field a full checkpoint repeats from its root (SPEC 10.1): the two must be equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum CheckpointField {
+    #[error("world id")]
+    WorldId,
+    #[error("next sequence")]
+    NextSequence,
+    #[error("previous hash")]
+    PreviousHash,
+    #[error("document count")]
+    DocumentCount,
 }
 
 /// The first field in which a member differs from what the model applies.
