@@ -87,6 +87,10 @@ pub struct Checkpoints {
     pub objects_reused: u64,
     /// Checkpoints an opening could not load and fell back from.
     pub skipped_at_open: u64,
+    /// Full checkpoints the checker compared with the model, and those that differed
+    /// (must be 0).
+    pub judged: u64,
+    pub model_mismatches: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -312,6 +316,8 @@ impl Report {
                 objects_created: result.replicas.iter().map(|r| r.compactor.objects_created).sum(),
                 objects_reused: result.replicas.iter().map(|r| r.compactor.objects_reused).sum(),
                 skipped_at_open: result.replicas.iter().map(|r| r.warnings.len() as u64).sum(),
+                judged: check.checkpoints_judged,
+                model_mismatches: check.checkpoint_mismatches,
             },
             store: Store {
                 creates: result.store.creates,
@@ -379,8 +385,8 @@ impl Report {
         let c = &self.checkpoints;
         if c.runs + c.in_bucket > 0 {
             s += &format!(
-                "  checkpoints  in bucket {}  written {} ({} by writers)  runs {}  identical races {}  objects created {} reused {}  skipped at open {}\n",
-                c.in_bucket, c.written, c.by_writers, c.runs, c.identical_races, c.objects_created, c.objects_reused, c.skipped_at_open
+                "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {}  identical races {}  objects created {} reused {}  skipped at open {}\n",
+                c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.identical_races, c.objects_created, c.objects_reused, c.skipped_at_open
             );
         }
         let st = &self.store;
