@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 /// Which objects a drop may take (SPEC 10.9): fenced ones carry a stamp and are
 /// collected with the checkpoints that use them; content objects never are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum ObjectKind {
+pub enum ObjectKind {
     History,
     Receipts,
     Shard,
@@ -28,7 +28,7 @@ pub(crate) enum ObjectKind {
 
 /// One object of a checkpoint, ready to create.
 #[derive(Clone, Debug)]
-pub(crate) struct Object {
+pub struct Object {
     pub kind: ObjectKind,
     pub name: Hash32,
     pub bytes: Bytes,
@@ -48,13 +48,13 @@ impl Object {
 /// Every object of one checkpoint. `objects` is in the order they may be created:
 /// whatever an object names comes before it (history and receipt blocks, then shards,
 /// then the root); the checkpoint object itself goes last, once all of them are stored.
-pub(crate) struct Folded {
+pub struct Folded {
     pub checkpoint: Checkpoint,
     pub objects: Vec<Object>,
 }
 
 /// The checkpoint covering `world` through its tip. The world must hold at least one slot.
-pub(crate) fn fold(world: &WorldState) -> Folded {
+pub fn fold(world: &WorldState) -> Folded {
     let sequence = world.sequence();
     assert!(sequence >= 1, "checkpoint zero is the only checkpoint of an empty log");
     let document_count = world.document_count() as u64;

@@ -19,7 +19,7 @@
 pub mod blob;
 pub(crate) mod bodies;
 pub(crate) mod body_cache;
-pub(crate) mod checkpoint;
+pub mod checkpoint;
 pub(crate) mod committer;
 pub(crate) mod compactor;
 pub mod config;
