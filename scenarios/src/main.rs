@@ -164,6 +164,9 @@ fn tool_exit(result: Result<bool, String>) -> ExitCode {
     }
 }
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
