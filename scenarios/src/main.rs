@@ -122,7 +122,8 @@ enum Command {
         #[command(flatten)]
         flags: RunFlags,
     },
-    /// Run a scenario (or `all`) over a range of seeds; exit 1 on any failure.
+    /// Run a scenario, a comma-separated list of them, or `all`, over a range of seeds; exit 1
+    /// on any failure.
     Sweep {
         scenario: String,
         /// Seeds as A..B, both included.
@@ -136,11 +137,12 @@ enum Command {
     },
 }
 
-fn scenarios_named(name: &str) -> Option<Vec<&'static Scenario>> {
-    if name == "all" {
+/// `all`, one scenario, or a comma-separated list of them.
+fn scenarios_named(names: &str) -> Option<Vec<&'static Scenario>> {
+    if names == "all" {
         return Some(SCENARIOS.iter().collect());
     }
-    Scenario::find(name).map(|s| vec![s])
+    names.split(',').map(|n| Scenario::find(n.trim())).collect()
 }
 
 fn parse_seeds(s: &str) -> Option<std::ops::RangeInclusive<u64>> {
