@@ -59,7 +59,7 @@ pub struct Config {
     /// The longest hold (record: 300 ms, about twice the measured recovery of a loser;
     /// 1 s gave the same throughput, 100 ms and none lost more slots or starved a store).
     pub hold_ms: u64,
-    /// Whether this replica writes checkpoints (SPEC 10.10). `Eager` is the record's
+    /// Whether this replica writes checkpoints (SPEC 10.11). `Eager` is the record's
     /// default; `Off` for a replica that must never write (and for comparison runs).
     pub compaction: CompactionRole,
     /// A checkpoint is due once this many slots were applied since the newest one

@@ -1,4 +1,4 @@
-//! The compactor (SPEC 10.10): when the newest checkpoint lags the tip by the cadence, it
+//! The compactor (SPEC 10.11): when the newest checkpoint lags the tip by the cadence, it
 //! folds the served snapshot into a checkpoint and writes it: every object that changed
 //! since the checkpoint it knows (content objects first, then shards, then the root),
 //! paced, and the checkpoint object last, created if absent. It never delays a commit:

@@ -1,5 +1,5 @@
-//! One test per rule of the compactor and of opening from a full checkpoint (SPEC 10.10,
-//! 10.11): the cadence, objects before the checkpoint object, reuse of unchanged objects,
+//! One test per rule of the compactor and of opening from a full checkpoint (SPEC 10.11,
+//! 10.12): the cadence, objects before the checkpoint object, reuse of unchanged objects,
 //! a taken name settled by comparing content, cold start from the newest checkpoint, and
 //! falling back from one that cannot be loaded.
 

@@ -1,4 +1,4 @@
-//! Loading a full checkpoint at open (SPEC 10.11): its root, then its shards and receipt
+//! Loading a full checkpoint at open (SPEC 10.12): its root, then its shards and receipt
 //! blocks, then the history blocks the shards name, each read at most once, a bounded
 //! number in flight, each verified against the name its referrer gave it.
 

@@ -69,7 +69,7 @@ pub enum ApplyRule {
 pub const RECEIPT_WINDOW_SEQUENCES: u64 = 262_144;
 
 /// The first sequence whose receipt a world at `sequence` keeps: the window's start,
-/// rounded down to a receipt block's start (SPEC 10.8) so checkpoints reuse whole blocks.
+/// rounded down to a receipt block's start (SPEC 10.13) so checkpoints reuse whole blocks.
 /// A function of the sequence alone, so every replica keeps the same receipts.
 pub fn receipts_from(sequence: u64) -> u64 {
     let start = (sequence + 1).saturating_sub(RECEIPT_WINDOW_SEQUENCES).max(1);
@@ -207,7 +207,7 @@ impl WorldState {
         self.receipt_order.range(start..).map(|(_, op)| &self.receipts[op])
     }
 
-    /// The first sequence whose receipt this state holds (SPEC 1.5, the receipt window).
+    /// The first sequence whose receipt this state holds (SPEC 10.13, the receipt window).
     pub fn receipts_from_sequence(&self) -> u64 {
         receipts_from(self.sequence)
     }
