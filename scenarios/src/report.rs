@@ -85,7 +85,9 @@ pub struct Checkpoints {
     pub objects_created: u64,
     /// Objects a checkpoint named without creating them, the one before it having made them.
     pub objects_reused: u64,
-    /// Checkpoints an opening could not load and fell back from.
+    /// Opens that loaded a full checkpoint, and checkpoints an opening could not load and
+    /// fell back from.
+    pub loaded_at_open: u64,
     pub skipped_at_open: u64,
     /// Full checkpoints the checker compared with the model, and those that differed
     /// (must be 0).
@@ -315,6 +317,7 @@ impl Report {
                 identical_races: result.replicas.iter().map(|r| r.compactor.identical_races).sum(),
                 objects_created: result.replicas.iter().map(|r| r.compactor.objects_created).sum(),
                 objects_reused: result.replicas.iter().map(|r| r.compactor.objects_reused).sum(),
+                loaded_at_open: result.replicas.iter().map(|r| r.compactor.loaded_at_open).sum(),
                 skipped_at_open: result.replicas.iter().map(|r| r.warnings.len() as u64).sum(),
                 judged: check.checkpoints_judged,
                 model_mismatches: check.checkpoint_mismatches,
@@ -385,8 +388,8 @@ impl Report {
         let c = &self.checkpoints;
         if c.runs + c.in_bucket > 0 {
             s += &format!(
-                "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {}  identical races {}  objects created {} reused {}  skipped at open {}\n",
-                c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.identical_races, c.objects_created, c.objects_reused, c.skipped_at_open
+                "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {}  identical races {}  objects created {} reused {}  loaded at open {} (skipped {})\n",
+                c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.identical_races, c.objects_created, c.objects_reused, c.loaded_at_open, c.skipped_at_open
             );
         }
         let st = &self.store;

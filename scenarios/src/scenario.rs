@@ -262,7 +262,7 @@ fn faults(seed: u64) -> ClusterConfig {
     c.duration_ms = 20_000;
     c.preload_documents = 200;
     c.reads = some_reads();
-     checkpoint_often(&mut c);
+    checkpoint_often(&mut c);
     c
 }
 

@@ -902,6 +902,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.objects_created += cs.objects_created;
     t.objects_found += cs.objects_found;
     t.objects_reused += cs.objects_reused;
+    t.loaded_at_open += cs.loaded_at_open;
     let (rs, t) = (r.read_stats(), &mut into.reads);
     t.exact += rs.exact;
     t.catalog += rs.catalog;

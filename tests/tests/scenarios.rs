@@ -58,3 +58,20 @@ mod group_commit {
         assert!(r.acked as f64 >= 0.99 * r.offered as f64, "acked {} of {}", r.acked, r.offered);
     }
 }
+
+/// The decision record's "Checkpoints, world marker and cold start".
+mod checkpoints {
+    use super::*;
+
+    #[test]
+    fn every_checkpoint_a_run_writes_is_the_models_and_cold_starts_load_them() {
+        let r = run("compact", 1, &Overrides::default());
+        assert!(r.passed(), "{:?}", r.violations);
+        let c = &r.checkpoints;
+        assert!(c.in_bucket >= 2, "{c:?}");
+        assert_eq!(c.judged, c.in_bucket, "the checker judged every checkpoint in the bucket");
+        assert_eq!(c.model_mismatches, 0);
+        assert!(c.objects_reused > 0, "a checkpoint reuses what the one before it wrote: {c:?}");
+        assert!(c.loaded_at_open > 0, "a restarted replica opened from a full checkpoint: {c:?}");
+    }
+}

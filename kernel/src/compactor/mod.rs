@@ -52,6 +52,8 @@ pub struct CompactorStats {
     pub objects_found: u64,
     /// Objects a run skipped because the checkpoint before it already had them.
     pub objects_reused: u64,
+    /// Opens that loaded a full checkpoint (not checkpoint zero).
+    pub loaded_at_open: u64,
 }
 
 /// One checkpoint being written.
@@ -113,6 +115,9 @@ impl Compactor {
 
     /// The world opened from the checkpoint at `next_sequence`, whose objects are `stored`.
     pub fn opened_at(&mut self, next_sequence: u64, stored: BTreeSet<Hash32>, sn: &Snapshot, now: Instant) {
+        if next_sequence > 1 {
+            self.stats.loaded_at_open += 1;
+        }
         self.newest_next_sequence = next_sequence;
         self.slots_at_newest = sn.world.slots_applied();
         self.newest_at = now;
