@@ -11,10 +11,10 @@ use crate::format::{
     HistoryRef, Keys, ReceiptBlock, ReceiptBlockRef, Root, Shard, ShardEntry, StoredReceipt,
 };
 use crate::hash::Hash32;
-use crate::reply::CheckpointProblem;
+use crate::reply::{CheckpointProblem, FailReason};
 use crate::world::{receipts_from, IndexEntry, Receipt, StateView, VersionRecord, WorldState};
 use bytes::Bytes;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Which objects a drop may take (SPEC 10.9): fenced ones carry a stamp and are
 /// collected with the checkpoints that use them; content objects never are.
@@ -36,12 +36,7 @@ pub struct Object {
 
 impl Object {
     pub fn key(&self, keys: &Keys) -> String {
-        match self.kind {
-            ObjectKind::History => keys.history(&self.name),
-            ObjectKind::Receipts => keys.receipts(&self.name),
-            ObjectKind::Shard => keys.shard(&self.name),
-            ObjectKind::Root => keys.root_object(&self.name),
-        }
+        object_key(self.kind, &self.name, keys)
     }
 }
 
@@ -148,7 +143,7 @@ pub(crate) struct Restore {
     /// Shards not yet read, by name, with their index in the layout.
     shards_wanted: BTreeMap<Hash32, Vec<u32>>,
     entries: Vec<ShardEntry>,
-    history_wanted: BTreeMap<Hash32, Vec<usize>>,
+    history_wanted: BTreeSet<Hash32>,
     history: BTreeMap<Hash32, HistoryBlock>,
     receipts_wanted: BTreeMap<Hash32, ReceiptBlockRef>,
     receipts: Vec<Receipt>,
@@ -162,7 +157,7 @@ impl Restore {
             root: None,
             shards_wanted: BTreeMap::new(),
             entries: Vec::new(),
-            history_wanted: BTreeMap::new(),
+            history_wanted: BTreeSet::new(),
             history: BTreeMap::new(),
             receipts_wanted: BTreeMap::new(),
             receipts: Vec::new(),
@@ -174,7 +169,7 @@ impl Restore {
     }
 
     /// The root arrived: returns the shards and receipt blocks to read next.
-    pub fn on_root(&mut self, root: Root) -> Result<Vec<(ObjectKind, Hash32)>, CheckpointProblem> {
+    fn on_root(&mut self, root: Root) -> Result<Vec<(ObjectKind, Hash32)>, CheckpointProblem> {
         let c = &self.checkpoint;
         if root.world_id != c.world_id
             || root.next_sequence != c.next_sequence
@@ -201,7 +196,7 @@ impl Restore {
     }
 
     /// A shard arrived: returns the history blocks to read next.
-    pub fn on_shard(&mut self, name: Hash32, shard: Shard) -> Result<Vec<Hash32>, CheckpointProblem> {
+    fn on_shard(&mut self, name: Hash32, shard: Shard) -> Result<Vec<Hash32>, CheckpointProblem> {
         let root = self.root.as_ref().expect("shards are read after the root");
         let indexes = self.shards_wanted.remove(&name).unwrap_or_default();
         // Two empty shards of one layout differ only by their index, so one name holds
@@ -211,24 +206,21 @@ impl Restore {
         }
         let mut wanted = Vec::new();
         for e in shard.entries {
-            let at = self.entries.len();
             for r in &e.history {
-                let list = self.history_wanted.entry(r.block).or_default();
-                if list.is_empty() && !self.history.contains_key(&r.block) {
+                if self.history_wanted.insert(r.block) {
                     wanted.push(r.block);
                 }
-                list.push(at);
             }
             self.entries.push(e);
         }
         Ok(wanted)
     }
 
-    pub fn on_history(&mut self, name: Hash32, block: HistoryBlock) {
+    fn on_history(&mut self, name: Hash32, block: HistoryBlock) {
         self.history.insert(name, block);
     }
 
-    pub fn on_receipts(&mut self, name: Hash32, block: ReceiptBlock) -> Result<(), CheckpointProblem> {
+    fn on_receipts(&mut self, name: Hash32, block: ReceiptBlock) -> Result<(), CheckpointProblem> {
         let r = self.receipts_wanted.remove(&name).ok_or(CheckpointProblem::ReceiptsDisagree)?;
         if block.sequences() != Some((r.first_sequence, r.last_sequence)) {
             return Err(CheckpointProblem::ReceiptsDisagree);
@@ -239,7 +231,7 @@ impl Restore {
 
     /// Whether every object has arrived.
     pub fn is_complete(&self) -> bool {
-        let history_done = self.history_wanted.keys().all(|h| self.history.contains_key(h));
+        let history_done = self.history_wanted.iter().all(|h| self.history.contains_key(h));
         self.root.is_some()
             && self.shards_wanted.is_empty()
             && self.receipts_wanted.is_empty()
@@ -279,5 +271,70 @@ impl Restore {
             self.receipts,
         )
         .map_err(|_| CheckpointProblem::RootDisagrees)
+    }
+}
+
+impl Restore {
+    /// Takes the bytes read at `object_key` for the object `(kind, name)`: decodes them by
+    /// name, fits them in, and returns the objects to read next. `key` names the
+    /// checkpoint, for the reason a failure gives.
+    pub fn feed(
+        &mut self,
+        key: &str,
+        (kind, name): (ObjectKind, Hash32),
+        object_key: &str,
+        bytes: &[u8],
+    ) -> Result<Vec<(ObjectKind, Hash32)>, FailReason> {
+        let mismatch = |problem| FailReason::CheckpointMismatch { key: key.to_string(), problem };
+        let decode_failed = |error| FailReason::Decode { key: object_key.to_string(), error };
+        Ok(match kind {
+            ObjectKind::Root => {
+                self.on_root(Root::decode_named(bytes, &name).map_err(decode_failed)?).map_err(mismatch)?
+            }
+            ObjectKind::Shard => {
+                let shard = Shard::decode_named(bytes, &name).map_err(decode_failed)?;
+                let wanted = self.on_shard(name, shard).map_err(mismatch)?;
+                wanted.into_iter().map(|h| (ObjectKind::History, h)).collect()
+            }
+            ObjectKind::History => {
+                self.on_history(name, HistoryBlock::decode_named(bytes, &name).map_err(decode_failed)?);
+                Vec::new()
+            }
+            ObjectKind::Receipts => {
+                let block = ReceiptBlock::decode_named(bytes, &name).map_err(decode_failed)?;
+                self.on_receipts(name, block).map_err(mismatch)?;
+                Vec::new()
+            }
+        })
+    }
+}
+
+/// Loads a full checkpoint at once from `get` (key to bytes), as the opening does over the
+/// bucket: for tools that hold a world's objects in hand (`slotlog verify`).
+pub fn load(
+    key: &str,
+    checkpoint: Checkpoint,
+    keys: &Keys,
+    get: &dyn Fn(&str) -> Option<Bytes>,
+) -> Result<WorldState, FailReason> {
+    let mismatch = |problem| FailReason::CheckpointMismatch { key: key.to_string(), problem };
+    let mut restore = Restore::new(checkpoint);
+    let mut queue = std::collections::VecDeque::from([(ObjectKind::Root, restore.root_name())]);
+    while let Some((kind, name)) = queue.pop_front() {
+        let object_key = object_key(kind, &name, keys);
+        let bytes = get(&object_key)
+            .ok_or_else(|| mismatch(CheckpointProblem::ObjectMissing { key: object_key.clone() }))?;
+        queue.extend(restore.feed(key, (kind, name), &object_key, &bytes)?);
+    }
+    restore.finish().map_err(mismatch)
+}
+
+/// Where an object of `kind` named `name` is stored.
+pub fn object_key(kind: ObjectKind, name: &Hash32, keys: &Keys) -> String {
+    match kind {
+        ObjectKind::History => keys.history(name),
+        ObjectKind::Receipts => keys.receipts(name),
+        ObjectKind::Shard => keys.shard(name),
+        ObjectKind::Root => keys.root_object(name),
     }
 }

@@ -91,6 +91,9 @@ enum Command {
         /// Peers' hint ports, comma-separated.
         #[arg(long, value_delimiter = ',')]
         peers: Vec<u16>,
+        /// Write a checkpoint every this many slots (default: the kernel's 8,192).
+        #[arg(long)]
+        checkpoint_slots: Option<u64>,
     },
     /// Read a world back and check every write the writers logged: prints lost=N.
     Verify {
@@ -172,7 +175,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Writer { store, prefix, log, duration_s, writers, paths, listen, peers } => {
+        Command::Writer {
+            store,
+            prefix,
+            log,
+            duration_s,
+            writers,
+            paths,
+            listen,
+            peers,
+            checkpoint_slots,
+        } => {
             let args = slotlog_scenarios::tools::writer::WriterArgs {
                 url: store,
                 prefix,
@@ -182,6 +195,7 @@ fn main() -> ExitCode {
                 paths,
                 listen,
                 peers,
+                checkpoint_slots,
             };
             tool_exit(block_on(slotlog_scenarios::tools::writer::run(args)).map(|()| true))
         }

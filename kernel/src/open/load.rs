@@ -4,17 +4,14 @@
 
 use super::OpenCall;
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
-use crate::checkpoint::{ObjectKind, Restore};
-use crate::format::{Checkpoint, HistoryBlock, Keys, ReceiptBlock, Root, Shard};
+use crate::checkpoint::{object_key, ObjectKind, Restore};
+use crate::format::{Checkpoint, Keys};
 use crate::hash::Hash32;
 use crate::io::{Call, Io, Purpose};
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::time::Instant;
 use crate::world::WorldState;
 use std::collections::{BTreeSet, VecDeque};
-
-/// Why a checkpoint could not be loaded: a reason the opening may fall back from.
-pub(super) type LoadFailure = FailReason;
 
 pub(super) struct Load {
     pub key: String,
@@ -60,12 +57,7 @@ impl Load {
             let Some((kind, name)) = self.queue.pop_front() else { break };
             self.in_flight += 1;
             self.names.insert(name);
-            let key = match kind {
-                ObjectKind::Root => keys.root_object(&name),
-                ObjectKind::Shard => keys.shard(&name),
-                ObjectKind::History => keys.history(&name),
-                ObjectKind::Receipts => keys.receipts(&name),
-            };
+            let key = object_key(kind, &name, keys);
             io.issue(now, Purpose::Open(OpenCall::CheckpointObject { kind, name }), BlobOp::Get { key }, 0);
         }
     }
@@ -79,7 +71,7 @@ impl Load {
         call: Call,
         result: BlobResult,
         io: &mut Io,
-    ) -> Result<Option<WorldState>, LoadFailure> {
+    ) -> Result<Option<WorldState>, FailReason> {
         let key = call.op.key().to_string();
         let bytes = match result {
             Ok(BlobOutcome::Got { bytes, .. }) => bytes,
@@ -93,28 +85,8 @@ impl Load {
             }
         };
         self.in_flight -= 1;
-        let decode_failed = |error| FailReason::Decode { key: key.clone(), error };
-        let mismatch = |problem| FailReason::CheckpointMismatch { key: self.key.clone(), problem };
-        match kind {
-            ObjectKind::Root => {
-                let root = Root::decode_named(&bytes, &name).map_err(decode_failed)?;
-                let wanted = self.restore.on_root(root).map_err(mismatch)?;
-                self.queue.extend(wanted);
-            }
-            ObjectKind::Shard => {
-                let shard = Shard::decode_named(&bytes, &name).map_err(decode_failed)?;
-                let wanted = self.restore.on_shard(name, shard).map_err(mismatch)?;
-                self.queue.extend(wanted.into_iter().map(|h| (ObjectKind::History, h)));
-            }
-            ObjectKind::History => {
-                let block = HistoryBlock::decode_named(&bytes, &name).map_err(decode_failed)?;
-                self.restore.on_history(name, block);
-            }
-            ObjectKind::Receipts => {
-                let block = ReceiptBlock::decode_named(&bytes, &name).map_err(decode_failed)?;
-                self.restore.on_receipts(name, block).map_err(mismatch)?;
-            }
-        }
+        let wanted = self.restore.feed(&self.key, (kind, name), &key, &bytes)?;
+        self.queue.extend(wanted);
         self.send(keys, now, io);
         if self.in_flight > 0 || !self.queue.is_empty() || !self.restore.is_complete() {
             return Ok(None);

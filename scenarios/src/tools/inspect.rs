@@ -1,6 +1,7 @@
-//! `slotlog inspect`: what a world in a store holds, verified.
+//! `slotlog inspect`: what a world in a store holds, verified: the chain from the marker,
+//! and every checkpoint against the chain.
 
-use slotlog_kernel::format::{scan_chain, Keys};
+use slotlog_kernel::format::{scan_chain, Checkpoint, Keys};
 
 pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
     let (store, backend, prefix) = super::store(url, prefix)?;
@@ -17,6 +18,14 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
             "bodies"
         } else if rest.starts_with("checkpoints/") {
             "checkpoints"
+        } else if rest.starts_with("roots/") {
+            "roots"
+        } else if rest.starts_with("shards/") {
+            "shards"
+        } else if rest.starts_with("history/") {
+            "history"
+        } else if rest.starts_with("receipts/") {
+            "receipts"
         } else {
             "other"
         };
@@ -44,14 +53,25 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
         None => println!("  chain       verified from the marker"),
         Some(p) => println!("  chain       BROKEN after sequence {}: {p:?}", scan.tip),
     }
-    println!("  checkpoints {}", counts.get("checkpoints").map_or(0, |c| c.0));
-    let checkpoint = super::checkpoint_problem(&keys, marker, &objects);
-    match &checkpoint {
-        None => println!("  checkpoint  zero verified from the marker"),
-        Some(p) => println!("  checkpoint  BAD: {p}"),
+    for (key, bytes, _) in objects.iter().filter(|(k, _, _)| keys.parse_checkpoint(k).is_some()) {
+        match Checkpoint::decode(bytes) {
+            Ok(c) if c.is_zero() => println!("  checkpoint  {key}: checkpoint zero"),
+            Ok(c) => println!(
+                "  checkpoint  {key}: through sequence {}, {} documents, root {}",
+                c.next_sequence - 1,
+                c.document_count,
+                c.root.map_or("-".into(), |r| r.to_hex())
+            ),
+            Err(e) => println!("  checkpoint  {key}: does not decode: {e}"),
+        }
+    }
+    let checkpoints = super::checkpoint_problems(&keys, marker, &objects, &scan);
+    match checkpoints.as_slice() {
+        [] => println!("  checkpoints verified against the chain"),
+        problems => problems.iter().for_each(|p| println!("  checkpoints BAD: {p}")),
     }
     for (kind, (n, bytes)) in &counts {
         println!("  {kind:<11} {n} objects, {bytes} bytes");
     }
-    Ok(scan.problem.is_none() && checkpoint.is_none() && !counts.contains_key("other"))
+    Ok(scan.problem.is_none() && checkpoints.is_empty() && !counts.contains_key("other"))
 }

@@ -8,8 +8,11 @@ pub mod writer;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use slotlog::store_url::{open_store, StoreOptions};
-use slotlog_kernel::format::{Checkpoint, Keys, Marker};
+use slotlog_kernel::checkpoint;
+use slotlog_kernel::format::{ChainScan, Checkpoint, Keys, Marker};
 use slotlog_kernel::hash::Hash32;
+use slotlog_kernel::world::{StateView, WorldState};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The store and the world's key prefix inside it, from `--store URL --prefix P`.
@@ -50,30 +53,91 @@ pub async fn read_all(
     Ok(out)
 }
 
-/// What is wrong with the world's checkpoints, if anything: checkpoint zero must sit at its
-/// key with exactly the bytes the marker gives it (SPEC 10), and no later checkpoint is
-/// written yet.
-pub fn checkpoint_problem(
+/// What is wrong with the world's checkpoints, one line each (none: all verified).
+/// Checkpoint zero must be the marker's, byte for byte; every full checkpoint must sit at
+/// a slot boundary of the chain, name that slot's hash, load whole (root, shards, history
+/// and receipt blocks), and hold exactly the world the chain's slots make up to it.
+pub fn checkpoint_problems(
     keys: &Keys,
     marker: &[u8],
     objects: &[(String, bytes::Bytes, u64)],
-) -> Option<String> {
+    scan: &ChainScan,
+) -> Vec<String> {
+    let mut problems = Vec::new();
     let zero_key = keys.checkpoint(1);
-    if let Some((key, _, _)) =
-        objects.iter().find(|(k, _, _)| k.starts_with(&keys.checkpoints_prefix()) && *k != zero_key)
-    {
-        return Some(format!("{key} is not checkpoint zero, the only checkpoint this build writes"));
+    match objects.iter().find(|(k, _, _)| *k == zero_key) {
+        None => problems.push("no checkpoint zero".to_string()),
+        Some((_, bytes, _)) => {
+            let Ok(world_id) = Marker::decode(marker).map(|m| m.world_id) else { return problems };
+            if bytes[..] != Checkpoint::zero(world_id, Hash32::of(marker)).encode()[..] {
+                problems.push(match Checkpoint::decode(bytes) {
+                    Err(e) => format!("checkpoint zero does not decode: {e}"),
+                    Ok(c) => format!("checkpoint zero is not this world's and marker's: {c:?}"),
+                });
+            }
+        }
     }
-    let Some((_, bytes, _)) = objects.iter().find(|(k, _, _)| *k == zero_key) else {
-        return Some("no checkpoint zero".into());
-    };
-    let world_id = Marker::decode(marker).ok()?.world_id;
-    let expected = Checkpoint::zero(world_id, Hash32::of(marker)).encode();
-    if bytes[..] == expected[..] {
-        return None;
+    let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
+    let get = |k: &str| by_key.get(k).map(|b| (*b).clone());
+    let full: Vec<(u64, &str)> = objects
+        .iter()
+        .filter_map(|(k, _, _)| keys.parse_checkpoint(k).filter(|s| *s > 1).map(|s| (s, k.as_str())))
+        .collect();
+    // Replay the chain once, stopping at each checkpoint's sequence to compare.
+    let Some(world_id) = scan.world_id else { return problems };
+    let mut world = WorldState::genesis(world_id, Hash32::of(marker));
+    let mut slots = scan.slots.iter().peekable();
+    for (next_sequence, key) in full {
+        while world.sequence() + 1 < next_sequence {
+            let Some((slot, hash)) = slots.next() else { break };
+            if let Err(e) = world.apply_slot(slot, *hash) {
+                problems.push(format!("the chain does not apply at sequence {}: {e}", slot.first_sequence));
+                return problems;
+            }
+        }
+        if world.sequence() + 1 != next_sequence {
+            problems.push(format!(
+                "{key} covers through {}, not a slot boundary of the chain",
+                next_sequence - 1
+            ));
+            continue;
+        }
+        let checkpoint = match Checkpoint::decode(&by_key[key][..]) {
+            Ok(c) => c,
+            Err(e) => {
+                problems.push(format!("{key} does not decode: {e}"));
+                continue;
+            }
+        };
+        if checkpoint.previous_hash != world.tip_hash() || checkpoint.world_id != world_id {
+            problems.push(format!("{key} does not name the chain's slot at {}", next_sequence - 1));
+            continue;
+        }
+        match checkpoint::load(key, checkpoint, keys, &get) {
+            Err(e) => problems.push(format!("{key} does not load: {e}")),
+            Ok(loaded) => {
+                if let Some(what) = world_differs(&world, &loaded) {
+                    problems.push(format!("{key} differs from the chain's world: {what}"));
+                }
+            }
+        }
     }
-    Some(match Checkpoint::decode(bytes) {
-        Err(e) => format!("checkpoint zero does not decode: {e:?}"),
-        Ok(c) => format!("checkpoint zero is not this world's and marker's: {c:?}"),
-    })
+    problems
+}
+
+/// The first thing two worlds at the same sequence disagree on.
+fn world_differs(a: &WorldState, b: &WorldState) -> Option<&'static str> {
+    if (a.sequence(), a.tip_hash()) != (b.sequence(), b.tip_hash()) {
+        return Some("sequence or tip");
+    }
+    if a.policy() != b.policy() {
+        return Some("policy");
+    }
+    if !a.documents().eq(b.documents()) {
+        return Some("documents");
+    }
+    if !a.receipts_since(1).eq(b.receipts_since(1)) {
+        return Some("receipts");
+    }
+    None
 }

@@ -1,7 +1,8 @@
 //! `slotlog verify`: read a world back from its store and check what writers were told:
 //! every acknowledged operation id is in exactly one slot at the sequence it was told,
-//! the chain is whole, checkpoint zero is the marker's, and every acknowledged version
-//! reads back with its body hash.
+//! the chain is whole, checkpoint zero is the marker's, every full checkpoint holds the
+//! world the chain makes up to it, and every acknowledged version reads back with its body
+//! hash.
 
 use slotlog_kernel::format::{decode_body, scan_chain, Keys};
 use slotlog_kernel::hash::Hash32;
@@ -92,16 +93,19 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
     if let Some(p) = &scan.problem {
         eprintln!("chain broken after sequence {}: {p:?}", scan.tip);
     }
-    let checkpoint = super::checkpoint_problem(&keys, marker, &objects);
-    if let Some(p) = &checkpoint {
+    let checkpoints = super::checkpoint_problems(&keys, marker, &objects, &scan);
+    for p in &checkpoints {
         eprintln!("checkpoint: {p}");
     }
+    let full = objects.iter().filter(|(k, _, _)| keys.parse_checkpoint(k).is_some_and(|s| s > 1)).count();
     println!(
-        "acked={} slots={} tip={} chain={} twice={twice} misplaced={misplaced} bad_bodies={bad_bodies} lost={lost}",
+        "acked={} slots={} tip={} chain={} checkpoints={} ({}) twice={twice} misplaced={misplaced} bad_bodies={bad_bodies} lost={lost}",
         acked.len(),
         scan.slots.len(),
         scan.tip,
-        if chain_ok { "ok" } else { "broken" }
+        if chain_ok { "ok" } else { "broken" },
+        full + 1,
+        if checkpoints.is_empty() { "verified" } else { "BAD" },
     );
-    Ok(chain_ok && checkpoint.is_none() && lost == 0 && twice == 0 && misplaced == 0 && bad_bodies == 0)
+    Ok(chain_ok && checkpoints.is_empty() && lost == 0 && twice == 0 && misplaced == 0 && bad_bodies == 0)
 }

@@ -23,12 +23,20 @@ pub struct WriterArgs {
     /// UDP port to hear peers' hints on, and the peers' ports.
     pub listen: Option<u16>,
     pub peers: Vec<u16>,
+    /// Checkpoint after this many slots (the kernel's default when None).
+    pub checkpoint_slots: Option<u64>,
 }
 
 pub async fn run(args: WriterArgs) -> Result<(), String> {
     let (store, backend, prefix) = super::store(&args.url, &args.prefix)?;
     let blobs = Arc::new(ObjectStoreBlobs::new(store, backend));
-    let world = World::open_on(blobs, &prefix, WorldConfig::default()).await.map_err(|e| e.to_string())?;
+    let mut config = WorldConfig::default();
+    if let Some(slots) = args.checkpoint_slots {
+        // A short test run: a checkpoint due should not wait out the default 10 s jitter.
+        config.kernel.checkpoint_slots = slots;
+        config.kernel.checkpoint_jitter_ms = 1_000;
+    }
+    let world = World::open_on(blobs, &prefix, config).await.map_err(|e| e.to_string())?;
     let log = Arc::new(Mutex::new(
         std::fs::OpenOptions::new()
             .create(true)
