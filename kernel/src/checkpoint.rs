@@ -123,7 +123,7 @@ fn fold_receipts(world: &WorldState, objects: &mut Vec<Object>) -> (u64, Vec<Rec
     }
     let mut refs = Vec::with_capacity(blocks.len());
     for (_, mut receipts) in blocks {
-        receipts.sort_by(|a, b| a.receipt.op_id.cmp(&b.receipt.op_id));
+        receipts.sort_by_key(|r| r.receipt.op_id);
         let first_sequence = receipts.iter().map(|r| r.receipt.sequence).min().expect("non-empty");
         let last_sequence = receipts.iter().map(|r| r.receipt.sequence).max().expect("non-empty");
         let block = ReceiptBlock { receipts, stamp: 0 };

@@ -268,8 +268,7 @@ impl Reads {
         now: Instant,
         sn: &mut Snapshot,
         creating: Option<u64>,
-        what: ProbeCall,
-        call: Call,
+        (what, call): (ProbeCall, Call),
         result: BlobResult,
         io: &mut Io,
     ) -> Result<(), FailReason> {

@@ -199,7 +199,7 @@ impl Replica {
             }
             Purpose::Probe(what) => {
                 let sn = self.snapshot.as_mut().expect("probes only once open");
-                self.reads.on_done(now, sn, self.committer.creating(), what, call, result, &mut self.io)
+                self.reads.on_done(now, sn, self.committer.creating(), (what, call), result, &mut self.io)
             }
             Purpose::Feed(what) => self.feed.on_done(now, what, call, result, &mut self.io),
             Purpose::Compact(what) => self.compactor.on_done(now, what, call, result, &mut self.io),

@@ -169,8 +169,9 @@ fn evaluate_document(
         return Evaluation::Rejected(Rejection::TooLarge { size: new_len, max });
     }
     let (body, body_hash, kind) = match new_body(m, current, body_of) {
-        Ok(made) => made,
-        Err(no_change_yet) => return no_change_yet,
+        NewBody::Made(body, hash, kind) => (body, hash, kind),
+        NewBody::Unchanged { version } => return Evaluation::Unchanged { version },
+        NewBody::NeedsBody(hash) => return Evaluation::NeedsBody(hash),
     };
     let version = current.map_or(1, |e| e.version + 1);
     let first = current.map_or(1, |e| e.first_version);
@@ -233,26 +234,37 @@ fn set_archived(
     }
 }
 
-/// The body a publish or append makes, with its hash and kind; or the evaluation that
-/// stands instead (unchanged, or the base body an append must read first).
+/// The body a publish or append makes, or the evaluation that stands instead.
+enum NewBody {
+    Made(Bytes, Hash32, VersionKind),
+    Unchanged {
+        version: u64,
+    },
+    /// An append must read the current body first.
+    NeedsBody(Hash32),
+}
+
+/// The body a publish or append makes, with its hash and kind.
 fn new_body(
     m: &ValidMutation,
     current: Option<&IndexEntry>,
     body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
-) -> Result<(Bytes, Hash32, VersionKind), Evaluation> {
+) -> NewBody {
     match m {
         ValidMutation::Publish { body, body_hash, .. } => {
             if let Some(e) = current.filter(|e| e.body_hash == *body_hash) {
-                return Err(Evaluation::Unchanged { version: e.version });
+                return NewBody::Unchanged { version: e.version };
             }
-            Ok((body.clone(), *body_hash, VersionKind::Publish))
+            NewBody::Made(body.clone(), *body_hash, VersionKind::Publish)
         }
         ValidMutation::Append { bytes, .. } => {
             let body = match current {
                 None => bytes.clone(),
-                Some(e) if bytes.is_empty() => return Err(Evaluation::Unchanged { version: e.version }),
+                Some(e) if bytes.is_empty() => return NewBody::Unchanged { version: e.version },
                 Some(e) => {
-                    let base = body_of(&e.body_hash).ok_or(Evaluation::NeedsBody(e.body_hash))?;
+                    let Some(base) = body_of(&e.body_hash) else {
+                        return NewBody::NeedsBody(e.body_hash);
+                    };
                     debug_assert_eq!(base.len() as u64, e.body_len);
                     let mut joined = Vec::with_capacity(base.len() + bytes.len());
                     joined.extend_from_slice(&base);
@@ -261,7 +273,7 @@ fn new_body(
                 }
             };
             let hash = Hash32::of(&body);
-            Ok((body, hash, VersionKind::Append))
+            NewBody::Made(body, hash, VersionKind::Append)
         }
         _ => unreachable!("archive flips and policy sets make no body"),
     }
