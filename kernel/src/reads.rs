@@ -124,6 +124,8 @@ pub struct ReadStats {
     pub slots_followed: u64,
     pub refused_busy: u64,
     pub deadlines: u64,
+    /// Reads answered `Unavailable` because the probe they waited on failed.
+    pub unavailable: u64,
 }
 
 pub(crate) struct Reads {
@@ -194,6 +196,19 @@ impl Reads {
                 self.stats.deadlines += 1;
                 reply(io, id, Err(ReadError::Deadline));
             }
+        }
+    }
+
+    /// Answers `Unavailable` to every read that arrived by `sent`, when the probe sent then
+    /// failed: those reads waited on that flight.
+    fn answer_waiters_unavailable(&mut self, sent: Instant, error: BlobError, io: &mut Io) {
+        let waiting: Vec<RequestId> =
+            self.pending.iter().filter(|(_, r)| r.arrived <= sent).map(|(id, _)| *id).collect();
+        for id in waiting {
+            let r = self.pending.remove(&id).expect("listed");
+            self.deadlines.remove(&(r.deadline, id));
+            self.stats.unavailable += 1;
+            reply(io, id, Err(ReadError::Unavailable { error }));
         }
     }
 
@@ -305,6 +320,13 @@ impl Reads {
                 }
             }
             (ProbeCall::SlotGet { .. }, Err(BlobError::NotFound)) => self.probe = Probe::Idle,
+            (_, Err(error)) => {
+                // The probe is a flight: a failed one answers every read waiting on it
+                // (the record's amendment) rather than leave them to their deadlines,
+                // then goes on with backoff for whatever needs the tip next.
+                self.answer_waiters_unavailable(call.issued_at, error, io);
+                io.retry_later(now, call);
+            }
             _ => io.retry_later(now, call),
         }
         Ok(())

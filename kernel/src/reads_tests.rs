@@ -578,3 +578,25 @@ fn the_probe_leaves_the_name_the_committer_is_creating_to_the_committer() {
     assert_eq!(document(ok), ("/a.md".into(), 1, Bytes::from_static(b"a")), "the answer holds our write");
     assert_eq!(h.log.iter().filter(|op| **op == stat_of(2)).count(), 1, "then the probe looked past it");
 }
+
+#[test]
+fn a_failed_probe_answers_the_reads_waiting_on_it_and_checks_again_later() {
+    let mut h = Harness::opened(no_hedging());
+    publish_each(&mut h, &[(1, "/a.md", "a")]);
+    h.advance_ms(1);
+    let waiting = [h.read(fetch("/a.md")), h.read(fetch("/a.md"))];
+    assert_eq!(h.pending(|_| true), vec![stat_of(2)], "one probe for both");
+    h.deliver_with(Fate::Fail(crate::blob::BlobError::Unavailable));
+    for r in waiting {
+        let error = crate::blob::BlobError::Unavailable;
+        assert_eq!(h.read_replies.get(&r), Some(&Err(ReadError::Unavailable { error })), "answered at once");
+    }
+    assert_eq!(h.replica.read_stats().unavailable, 2);
+    // A read after the failure waits on the next attempt, which the backoff sends.
+    let later = h.read(fetch("/a.md"));
+    assert!(h.calls.is_empty(), "the retry waits out its backoff");
+    h.fire_timer();
+    assert_eq!(h.pending(|_| true), vec![stat_of(2)]);
+    h.deliver();
+    assert_eq!(h.read_ok(later).at_sequence, 1);
+}

@@ -1,5 +1,6 @@
 //! What a caller hears back.
 
+use crate::blob::BlobError;
 use crate::format::DecodeError;
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
@@ -142,6 +143,10 @@ pub enum ReadError {
     /// The deadline passed before the replica could confirm a fresh enough snapshot.
     #[error("the deadline passed before a fresh enough snapshot")]
     Deadline,
+    /// The store failed the check of the tip this read waited on; nothing was read. The
+    /// read may be sent again (the replica keeps checking, with backoff).
+    #[error("the store failed the tip check this read waited on: {error}")]
+    Unavailable { error: BlobError },
     #[error("the replica failed closed")]
     Failed(#[source] FailReason),
 }

@@ -57,6 +57,8 @@ pub struct Reads {
     pub probes: u64,
     pub slots_followed: u64,
     pub deadlines: u64,
+    /// Reads answered `Unavailable` because the tip check they waited on failed.
+    pub unavailable: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -296,6 +298,7 @@ impl Report {
                 probes: result.replicas.iter().map(|r| r.reads.probes).sum(),
                 slots_followed: result.replicas.iter().map(|r| r.reads.slots_followed).sum(),
                 deadlines: result.replicas.iter().map(|r| r.reads.deadlines).sum(),
+                unavailable: result.replicas.iter().map(|r| r.reads.unavailable).sum(),
             },
             watch: Watch {
                 sessions: check.watch_sessions,

@@ -910,6 +910,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.slots_followed += rs.slots_followed;
     t.refused_busy += rs.refused_busy;
     t.deadlines += rs.deadlines;
+    t.unavailable += rs.unavailable;
     let (fs, t) = (r.feed_stats(), &mut into.feed);
     t.watches += fs.watches;
     t.events_delivered += fs.events_delivered;
