@@ -285,6 +285,11 @@ impl Replica {
         CommitterStats { calls_hedged: self.io.hedges_sent, ..self.committer.stats.clone() }
     }
 
+    /// Version records the replica holds in memory (0 until open).
+    pub fn resident_version_records(&self) -> usize {
+        self.world().map_or(0, |w| w.documents().map(|(_, d)| d.versions.len()).sum())
+    }
+
     pub fn compactor_stats(&self) -> &CompactorStats {
         &self.compactor.stats
     }

@@ -97,6 +97,14 @@ pub struct Checkpoints {
     pub model_mismatches: u64,
 }
 
+/// Version records the largest replica held (sampled each virtual second).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Memory {
+    pub resident_version_records_max: u64,
+    pub resident_version_records_120s: Option<u64>,
+    pub resident_version_records_end: u64,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub scenario: String,
@@ -140,6 +148,7 @@ pub struct Report {
     pub reads: Reads,
     pub watch: Watch,
     pub checkpoints: Checkpoints,
+    pub memory: Memory,
     pub store: Store,
     pub trace_hash: String,
     pub repro: String,
@@ -324,6 +333,11 @@ impl Report {
                 skipped_at_open: result.replicas.iter().map(|r| r.warnings.len() as u64).sum(),
                 judged: check.checkpoints_judged,
                 model_mismatches: check.checkpoint_mismatches,
+            },
+            memory: Memory {
+                resident_version_records_max: result.memory.resident_version_records_max,
+                resident_version_records_120s: result.memory.resident_version_records_120s,
+                resident_version_records_end: result.memory.resident_version_records_end,
             },
             store: Store {
                 creates: result.store.creates,

@@ -134,6 +134,19 @@ pub struct RunResult {
     pub store: StoreStats,
     /// Writes and reads still unanswered when the settle time ran out.
     pub unsettled: usize,
+    pub memory: MemorySamples,
+}
+
+/// Version records the replicas held, sampled once a virtual second (the largest replica
+/// each time): what a checkpoint must bound.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemorySamples {
+    pub resident_version_records_max: u64,
+    /// At 120 virtual seconds (None if the run was shorter).
+    pub resident_version_records_120s: Option<u64>,
+    pub resident_version_records_end: u64,
+    /// The next sample is due at this many virtual seconds.
+    next_s: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -241,6 +254,7 @@ struct Cluster<'a> {
     next_request: u64,
     trace: blake3::Hasher,
     workload_end: Instant,
+    memory: MemorySamples,
 }
 
 pub fn run(config: &ClusterConfig) -> RunResult {
@@ -273,6 +287,7 @@ pub fn run(config: &ClusterConfig) -> RunResult {
         next_request: 0,
         trace: blake3::Hasher::new(),
         workload_end: Instant::from_millis(config.duration_ms),
+        memory: MemorySamples::default(),
     };
     c.preload();
     for n in 0..config.nodes() {
@@ -329,6 +344,7 @@ pub fn run(config: &ClusterConfig) -> RunResult {
             continue;
         }
         c.now = at;
+        c.sample_memory();
         c.step(event);
     }
     c.finish()
@@ -817,6 +833,28 @@ impl Cluster<'_> {
         self.resume_later(watcher);
     }
 
+    /// The most version records any live replica holds now.
+    fn resident_version_records(&self) -> u64 {
+        let held = self.nodes.iter().filter_map(|n| n.replica.as_ref()).map(|r| r.resident_version_records());
+        held.max().unwrap_or(0) as u64
+    }
+
+    /// Samples once a virtual second, between events: sampling schedules nothing, so it
+    /// changes no run.
+    fn sample_memory(&mut self) {
+        let now_s = self.now.as_micros() / 1_000_000;
+        if now_s < self.memory.next_s {
+            return;
+        }
+        self.memory.next_s = now_s + 1;
+        let held = self.resident_version_records();
+        let m = &mut self.memory;
+        m.resident_version_records_max = m.resident_version_records_max.max(held);
+        if now_s >= 120 && m.resident_version_records_120s.is_none() {
+            m.resident_version_records_120s = Some(held);
+        }
+    }
+
     fn finish(mut self) -> RunResult {
         let mut unsettled = 0;
         for n in &self.nodes {
@@ -826,6 +864,7 @@ impl Cluster<'_> {
                 }
             }
         }
+        self.memory.resident_version_records_end = self.resident_version_records();
         let mut replicas = Vec::new();
         for n in &mut self.nodes {
             if let Some(r) = &n.replica {
@@ -855,6 +894,7 @@ impl Cluster<'_> {
             replicas,
             store: *self.gcs.stats(),
             unsettled,
+            memory: self.memory,
         }
     }
 }
