@@ -45,7 +45,9 @@ repro SCENARIO SEED: build
 soak SEEDS="1..5000": build
     {{slotlog}} sweep all --seeds {{SEEDS}}
 
-# Benchmarks. `just bench throughput` reproduces the record's batch/ahead table.
+# Benchmarks. `just bench throughput` reproduces the record's batch/ahead table;
+# `just bench cold-start` opens worlds of 10^4 to 10^6 documents from a full checkpoint
+# (several GB of disk under TMPDIR and minutes at 10^6; SIZES="docs:slots ..." picks rows).
 bench WHAT="throughput": build
     scripts/bench-{{WHAT}}.sh {{slotlog}}
 

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use slotlog_scenarios::scenario::{Overrides, Scenario, SCENARIOS};
+use slotlog_scenarios::tools::bench_cold_start as cold_start;
 use slotlog_scenarios::{run_scenario, sweep::sweep};
 use slotlog_sim::gcs::ProfileKind;
 use std::process::ExitCode;
@@ -112,6 +113,11 @@ enum Command {
         #[arg(long, default_value = "worlds/w")]
         prefix: String,
     },
+    /// Benchmarks of the production driver on local disk.
+    Bench {
+        #[command(subcommand)]
+        bench: Bench,
+    },
     /// List the scenarios.
     List,
     /// Run one scenario for one seed and report.
@@ -137,6 +143,33 @@ enum Command {
         jobs: Option<usize>,
         #[command(flatten)]
         flags: RunFlags,
+    },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// Build a world of N documents with a full checkpoint and M slots after it, then open
+    /// it in a separate process: open time, peak RSS, checkpoint size and write time.
+    ColdStart {
+        #[arg(long)]
+        docs: u64,
+        #[arg(long, default_value_t = 1_024)]
+        slots_after: u64,
+        /// Build the world here (absent or empty); default: a temp dir, removed after.
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+        /// Keep the world's directory afterwards.
+        #[arg(long)]
+        keep: bool,
+        /// Print one JSON object instead of the readable report.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The opening half of `cold-start`, run as its own process; prints JSON.
+    #[command(hide = true)]
+    ColdStartOpen {
+        #[arg(long)]
+        dir: std::path::PathBuf,
     },
 }
 
@@ -204,6 +237,25 @@ fn main() -> ExitCode {
         }
         Command::Inspect { store, prefix } => {
             tool_exit(block_on(slotlog_scenarios::tools::inspect::run(&store, &prefix)))
+        }
+        Command::Bench { bench: Bench::ColdStart { docs, slots_after, dir, keep, json } } => {
+            let args = cold_start::Args { docs, slots_after, dir, keep };
+            // The world's directory goes only after the report is out.
+            let (report, _dir) = cold_start::run(&args);
+            let report = report.map(|r| {
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&r).expect("a report serializes"));
+                } else {
+                    print!("{}", r.text());
+                }
+                true
+            });
+            tool_exit(report)
+        }
+        Command::Bench { bench: Bench::ColdStartOpen { dir } } => {
+            let report = block_on(cold_start::open(&dir))
+                .map(|r| println!("{}", serde_json::to_string(&r).expect("a report serializes")));
+            tool_exit(report.map(|()| true))
         }
         Command::List => {
             for s in SCENARIOS {

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Cold start from a full checkpoint (issue 9): for each size, build a world of DOCS
+# documents with a full checkpoint and SLOTS slots after it on local disk, open it with
+# the production driver in a separate process, and print one table row. A 1,000,000
+# document row needs several GB of disk under TMPDIR (one file per document's history
+# block and body) and a few minutes; the world is removed after each row.
+set -euo pipefail
+slotlog=${1:-target/release/slotlog}
+sizes=${SIZES:-10000:1024 100000:1024 1000000:1024 1000000:8192}
+printf '%9s %7s %8s %12s %13s %8s %10s %10s %8s\n' \
+  docs slots open_s peak_rss_mb checkpoint_s ckpt_mb shards history cpu_s
+for size in $sizes; do
+  docs=${size%%:*} slots=${size##*:}
+  "$slotlog" bench cold-start --docs "$docs" --slots-after "$slots" --json 2>/dev/null | python3 -c '
+import json, sys
+r = json.load(sys.stdin); o = r["open"]
+print("%9d %7d %8.2f %12.0f %13.1f %8.1f %10d %10d %8.2f" % (r["docs"], r["slots_after"], o["open_s"],
+    o["peak_rss_mb"], r["checkpoint_s"], r["checkpoint_mb"], r["shards"], r["history_blocks"], o["cpu_s"]))'
+done
