@@ -136,6 +136,11 @@ impl Replica {
 
     /// The next instant the replica needs [`Replica::handle_timeout`].
     pub fn poll_timeout(&self) -> Option<Instant> {
+        // A replica that failed closed answers nothing more and needs no wake-up; its
+        // owners' timers (a checkpoint due, say) would otherwise wake it forever.
+        if self.failed.is_some() {
+            return None;
+        }
         let compactor = self.snapshot.as_ref().and_then(|sn| self.compactor.next_deadline(sn));
         [self.io.next_retry(), self.committer.next_deadline(), self.reads.next_deadline(), compactor]
             .into_iter()

@@ -199,3 +199,23 @@ fn shards_of(store: &MemStore, k: &Keys, next_sequence: u64) -> Vec<String> {
     let root = crate::format::Root::decode(&store.bytes(&root_key).expect("root")).expect("decodes");
     root.shards.iter().map(|s| k.shard(s)).collect()
 }
+
+/// Found by the `skip_ambiguous_read` defect test: a replica that failed closed with a
+/// checkpoint due kept asking to be woken at that past instant, and the simulation spun.
+#[test]
+fn a_replica_that_failed_closed_asks_for_no_wake_up() {
+    let mut h =
+        Harness::opened(Config { checkpoint_slots: 1, checkpoint_jitter_ms: 10_000, ..Config::default() });
+    let r = h.publish(1, "/a.md", "a");
+    h.settle();
+    assert!(matches!(h.reply(r), Some(Ok(_))));
+    assert!(h.replica.poll_timeout().is_some(), "a checkpoint is due after its jitter");
+    // A foreign object at the next slot name: the next exact read's probe fails closed.
+    h.store.put(h.now, keys().slot(2), Bytes::from_static(b"not a slot"));
+    h.failure_expected = true;
+    h.advance_ms(1);
+    h.read(crate::effect::Read::Fetch { path: "/a.md".into(), version: None });
+    h.settle();
+    assert_eq!(h.failures.len(), 1, "{:?}", h.failures);
+    assert_eq!(h.replica.poll_timeout(), None);
+}
