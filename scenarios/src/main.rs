@@ -41,6 +41,9 @@ struct RunFlags {
     /// Turns between replicas: on (the default) or off, for comparison.
     #[arg(long, value_parser = parse_on_off)]
     turns: Option<bool>,
+    /// Checkpoint every this many slots (the scenario's cadence otherwise).
+    #[arg(long)]
+    checkpoint_slots: Option<u64>,
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -62,6 +65,7 @@ impl RunFlags {
             rate: self.rate,
             writers: self.writers,
             turns: self.turns,
+            checkpoint_slots: self.checkpoint_slots,
             defects: Default::default(),
         }
     }

@@ -75,3 +75,19 @@ mod checkpoints {
         assert!(c.loaded_at_open > 0, "a restarted replica opened from a full checkpoint: {c:?}");
     }
 }
+
+/// Open findings: runs that fail today, kept runnable with `--ignored` until fixed.
+mod open_findings {
+    use super::*;
+
+    /// A watcher resuming from a cursor before the checkpoint its replica cold-started from
+    /// resyncs, although the cursor is within the slot index's reach (16,384 slots): the
+    /// index starts at the checkpoint, and the feed does not read older slots from the
+    /// bucket yet.
+    #[test]
+    #[ignore = "open: the feed must read slots before its index after a cold start from a checkpoint"]
+    fn a_watcher_resuming_just_before_a_cold_start_checkpoint_does_not_resync() {
+        let r = run("crash", 33, &Overrides { checkpoint_slots: Some(64), ..Overrides::default() });
+        assert!(r.passed(), "{:?}", r.violations);
+    }
+}
