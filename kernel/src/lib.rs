@@ -27,6 +27,7 @@ pub mod effect;
 pub(crate) mod feed;
 pub mod format;
 pub mod hash;
+pub(crate) mod history;
 pub mod ids;
 pub(crate) mod io;
 pub(crate) mod open;
@@ -39,6 +40,8 @@ pub mod world;
 
 #[cfg(test)]
 mod feed_tests;
+#[cfg(test)]
+mod history_tests;
 #[cfg(test)]
 mod open_tests;
 #[cfg(test)]

@@ -18,12 +18,13 @@ use crate::config::{Config, Defects};
 use crate::effect::{Effect, Read};
 use crate::format::{Keys, Slot};
 use crate::hash::Hash32;
+use crate::history::History;
 use crate::ids::{OperationId, RequestId};
 use crate::io::{Call, Io, Purpose};
-use crate::reply::{Answer, FailReason, ReadError, ReadOk, Reply};
+use crate::reply::{Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
-use crate::world::{IndexEntry, Path, VersionRecord, WorldState};
+use crate::world::{IndexEntry, Path, VersionAt, VersionRecord, WorldState};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,6 +87,8 @@ struct PendingRead {
     read: ValidRead,
     arrived: Instant,
     deadline: Instant,
+    /// A snapshot was already fresh enough for it: it waited only for a history block.
+    fresh: bool,
 }
 
 struct AwaitingBody {
@@ -139,6 +142,8 @@ pub(crate) struct Reads {
     probe: Probe,
     /// Fetches answered but for their body, by body hash; they keep their deadlines.
     awaiting_body: BTreeMap<Hash32, Vec<AwaitingBody>>,
+    /// Reads waiting for a history block, by block name; they keep their deadlines.
+    awaiting_history: BTreeMap<Hash32, Vec<(RequestId, PendingRead)>>,
     pub stats: ReadStats,
     failed: Option<FailReason>,
 }
@@ -155,6 +160,7 @@ impl Reads {
             deadlines: BTreeSet::new(),
             probe: Probe::Idle,
             awaiting_body: BTreeMap::new(),
+            awaiting_history: BTreeMap::new(),
             stats: ReadStats::default(),
             failed: None,
         }
@@ -174,7 +180,7 @@ impl Reads {
         }
         let deadline = now + self.deadline;
         self.deadlines.insert((deadline, id));
-        self.pending.insert(id, PendingRead { read, arrived: now, deadline });
+        self.pending.insert(id, PendingRead { read, arrived: now, deadline, fresh: false });
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
@@ -192,7 +198,12 @@ impl Reads {
                 list.retain(|a| a.id != id);
                 list.len() < before
             });
-            if self.pending.remove(&id).is_some() || waited_for_body {
+            let waited_for_history = self.awaiting_history.values_mut().any(|list| {
+                let before = list.len();
+                list.retain(|(waiting, _)| *waiting != id);
+                list.len() < before
+            });
+            if self.pending.remove(&id).is_some() || waited_for_body || waited_for_history {
                 self.stats.deadlines += 1;
                 reply(io, id, Err(ReadError::Deadline));
             }
@@ -214,17 +225,21 @@ impl Reads {
 
     pub fn fail(&mut self, reason: FailReason, io: &mut Io) {
         let waiting = self.pending.keys().copied().chain(self.awaiting_body.values().flatten().map(|w| w.id));
+        let waiting = waiting.chain(self.awaiting_history.values().flatten().map(|(id, _)| *id));
         for id in waiting.collect::<Vec<_>>() {
             reply(io, id, Err(ReadError::Failed(reason.clone())));
         }
         self.pending.clear();
         self.awaiting_body.clear();
+        self.awaiting_history.clear();
         self.deadlines.clear();
         self.failed = Some(reason);
     }
 
     fn fresh_enough(&self, sn: &Snapshot, r: &PendingRead) -> bool {
-        if r.read.is_exact() {
+        if r.fresh {
+            true
+        } else if r.read.is_exact() {
             self.defects.exact_read_skips_probe || sn.current_since(r.arrived)
         } else {
             let since = Instant::from_micros(
@@ -242,18 +257,32 @@ impl Reads {
         sn: &mut Snapshot,
         creating: Option<u64>,
         committer_needs_tip: bool,
-        bodies: &mut Bodies,
+        (bodies, history): (&mut Bodies, &mut History),
         io: &mut Io,
-    ) {
+    ) -> Result<(), FailReason> {
         if self.failed.is_some() {
-            return;
+            return Ok(());
         }
         let ready: Vec<RequestId> =
             self.pending.iter().filter(|(_, r)| self.fresh_enough(sn, r)).map(|(id, _)| *id).collect();
         for id in ready {
             let r = self.pending.remove(&id).expect("listed");
-            if self.answer(now, id, &r, sn, bodies, io) {
-                self.deadlines.remove(&(r.deadline, id));
+            match self.answer(now, id, &r, sn, bodies, history, io) {
+                Answered::Yes => {
+                    self.deadlines.remove(&(r.deadline, id));
+                }
+                Answered::AwaitingBody => {}
+                Answered::AwaitingHistory(block) => {
+                    self.awaiting_history
+                        .entry(block)
+                        .or_default()
+                        .push((id, PendingRead { fresh: true, ..r }));
+                }
+                Answered::Broken(block, problem) => {
+                    self.pending.insert(id, r);
+                    let key = self.keys.history(&block);
+                    return Err(FailReason::CheckpointMismatch { key, problem });
+                }
             }
         }
         let wanted = !self.pending.is_empty() || sn.behind_hints() || committer_needs_tip;
@@ -268,6 +297,7 @@ impl Reads {
             }
             _ => {}
         }
+        Ok(())
     }
 
     fn stat(&mut self, now: Instant, sequence: u64, io: &mut Io) {
@@ -332,6 +362,14 @@ impl Reads {
         Ok(())
     }
 
+    /// A history block arrived (verified against its name): the reads waiting on it are
+    /// served again, from the snapshot of that moment, without waiting for freshness.
+    pub fn on_history(&mut self, block: &Hash32) {
+        for (id, r) in self.awaiting_history.remove(block).unwrap_or_default() {
+            self.pending.insert(id, r);
+        }
+    }
+
     /// A body arrived (verified against its hash): answer the fetches waiting on it.
     pub fn on_body(&mut self, hash: &Hash32, body: &Bytes, io: &mut Io) {
         for a in self.awaiting_body.remove(hash).unwrap_or_default() {
@@ -342,7 +380,8 @@ impl Reads {
     }
 
     /// Answers from the snapshot as it is now: every part of one answer from one state.
-    /// False when the answer waits for a body (the read keeps its deadline).
+    /// A read that waits for a body or a history block keeps its deadline.
+    #[allow(clippy::too_many_arguments)]
     fn answer(
         &mut self,
         now: Instant,
@@ -350,8 +389,9 @@ impl Reads {
         pending: &PendingRead,
         sn: &Snapshot,
         bodies: &mut Bodies,
+        history: &mut History,
         io: &mut Io,
-    ) -> bool {
+    ) -> Answered {
         let read = &pending.read;
         let world = &sn.world;
         let at_sequence = world.sequence();
@@ -361,7 +401,9 @@ impl Reads {
             self.stats.catalog += 1;
         }
         let answer = match read {
-            ValidRead::Fetch { path, version } => match fetch(world, path, *version) {
+            ValidRead::Fetch { path, version } => match fetch(world, path, *version, history) {
+                Err(Found::Answer(a)) => *a,
+                Err(found) => return self.not_in_hand(now, found, history, io),
                 Ok((entry, version)) => match bodies.get(&version.body_hash) {
                     Some(body) => Answer::Document { entry, version, body },
                     None => {
@@ -371,15 +413,14 @@ impl Reads {
                         let waiting =
                             AwaitingBody { id, at_sequence, entry, version, deadline: pending.deadline };
                         self.awaiting_body.entry(hash).or_default().push(waiting);
-                        return false;
+                        return Answered::AwaitingBody;
                     }
                 },
-                Err(a) => *a,
             },
             ValidRead::Versions { path } => match world.document(path) {
-                Some(d) => Answer::Versions {
-                    entry: d.entry.clone(),
-                    versions: d.versions.iter().cloned().collect(),
+                Some(d) => match retained_versions(d, history) {
+                    Ok(versions) => Answer::Versions { entry: d.entry.clone(), versions },
+                    Err(found) => return self.not_in_hand(now, found, history, io),
                 },
                 None => Answer::NotFound,
             },
@@ -408,30 +449,107 @@ impl Reads {
             }
         };
         reply(io, id, Ok(ReadOk { at_sequence, answer }));
-        true
+        Answered::Yes
     }
+}
+
+/// What became of a read served from the snapshot.
+enum Answered {
+    Yes,
+    AwaitingBody,
+    /// Its version record is in this history block, being read.
+    AwaitingHistory(Hash32),
+    /// A history block does not hold what a checkpoint promised: the replica fails closed.
+    Broken(Hash32, CheckpointProblem),
+}
+
+impl Reads {
+    /// Reads the history blocks a read needs; it waits for the first.
+    fn not_in_hand(&self, now: Instant, found: Found, history: &mut History, io: &mut Io) -> Answered {
+        match found {
+            Found::InBlock(block) => {
+                history.fetch(now, block, io);
+                Answered::AwaitingHistory(block)
+            }
+            Found::InBlocks(first, blocks) => {
+                for block in blocks {
+                    history.fetch(now, block, io);
+                }
+                Answered::AwaitingHistory(first)
+            }
+            Found::Broken(block, problem) => Answered::Broken(block, problem),
+            Found::Answer(_) => unreachable!("an answer is in hand"),
+        }
+    }
+}
+
+/// Why a read has no record in hand.
+enum Found {
+    /// The answer is not a document (absent, or the version not retained).
+    Answer(Box<Answer>),
+    /// The record is in this history block, not cached.
+    InBlock(Hash32),
+    /// Records are in these history blocks (the first given apart), not cached.
+    InBlocks(Hash32, Vec<Hash32>),
+    /// A cached block does not hold what the document's reference promised.
+    Broken(Hash32, CheckpointProblem),
 }
 
 fn fetch(
     world: &WorldState,
     path: &Path,
     version: Option<u64>,
-) -> Result<(IndexEntry, VersionRecord), Box<Answer>> {
-    let doc = world.document(path).ok_or(Box::new(Answer::NotFound))?;
+    history: &History,
+) -> Result<(IndexEntry, VersionRecord), Found> {
+    let doc = world.document(path).ok_or(Found::Answer(Box::new(Answer::NotFound)))?;
     let e = &doc.entry;
     let v = version.unwrap_or(e.version);
-    if v < e.first_version || v > e.version {
-        return Err(Box::new(Answer::VersionNotRetained {
+    let not_retained = || {
+        Found::Answer(Box::new(Answer::VersionNotRetained {
             first_version: e.first_version,
             current: e.version,
-        }));
-    }
-    // Retained versions are contiguous from the first.
-    let record = doc.versions[(v - e.first_version) as usize].clone();
+        }))
+    };
+    let record = match doc.version(v).ok_or_else(not_retained)? {
+        VersionAt::Held(record) => record.clone(),
+        VersionAt::Stored(r) => stored_record(history, r.block, path, v)?.ok_or(Found::InBlock(r.block))?,
+    };
     debug_assert_eq!(record.version, v);
     Ok((e.clone(), record))
 }
 
+/// Version `v` of `path` from its history block, if the block is cached. A cached block
+/// was verified against its name; one that does not hold what its reference promised
+/// means a checkpoint was written wrong.
+fn stored_record(
+    history: &History,
+    block: Hash32,
+    path: &Path,
+    v: u64,
+) -> Result<Option<VersionRecord>, Found> {
+    let Some(b) = history.get(&block) else { return Ok(None) };
+    match b.record(v).filter(|_| b.path == *path) {
+        Some(record) => Ok(Some(record.clone())),
+        None => Err(Found::Broken(block, CheckpointProblem::HistoryDisagrees { path: path.clone() })),
+    }
+}
+
+/// Every retained version of a document, or the history blocks not yet cached.
+fn retained_versions(doc: &crate::world::Document, history: &History) -> Result<Vec<VersionRecord>, Found> {
+    let e = &doc.entry;
+    let missing: Vec<Hash32> =
+        doc.stored_blocks().iter().map(|r| r.block).filter(|b| history.get(b).is_none()).collect();
+    if let Some(&first) = missing.first() {
+        return Err(Found::InBlocks(first, missing));
+    }
+    let mut versions = Vec::new();
+    for v in e.first_version..=doc.stored_through() {
+        let Some(VersionAt::Stored(r)) = doc.version(v) else { break };
+        versions.extend(stored_record(history, r.block, &e.path, v)?);
+    }
+    versions.extend(doc.held_versions().cloned());
+    Ok(versions)
+}
 /// The documents and subdirectories directly in `directory` (None: the root), skipping
 /// each subdirectory's contents with one range seek.
 fn list(world: &WorldState, directory: Option<&Path>, limit: usize) -> Answer {

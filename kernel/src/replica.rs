@@ -11,6 +11,7 @@ use crate::config::{Config, ConfigError};
 use crate::effect::{Effect, Input, Request, Warning, WatchEnd};
 use crate::feed::{Feed, FeedStats};
 use crate::format::Keys;
+use crate::history::History;
 use crate::ids::{RequestId, StoreId, WorldId};
 use crate::io::{Call, Io, Purpose, RetryPolicy};
 use crate::open::{OpenCall, Opening, Progress};
@@ -44,6 +45,7 @@ pub struct Replica {
     committer: Committer,
     compactor: Compactor,
     bodies: Bodies,
+    history: History,
     reads: Reads,
     feed: Feed,
     /// Watches asked for while the world was still opening.
@@ -86,6 +88,7 @@ impl Replica {
             feed: Feed::new(&config, keys.clone()),
             watches_max: config.watches_max,
             bodies: Bodies::new(keys.clone(), config.body_cache_bytes_max),
+            history: History::new(keys.clone(), config.history_blocks_cached_max),
             compactor: Compactor::new(&config, keys.clone(), now),
             committer: Committer::new(config, keys.clone(), identity.store_id),
             io,
@@ -208,6 +211,15 @@ impl Replica {
             }
             Purpose::Feed(what) => self.feed.on_done(now, what, call, result, &mut self.io),
             Purpose::Compact(what) => self.compactor.on_done(now, what, call, result, &mut self.io),
+            Purpose::History(what) => match self.history.on_done(now, what, call, result, &mut self.io) {
+                Ok(Some((name, block))) => {
+                    self.compactor.on_history(name, &block);
+                    self.reads.on_history(&name);
+                    Ok(())
+                }
+                Ok(None) => Ok(()),
+                Err(reason) => Err(reason),
+            },
         };
         if let Err(reason) = done {
             self.fail(reason);
@@ -248,12 +260,16 @@ impl Replica {
         }
         let Some(sn) = self.snapshot.as_mut() else { return };
         self.committer.pump(now, sn, &mut self.bodies, &mut self.io);
-        self.compactor.pump(now, sn, &mut self.io);
+        let compacted = self.compactor.pump(now, sn, &mut self.history, &mut self.io);
         let needs_tip = self.committer.needs_tip_since(sn).is_some();
         let creating = self.committer.creating();
-        self.reads.serve(now, sn, creating, needs_tip, &mut self.bodies, &mut self.io);
+        let owners = (&mut self.bodies, &mut self.history);
+        let served = self.reads.serve(now, sn, creating, needs_tip, owners, &mut self.io);
         self.feed.absorb(sn);
         self.feed.deliver(now, sn, &mut self.io);
+        if let Err(reason) = compacted.and(served) {
+            self.fail(reason);
+        }
     }
 
     /// Fails the replica closed: every owner answers what waits on it, and the failure is
@@ -290,9 +306,10 @@ impl Replica {
         CommitterStats { calls_hedged: self.io.hedges_sent, ..self.committer.stats.clone() }
     }
 
-    /// Version records the replica holds in memory (0 until open).
+    /// Version records the replica holds in memory (0 until open): those written since
+    /// its newest checkpoint, and those of the history blocks it keeps cached.
     pub fn resident_version_records(&self) -> usize {
-        self.world().map_or(0, |w| w.documents().map(|(_, d)| d.versions.len()).sum())
+        self.world().map_or(0, |w| w.held_version_records()) + self.history.cached_records()
     }
 
     pub fn compactor_stats(&self) -> &CompactorStats {

@@ -12,18 +12,21 @@
 mod tests;
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
-use crate::checkpoint::{fold, Object, ObjectKind};
+use crate::checkpoint::{fold, FoldError, Object, ObjectKind};
 use crate::config::{CompactionRole, Config};
-use crate::format::{Checkpoint, Keys};
+use crate::format::{Checkpoint, HistoryBlock, HistoryRef, Keys};
 use crate::hash::Hash32;
+use crate::history::History;
 use crate::io::{Call, Io, Purpose};
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
+use crate::world::Path;
 use bytes::Bytes;
 use core::time::Duration;
 use rand_core::Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// The calls the compactor makes.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,6 +59,15 @@ pub struct CompactorStats {
     pub loaded_at_open: u64,
 }
 
+/// Stored history blocks a fold needs before it can finish: a document's window that
+/// gained or lost versions since its block was stored is rewritten from that block.
+#[derive(Default)]
+struct Gather {
+    blocks: BTreeMap<Hash32, Arc<HistoryBlock>>,
+    to_read: VecDeque<Hash32>,
+    reading: BTreeSet<Hash32>,
+}
+
 /// One checkpoint being written.
 struct Run {
     checkpoint: Checkpoint,
@@ -69,6 +81,8 @@ struct Run {
     slots_at_fold: u64,
     /// Every object name of this checkpoint: what the next run may reuse.
     names: BTreeSet<Hash32>,
+    /// What the replica adopts once the checkpoint is written.
+    adopt: Vec<(Path, Vec<HistoryRef>, u64)>,
     checkpoint_sent: bool,
 }
 
@@ -79,6 +93,7 @@ pub(crate) struct Compactor {
     interval: Duration,
     jitter_ms: u64,
     creates_in_flight_max: usize,
+    reads_in_flight_max: usize,
     /// The newest checkpoint this replica knows of (loaded or written): its next
     /// sequence, the world's slot count when it was learned, and when.
     newest_next_sequence: u64,
@@ -88,7 +103,11 @@ pub(crate) struct Compactor {
     stored: BTreeSet<Hash32>,
     /// When the cadence was first found reached, plus a jitter: the run starts then.
     due_at: Option<Instant>,
+    /// A run reading the blocks its fold needs, then one writing the checkpoint.
+    gather: Option<Gather>,
     run: Option<Run>,
+    /// Blocks of the checkpoint just written, for the replica's documents to adopt.
+    adopt: Vec<(Path, Vec<HistoryRef>, u64)>,
     pub stats: CompactorStats,
 }
 
@@ -103,12 +122,15 @@ impl Compactor {
             interval: Duration::from_millis(config.checkpoint_interval_ms),
             jitter_ms: config.checkpoint_jitter_ms,
             creates_in_flight_max: config.checkpoint_creates_in_flight_max,
+            reads_in_flight_max: config.checkpoint_reads_in_flight_max,
             newest_next_sequence: 1,
             slots_at_newest: 0,
             newest_at: now,
             stored: BTreeSet::new(),
             due_at: None,
+            gather: None,
             run: None,
+            adopt: Vec::new(),
             stats: CompactorStats::default(),
         }
     }
@@ -128,28 +150,99 @@ impl Compactor {
     /// nothing was applied since the newest checkpoint.
     pub fn next_deadline(&self, sn: &Snapshot) -> Option<Instant> {
         let idle = sn.world.sequence() < self.newest_next_sequence;
-        if self.role == CompactionRole::Off || self.run.is_some() || idle {
+        if self.role == CompactionRole::Off || self.is_running() || idle {
             return None;
         }
         Some(self.due_at.unwrap_or(self.newest_at + self.interval))
     }
 
-    /// Starts a run when the cadence is reached, and keeps a run's creates flowing.
-    pub fn pump(&mut self, now: Instant, sn: &Snapshot, io: &mut Io) {
-        if self.role == CompactionRole::Off {
-            return;
+    fn is_running(&self) -> bool {
+        self.gather.is_some() || self.run.is_some()
+    }
+
+    /// Starts a run when the cadence is reached, keeps its reads and creates flowing, and
+    /// hands the world the blocks of a checkpoint just written.
+    pub fn pump(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        history: &mut History,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        for (path, blocks, through) in std::mem::take(&mut self.adopt) {
+            sn.world.adopt_history(&path, &blocks, through);
         }
-        if self.run.is_none() && self.cadence_reached(now, sn) {
+        if self.role == CompactionRole::Off {
+            return Ok(());
+        }
+        if !self.is_running() && self.cadence_reached(now, sn) {
             let due = *self.due_at.get_or_insert_with(|| {
                 let jitter_ms = io.rng.next_u64() % (self.jitter_ms + 1);
                 now + Duration::from_millis(jitter_ms)
             });
             if now >= due {
                 self.due_at = None;
-                self.start(sn);
+                self.stats.runs += 1;
+                self.gather = Some(Gather::default());
             }
         }
+        self.gather_blocks(now, sn, history, io)?;
         self.send(now, io);
+        Ok(())
+    }
+
+    /// Reads the blocks the fold lacks, a bounded number at once, and folds once none is
+    /// outstanding: at the tip as it is then, so a fold that needs more blocks (a commit
+    /// changed another window meanwhile) reads those and folds again.
+    fn gather_blocks(
+        &mut self,
+        now: Instant,
+        sn: &Snapshot,
+        history: &mut History,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        let Some(gather) = self.gather.as_mut() else { return Ok(()) };
+        while gather.reading.len() < self.reads_in_flight_max {
+            let Some(block) = gather.to_read.pop_front() else { break };
+            match history.get(&block) {
+                Some(b) => {
+                    gather.blocks.insert(block, b.clone());
+                }
+                None => {
+                    gather.reading.insert(block);
+                    history.fetch(now, block, io);
+                }
+            }
+        }
+        if !gather.reading.is_empty() || !gather.to_read.is_empty() {
+            return Ok(());
+        }
+        let blocks = &gather.blocks;
+        let folded = fold(&sn.world, &|h| blocks.get(h).map(|b| &**b));
+        match folded {
+            Ok(folded) => {
+                self.gather = None;
+                self.start(folded, sn);
+                Ok(())
+            }
+            Err(FoldError::NeedBlocks(blocks)) => {
+                gather.to_read.extend(blocks.into_iter().filter(|b| !gather.blocks.contains_key(b)));
+                Ok(())
+            }
+            Err(FoldError::Disagrees(problem)) => {
+                let key = self.keys.checkpoint(sn.world.sequence() + 1);
+                Err(FailReason::CheckpointMismatch { key, problem })
+            }
+        }
+    }
+
+    /// A history block arrived; a run waiting for it takes it.
+    pub fn on_history(&mut self, name: Hash32, block: &Arc<HistoryBlock>) {
+        if let Some(gather) = self.gather.as_mut() {
+            if gather.reading.remove(&name) {
+                gather.blocks.insert(name, block.clone());
+            }
+        }
     }
 
     fn cadence_reached(&self, now: Instant, sn: &Snapshot) -> bool {
@@ -158,13 +251,11 @@ impl Compactor {
         behind && (slots >= self.slots_max || now.saturating_since(self.newest_at) >= self.interval)
     }
 
-    fn start(&mut self, sn: &Snapshot) {
-        let folded = fold(&sn.world);
+    fn start(&mut self, folded: crate::checkpoint::Folded, sn: &Snapshot) {
         let names: BTreeSet<Hash32> = folded.objects.iter().map(|o| o.name).collect();
         let queue: VecDeque<Object> =
             folded.objects.into_iter().filter(|o| !self.stored.contains(&o.name)).collect();
-        self.stats.runs += 1;
-        self.stats.objects_reused += (names.len() - queue.len()) as u64;
+        self.stats.objects_reused += (names.len() - queue.len()) as u64 + folded.history_reused;
         let checkpoint_bytes = Bytes::from(folded.checkpoint.encode());
         self.run = Some(Run {
             checkpoint: folded.checkpoint,
@@ -173,6 +264,7 @@ impl Compactor {
             in_flight: BTreeMap::new(),
             slots_at_fold: sn.world.slots_applied(),
             names,
+            adopt: folded.adopt,
             checkpoint_sent: false,
         });
     }
@@ -291,5 +383,6 @@ impl Compactor {
         self.slots_at_newest = run.slots_at_fold;
         self.newest_at = now;
         self.stored = run.names;
+        self.adopt = run.adopt;
     }
 }

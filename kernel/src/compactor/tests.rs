@@ -7,11 +7,11 @@ use crate::blob::{BlobError, BlobOp};
 use crate::checkpoint::fold;
 use crate::config::{CompactionRole, Config};
 use crate::effect::Warning;
-use crate::format::{Checkpoint, Keys};
+use crate::format::{Checkpoint, HistoryBlock, Keys};
 use crate::hash::Hash32;
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::testkit::{is_checkpoint_create, is_slot_get, keys, Fate, Harness, MemStore, WORLD};
-use crate::world::{StateView, WorldState};
+use crate::world::{IndexEntry, StateView, VersionRecord, WorldState};
 use bytes::Bytes;
 
 /// Checkpoints every `slots` slots, at once.
@@ -34,13 +34,31 @@ fn full_checkpoints(store: &MemStore) -> Vec<u64> {
     store.objects.keys().filter_map(|key| k.parse_checkpoint(key)).filter(|s| *s > 1).collect()
 }
 
+/// Every retained version of every document, its stored ones read from the store's
+/// history blocks.
+fn all_versions(w: &WorldState, store: &MemStore) -> Vec<(IndexEntry, Vec<VersionRecord>)> {
+    let mut out = Vec::new();
+    for (_, d) in w.documents() {
+        let mut versions = Vec::new();
+        for r in d.stored_blocks() {
+            let block = HistoryBlock::decode(&store.bytes(&keys().history(&r.block)).expect("stored"))
+                .expect("a block");
+            let through = d.stored_through();
+            let retained = |v: &&VersionRecord| v.version >= d.entry.first_version && v.version <= through;
+            versions.extend(block.records.iter().filter(retained).cloned());
+        }
+        versions.extend(d.held_versions().cloned());
+        out.push((d.entry.clone(), versions));
+    }
+    out
+}
+
 /// The parts of a world every replica must agree on.
-fn same_world(a: &WorldState, b: &WorldState) {
+fn same_world(a: &WorldState, b: &WorldState, store: &MemStore) {
     assert_eq!(a.sequence(), b.sequence());
     assert_eq!(a.tip_hash(), b.tip_hash());
     assert_eq!(a.policy(), b.policy());
-    let docs = |w: &WorldState| w.documents().map(|(p, d)| (p.clone(), d.clone())).collect::<Vec<_>>();
-    assert_eq!(docs(a), docs(b));
+    assert_eq!(all_versions(a, store), all_versions(b, store));
     let receipts = |w: &WorldState| w.receipts_since(1).cloned().collect::<Vec<_>>();
     assert_eq!(receipts(a), receipts(b));
 }
@@ -107,7 +125,7 @@ fn a_cold_start_loads_the_newest_checkpoint_and_replays_only_the_slots_after_it(
     let replayed: Vec<String> =
         cold.log.iter().filter(|op| is_slot_get(op)).map(|op| op.key().to_string()).collect();
     assert_eq!(replayed, vec![keys().slot(11), keys().slot(12)], "only the slots after checkpoint 11");
-    same_world(h.replica.world().expect("open"), cold.replica.world().expect("open"));
+    same_world(h.replica.world().expect("open"), cold.replica.world().expect("open"), &h.store);
     assert!(cold.warnings.is_empty());
 }
 
@@ -155,7 +173,7 @@ fn a_checkpoint_missing_an_object_costs_only_replay_from_the_one_before() {
     let mut cold = Harness::with_store(Config::default(), store, 2);
     cold.run();
     assert!(cold.replica.is_open());
-    same_world(h.replica.world().expect("open"), cold.replica.world().expect("open"));
+    same_world(h.replica.world().expect("open"), cold.replica.world().expect("open"), &h.store);
     let reason = FailReason::CheckpointMismatch {
         key: keys().checkpoint(9),
         problem: CheckpointProblem::ObjectMissing { key: taken },
@@ -169,7 +187,8 @@ fn the_fold_is_a_function_of_the_world_alone() {
     write_docs(&mut a, 1, 5);
     let mut b = Harness::with_store(Config::default(), a.store.clone(), 2);
     b.run();
-    let (fa, fb) = (fold(a.replica.world().expect("open")), fold(b.replica.world().expect("open")));
+    let fold_held = |w| fold(w, &|_| None).expect("every version is held");
+    let (fa, fb) = (fold_held(a.replica.world().expect("open")), fold_held(b.replica.world().expect("open")));
     assert_eq!(fa.checkpoint, fb.checkpoint);
     let objects = |f: &crate::checkpoint::Folded| {
         f.objects.iter().map(|o| (o.key(&keys()), o.bytes.clone())).collect::<Vec<_>>()

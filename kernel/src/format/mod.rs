@@ -24,8 +24,8 @@ pub use frame::{DecodeError, Kind, NameRule};
 pub use history::HistoryBlock;
 pub use key::Keys;
 pub use layout::{
-    history_window, receipt_block_of, shard_bits_for, shard_count, shard_of, DOCUMENTS_PER_SHARD_TARGET,
-    RECORDS_PER_HISTORY_BLOCK_MAX, SHARD_BITS_MAX,
+    history_window, history_window_start, receipt_block_of, shard_bits_for, shard_count, shard_of,
+    DOCUMENTS_PER_SHARD_TARGET, RECORDS_PER_HISTORY_BLOCK_MAX, SHARD_BITS_MAX,
 };
 pub use marker::Marker;
 pub use receipts::{ReceiptBlock, ReceiptBlockRef, StoredReceipt, RECEIPTS_PER_BLOCK_MAX};

@@ -1,6 +1,6 @@
 //! Loading a full checkpoint at open (SPEC 10.12): its root, then its shards and receipt
-//! blocks, then the history blocks the shards name, each read at most once, a bounded
-//! number in flight, each verified against the name its referrer gave it.
+//! blocks, each read at most once, a bounded number in flight, each verified against the
+//! name its referrer gave it. History blocks stay in the bucket until a read needs one.
 
 use super::OpenCall;
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
@@ -33,7 +33,7 @@ impl Load {
         now: Instant,
         io: &mut Io,
     ) -> Load {
-        let restore = Restore::new(checkpoint);
+        let restore = Restore::new(checkpoint, false);
         let root = restore.root_name();
         let mut load = Load {
             key,
@@ -91,7 +91,7 @@ impl Load {
         if self.in_flight > 0 || !self.queue.is_empty() || !self.restore.is_complete() {
             return Ok(None);
         }
-        let fresh = Restore::new(self.restore.checkpoint.clone());
+        let fresh = Restore::new(self.restore.checkpoint.clone(), false);
         let restore = std::mem::replace(&mut self.restore, fresh);
         restore
             .finish()

@@ -2,7 +2,8 @@
 //! the policy, the committed receipts, and the tip of the chain. Changed only by applying
 //! slots in order, so two replicas that applied the same log hold the same state.
 
-use super::entry::{IndexEntry, Receipt, SlotMember, VersionRecord};
+use super::document::Document;
+use super::entry::{IndexEntry, Receipt, SlotMember};
 use super::path::Path;
 use super::policy::Policy;
 use super::view::StateView;
@@ -10,13 +11,6 @@ use crate::format::Slot;
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Document {
-    pub entry: IndexEntry,
-    /// Retained versions, oldest first.
-    pub versions: VecDeque<VersionRecord>,
-}
 
 /// Why a slot cannot be applied on this state. Any of these means the log is not the one
 /// this replica holds, or two implementations disagree; the replica fails closed.
@@ -80,8 +74,7 @@ pub fn receipts_from(sequence: u64) -> u64 {
 /// Why a checkpoint's content is not a world.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RestoreProblem {
-    /// The document's retained versions are not exactly its first to current, or it
-    /// appears twice, or it changed after the checkpoint's sequence.
+    /// The document appears twice, or changed after the checkpoint's sequence.
     Document { path: Path },
     /// The receipts are not exactly one per sequence of the window.
     Receipts,
@@ -119,28 +112,26 @@ impl WorldState {
     }
 
     /// The state a checkpoint holds: the world through `sequence`, whose slot hashes to
-    /// `tip_hash`, with the receipts of its window. Refuses documents that break the
-    /// index's own rules (their versions must be exactly first to current).
+    /// `tip_hash`, with the receipts of its window.
     pub fn restore(
         world_id: WorldId,
         sequence: u64,
         tip_hash: Hash32,
         policy: Policy,
-        documents: Vec<(IndexEntry, Vec<VersionRecord>)>,
+        documents: Vec<Document>,
         receipts_from_sequence: u64,
         receipts: Vec<Receipt>,
     ) -> Result<WorldState, RestoreProblem> {
         let mut state = WorldState::genesis(world_id, tip_hash);
         state.sequence = sequence;
         state.policy = policy;
-        for (entry, versions) in documents {
-            let expected = entry.first_version..=entry.version;
-            if !versions.iter().map(|v| v.version).eq(expected) || entry.modified_sequence > sequence {
-                return Err(RestoreProblem::Document { path: entry.path });
+        for doc in documents {
+            let entry = &doc.entry;
+            if entry.modified_sequence > sequence {
+                return Err(RestoreProblem::Document { path: entry.path.clone() });
             }
             state.by_hash.entry(entry.body_hash).or_default().insert(entry.path.clone());
             let path = entry.path.clone();
-            let doc = Document { entry, versions: versions.into() };
             if state.documents.insert(path.clone(), doc).is_some() {
                 return Err(RestoreProblem::Document { path });
             }
@@ -212,6 +203,19 @@ impl WorldState {
         receipts_from(self.sequence)
     }
 
+    /// A checkpoint through version `through` of `path` stored its retained versions in
+    /// `blocks`: the document holds those instead of the records (SPEC 10.5).
+    pub fn adopt_history(&mut self, path: &Path, blocks: &[crate::format::HistoryRef], through: u64) {
+        if let Some(doc) = self.documents.get_mut(path) {
+            doc.adopt(blocks, through);
+        }
+    }
+
+    /// Version records held in memory, over every document.
+    pub fn held_version_records(&self) -> usize {
+        self.documents.values().map(|d| d.held_versions().len()).sum()
+    }
+
     pub fn document_count(&self) -> usize {
         self.documents.len()
     }
@@ -275,16 +279,13 @@ impl WorldState {
         }
         let Some(entry) = &m.entry else { return };
         let old_hash = self.documents.get(&entry.path).map(|d| d.entry.body_hash);
-        let doc = self
-            .documents
-            .entry(entry.path.clone())
-            .or_insert_with(|| Document { entry: entry.clone(), versions: VecDeque::new() });
-        doc.entry = entry.clone();
-        if let Some(v) = &m.version {
-            doc.versions.push_back(v.clone());
-        }
-        while doc.versions.front().is_some_and(|v| v.version < entry.first_version) {
-            doc.versions.pop_front();
+        match self.documents.get_mut(&entry.path) {
+            Some(doc) => doc.apply(entry.clone(), m.version.clone()),
+            None => {
+                let doc = Document::held(entry.clone(), m.version.clone())
+                    .expect("a checked member starts a document at version 1");
+                self.documents.insert(entry.path.clone(), doc);
+            }
         }
         if let Some(old_hash) = old_hash.filter(|h| *h != entry.body_hash) {
             if let Some(set) = self.by_hash.get_mut(&old_hash) {

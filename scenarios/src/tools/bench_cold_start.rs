@@ -308,7 +308,7 @@ async fn build(args: &Args, dir: &Path) -> Result<Report, String> {
 
     eprintln!("folding and writing the checkpoint at sequence {}", world.sequence());
     let started = Instant::now();
-    let folded = fold(&world);
+    let folded = fold(&world, &|_| None).expect("a world built in memory holds every version");
     let fold_s = started.elapsed().as_secs_f64();
     // As many in flight as the compactor allows itself; each kind once the kinds it names
     // are stored, the checkpoint object last (SPEC 10).
