@@ -5,6 +5,7 @@ pub mod report;
 pub mod scenario;
 pub mod sweep;
 pub mod tools;
+pub mod trace;
 
 pub use report::Report;
-pub use scenario::{run_scenario, Overrides, Scenario, SCENARIOS};
+pub use scenario::{run_scenario, run_scenario_traced, Overrides, Scenario, SCENARIOS};

@@ -2,11 +2,17 @@
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use slotlog_scenarios::scenario::{Overrides, Scenario, SCENARIOS};
+use slotlog_kernel::Defects;
+use slotlog_scenarios::scenario::{set_defect, Determinism, Overrides, Scenario, DEFECT_NAMES, SCENARIOS};
+use slotlog_scenarios::sweep::{fail_lines, junit, RunLine};
 use slotlog_scenarios::tools::bench_cold_start as cold_start;
-use slotlog_scenarios::{run_scenario, sweep::sweep};
+use slotlog_scenarios::trace::line as trace_line;
+use slotlog_scenarios::{run_scenario, run_scenario_traced, sweep::sweep};
 use slotlog_sim::gcs::ProfileKind;
+use slotlog_sim::TraceEvent;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[derive(Parser)]
 #[command(name = "slotlog", about = "slotlog's seeded multi-replica simulation", version)]
@@ -44,6 +50,18 @@ struct RunFlags {
     /// Checkpoint every this many slots (the scenario's cadence otherwise).
     #[arg(long)]
     checkpoint_slots: Option<u64>,
+    /// Switch on a deliberate kernel defect (for tests of the command line: a sweep that
+    /// must fail). Repeatable.
+    #[arg(long = "defect", hide = true, value_parser = parse_defect)]
+    defects: Vec<String>,
+}
+
+fn parse_defect(s: &str) -> Result<String, String> {
+    if DEFECT_NAMES.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("expected one of {DEFECT_NAMES:?}"))
+    }
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -66,7 +84,13 @@ impl RunFlags {
             writers: self.writers,
             turns: self.turns,
             checkpoint_slots: self.checkpoint_slots,
-            defects: Default::default(),
+            defects: {
+                let mut d = Defects::default();
+                for name in &self.defects {
+                    assert!(set_defect(&mut d, name), "the parser admits only known defects");
+                }
+                d
+            },
         }
     }
 }
@@ -124,6 +148,9 @@ enum Command {
     },
     /// List the scenarios.
     List,
+    /// Hash a trace file written by `run --trace` as the simulation hashes its events:
+    /// prints the trace hash the run reported.
+    TraceHash { file: std::path::PathBuf },
     /// Run one scenario for one seed and report.
     Run {
         scenario: String,
@@ -132,6 +159,13 @@ enum Command {
         /// Print one JSON object instead of the readable report.
         #[arg(long)]
         json: bool,
+        /// Run the seed twice and fail unless both runs hash the same trace.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Write the run's event trace to this file, one event a line with virtual time
+        /// (the lines hash to the report's trace hash).
+        #[arg(long, value_name = "FILE")]
+        trace: Option<std::path::PathBuf>,
         #[command(flatten)]
         flags: RunFlags,
     },
@@ -145,6 +179,12 @@ enum Command {
         /// Threads; defaults to the machine's cores.
         #[arg(long)]
         jobs: Option<usize>,
+        /// Print one JSON line per run to stdout as it ends (the readable lines go to stderr).
+        #[arg(long)]
+        json: bool,
+        /// Write JUnit XML to this file at the end: a test suite per scenario, a test case per seed.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<std::path::PathBuf>,
         #[command(flatten)]
         flags: RunFlags,
     },
@@ -261,30 +301,91 @@ fn main() -> ExitCode {
                 .map(|r| println!("{}", serde_json::to_string(&r).expect("a report serializes")));
             tool_exit(report.map(|()| true))
         }
+        Command::TraceHash { file } => {
+            let text = match std::fs::read_to_string(&file) {
+                Ok(text) => text,
+                Err(e) => {
+                    eprintln!("cannot read {}: {e}", file.display());
+                    return ExitCode::from(2);
+                }
+            };
+            match slotlog_scenarios::trace::hash_lines(&text) {
+                Ok(hash) => {
+                    println!("{hash}");
+                    ExitCode::SUCCESS
+                }
+                Err(bad) => {
+                    eprintln!("{}: line {} is no trace line: {}", file.display(), bad.line, bad.why);
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::List => {
             for s in SCENARIOS {
                 println!("{:<10} {}", s.name, s.about);
             }
             ExitCode::SUCCESS
         }
-        Command::Run { scenario, seed, json, flags } => {
+        Command::Run { scenario, seed, json, check_determinism, trace, flags } => {
             let Some(s) = Scenario::find(&scenario) else {
                 eprintln!("unknown scenario {scenario:?}; `slotlog list` names them");
                 return ExitCode::from(2);
             };
-            let report = run_scenario(s, seed, &flags.overrides());
+            let overrides = flags.overrides();
+            let (report, determinism) = if let Some(path) = &trace {
+                let file = match std::fs::File::create(path) {
+                    Ok(file) => file,
+                    Err(e) => {
+                        eprintln!("cannot write the trace to {}: {e}", path.display());
+                        return ExitCode::from(2);
+                    }
+                };
+                let mut out = std::io::BufWriter::new(file);
+                let mut written = Ok(());
+                let mut sink = |e: &TraceEvent<'_>| {
+                    if written.is_ok() {
+                        written = writeln!(out, "{}", trace_line(e));
+                    }
+                };
+                let report = run_scenario_traced(s, seed, &overrides, Some(&mut sink));
+                if let Err(e) = written.and_then(|()| out.flush()) {
+                    eprintln!("cannot write the trace to {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+                // A determinism check alongside a trace compares the traced run with a second.
+                let determinism = check_determinism.then(|| Determinism {
+                    second: run_scenario(s, seed, &overrides),
+                    first: report.clone(),
+                });
+                (report, determinism)
+            } else if check_determinism {
+                let d = Determinism::check(s, seed, &overrides);
+                (d.first.clone(), Some(d))
+            } else {
+                (run_scenario(s, seed, &overrides), None)
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&report).expect("a report serializes"));
             } else {
                 print!("{}", report.text());
             }
-            if report.passed() {
+            let mut ok = report.passed();
+            if let Some(d) = determinism {
+                // On stderr with --json, so stdout stays one JSON object.
+                if json {
+                    eprintln!("{}", d.text());
+                } else {
+                    println!("{}", d.text());
+                }
+                ok &= d.same();
+            }
+            if ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
             }
         }
-        Command::Sweep { scenario, seeds, jobs, flags } => {
+        Command::Sweep { scenario, seeds, jobs, json, junit: junit_path, flags } => {
             let Some(list) = scenarios_named(&scenario) else {
                 eprintln!("unknown scenario {scenario:?}; `slotlog list` names them, or use `all`");
                 return ExitCode::from(2);
@@ -295,30 +396,81 @@ fn main() -> ExitCode {
             };
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let total = list.len() as u64 * (range.end() - range.start() + 1);
-            let bar = ProgressBar::new(total);
-            bar.set_style(
-                ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} ({msg})")
-                    .expect("a valid template"),
-            );
-            let failed = std::sync::atomic::AtomicUsize::new(0);
+            // The bar only where someone watches: on a terminal. Elsewhere (CI logs, a pipe)
+            // it would be hidden, and a hidden bar's `println` prints nothing, so every line
+            // below is written directly, with the bar suspended while it is.
+            let bar = if std::io::stderr().is_terminal() {
+                let bar = ProgressBar::new(total);
+                bar.set_style(
+                    ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} ({msg})")
+                        .expect("a valid template"),
+                );
+                bar
+            } else {
+                ProgressBar::hidden()
+            };
+            // With --json, stdout carries the JSON lines only and the readable lines go to stderr.
+            let say = |text: &str| {
+                bar.suspend(|| {
+                    if json {
+                        let mut err = std::io::stderr().lock();
+                        let _ = writeln!(err, "{text}");
+                    } else {
+                        let mut out = std::io::stdout().lock();
+                        let _ = writeln!(out, "{text}");
+                        let _ = out.flush();
+                    }
+                })
+            };
+            say(&format!(
+                "sweep: {} over seeds {}..={} ({} runs on {} threads)",
+                list.iter().map(|s| s.name).collect::<Vec<_>>().join(","),
+                range.start(),
+                range.end(),
+                total,
+                jobs
+            ));
+            let failed = AtomicUsize::new(0);
             let overrides = flags.overrides();
+            let started = std::time::Instant::now();
+            slotlog_scenarios::scenario::QUIET_RUN_PANICS.store(true, Ordering::Relaxed);
             let result = sweep(&list, range, &overrides, jobs, &|r| {
-                if !r.passed() {
-                    failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    bar.println(format!(
-                        "FAIL {} seed {}: {}",
-                        r.scenario,
-                        r.seed,
-                        r.violations.first().map_or("", |v| v.as_str())
-                    ));
+                if json {
+                    let line = RunLine::from(r).json();
+                    bar.suspend(|| {
+                        let mut out = std::io::stdout().lock();
+                        let _ = writeln!(out, "{line}");
+                        let _ = out.flush();
+                    });
                 }
-                bar.set_message(format!("{} failed", failed.load(std::sync::atomic::Ordering::Relaxed)));
+                if !r.passed() {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    say(&fail_lines(r).join("\n"));
+                }
+                bar.set_message(format!("{} failed", failed.load(Ordering::Relaxed)));
                 bar.inc(1);
             });
-            bar.finish();
-            println!("{} runs, {} failed", result.runs, result.failures.len());
+            bar.finish_and_clear();
+            let mut summary = String::new();
+            for s in result.summaries() {
+                summary += &format!("  {}\n", s.text());
+            }
+            summary += &format!(
+                "{} runs, {} failed, in {:.1} s",
+                result.runs(),
+                result.failures.len(),
+                started.elapsed().as_secs_f64()
+            );
             for f in &result.failures {
-                println!("  replay: {}", f.report.repro);
+                summary += &format!("\n  replay: {}", f.report.repro);
+            }
+            say(&summary);
+            if let Some(path) = junit_path {
+                let xml = junit(&result.lines).to_string().expect("the JUnit report serializes");
+                if let Err(e) = std::fs::write(&path, xml) {
+                    eprintln!("cannot write the JUnit report to {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
             }
             if result.failures.is_empty() {
                 ExitCode::SUCCESS

@@ -5,7 +5,7 @@ use crate::report::Report;
 use slotlog_kernel::Defects;
 use slotlog_model::CheckOptions;
 use slotlog_sim::gcs::{Faults, GcsConfig, ProfileKind};
-use slotlog_sim::{Arrivals, ClusterConfig, Crashes, Mix, ReadLoad, WatchLoad, Workload};
+use slotlog_sim::{Arrivals, ClusterConfig, Crashes, Mix, ReadLoad, TraceEvent, WatchLoad, Workload};
 
 /// What a run may change from a scenario's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -21,8 +21,32 @@ pub struct Overrides {
     pub turns: Option<bool>,
     /// The checkpoint cadence in slots.
     pub checkpoint_slots: Option<u64>,
-    /// Deliberate kernel defects; only tests set these, and no flag does.
+    /// Deliberate kernel defects; only tests set these (in-process, or through the hidden
+    /// `--defect` flag, so a test can watch a failing sweep from outside).
     pub defects: Defects,
+}
+
+/// The deliberate defects by the names the hidden `--defect` flag takes.
+pub const DEFECT_NAMES: &[&str] =
+    &["ack-before-confirm", "skip-ambiguous-read", "exact-read-skips-probe", "catalog-ignores-staleness"];
+
+/// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
+pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
+    let flag = match name {
+        "ack-before-confirm" => &mut defects.ack_before_confirm,
+        "skip-ambiguous-read" => &mut defects.skip_ambiguous_read,
+        "exact-read-skips-probe" => &mut defects.exact_read_skips_probe,
+        "catalog-ignores-staleness" => &mut defects.catalog_ignores_staleness,
+        _ => return false,
+    };
+    *flag = true;
+    true
+}
+
+fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
+    let on =
+        [d.ack_before_confirm, d.skip_ambiguous_read, d.exact_read_skips_probe, d.catalog_ignores_staleness];
+    DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }
 
 impl Overrides {
@@ -55,6 +79,9 @@ impl Overrides {
         }
         if let Some(v) = self.checkpoint_slots {
             s += &format!(" --checkpoint-slots {v}");
+        }
+        for name in defect_names(&self.defects) {
+            s += &format!(" --defect {name}");
         }
         s
     }
@@ -172,21 +199,74 @@ impl Scenario {
     }
 }
 
+thread_local! {
+    /// Set while this thread runs a simulation: a panic then is a finding its report names.
+    static IN_RUN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Where the last such panic fired.
+    static PANIC_AT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Whether a run's assertion stays off stderr. A sweep sets it: there the raw panic text
+/// (and a backtrace) would land between the FAIL lines on no run's behalf, and the FAIL
+/// line names the assertion and where it fired; its replay prints the panic in full.
+pub static QUIET_RUN_PANICS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Installs, once a process, a panic hook that records where a run's assertion fired for
+/// the stopped run's report, then passes it to the hook that was there before unless
+/// [`QUIET_RUN_PANICS`] is set. A panic outside a run is passed on unchanged.
+fn record_run_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if IN_RUN.get() {
+                PANIC_AT.set(info.location().map(ToString::to_string));
+                if QUIET_RUN_PANICS.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
+            }
+            previous(info);
+        }));
+    });
+}
+
 /// Runs one scenario and judges it.
 pub fn run_scenario(scenario: &Scenario, seed: u64, o: &Overrides) -> Report {
+    run_scenario_traced(scenario, seed, o, None)
+}
+
+/// [`run_scenario`], handing every event the trace hash covers to `sink` as it happens.
+pub fn run_scenario_traced(
+    scenario: &Scenario,
+    seed: u64,
+    o: &Overrides,
+    sink: Option<&mut dyn FnMut(&TraceEvent<'_>)>,
+) -> Report {
     let config = scenario.config(seed, o);
     let started = std::time::Instant::now();
     let repro = format!("slotlog run {} --seed {seed}{}", scenario.name, o.flags());
     // An assertion in the kernel, the store or the harness stops the run; it is a
-    // finding like any violation, reported with the command that replays it.
-    let result = match std::panic::catch_unwind(|| slotlog_sim::run(&config)) {
+    // finding like any violation, reported with the command that replays it. The sink
+    // only writes out what it is handed, so a panic cannot leave it half-changed.
+    let run = std::panic::AssertUnwindSafe(|| match sink {
+        Some(sink) => slotlog_sim::run_traced(&config, sink),
+        None => slotlog_sim::run(&config),
+    });
+    record_run_panics();
+    IN_RUN.set(true);
+    let outcome = std::panic::catch_unwind(run);
+    IN_RUN.set(false);
+    let result = match outcome {
         Ok(result) => result,
         Err(payload) => {
-            let message = payload
+            let mut message = payload
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "a panic without a message".to_string());
+            if let Some(at) = PANIC_AT.take() {
+                message += &format!(" (at {at})");
+            }
             return Report::stopped(
                 scenario.name,
                 seed,
@@ -205,6 +285,58 @@ pub fn run_scenario(scenario: &Scenario, seed: u64, o: &Overrides) -> Report {
         slotlog_model::check(&result.history, &result.objects, &result.keys, result.world_id, options);
     let wall_s = started.elapsed().as_secs_f64();
     Report::new(scenario.name, seed, &config, &result, &check, wall_s, repro)
+}
+
+/// What running one seed twice showed.
+pub struct Determinism {
+    pub first: Report,
+    pub second: Report,
+}
+
+impl Determinism {
+    /// Runs `scenario` for `seed` twice in this process and keeps both reports.
+    pub fn check(scenario: &Scenario, seed: u64, o: &Overrides) -> Determinism {
+        Determinism { first: run_scenario(scenario, seed, o), second: run_scenario(scenario, seed, o) }
+    }
+
+    /// Both runs hashed the same trace and reached the same verdict. A run an assertion
+    /// stopped has no trace hash: two such runs agree when they stopped the same way.
+    pub fn same(&self) -> bool {
+        self.first.trace_hash == self.second.trace_hash && self.first.violations == self.second.violations
+    }
+
+    /// One line saying what was compared and what came out.
+    pub fn text(&self) -> String {
+        let (a, b) = (&self.first, &self.second);
+        let hash =
+            |h: &str| if h.is_empty() { "none (stopped on an assertion)".to_string() } else { h.to_string() };
+        if self.same() {
+            format!(
+                "determinism: {} seed {} ran twice, trace {} both times",
+                a.scenario,
+                a.seed,
+                hash(&a.trace_hash)
+            )
+        } else if a.trace_hash != b.trace_hash {
+            format!(
+                "NOT DETERMINISTIC: {} seed {} ran twice and gave trace {} then trace {} (replay: {} --check-determinism)",
+                a.scenario,
+                a.seed,
+                hash(&a.trace_hash),
+                hash(&b.trace_hash),
+                a.repro
+            )
+        } else {
+            format!(
+                "NOT DETERMINISTIC: {} seed {} ran twice with trace {} both times but different verdicts: {:?} then {:?}",
+                a.scenario,
+                a.seed,
+                hash(&a.trace_hash),
+                a.violations,
+                b.violations
+            )
+        }
+    }
 }
 
 fn single(seed: u64) -> ClusterConfig {

@@ -253,11 +253,46 @@ struct Cluster<'a> {
     watchers: Vec<Watcher>,
     next_request: u64,
     trace: blake3::Hasher,
+    /// Where each traced event also goes, when the caller asked to see them.
+    trace_sink: Option<&'a mut (dyn FnMut(&TraceEvent<'_>) + 'a)>,
     workload_end: Instant,
     memory: MemorySamples,
 }
 
+/// One event of the trace the run's `trace_hash` is computed over: the virtual time, then
+/// the numbers (the first says what happened, see `slotlog run --trace`) and the text,
+/// hashed in that order as little-endian u64s and UTF-8 bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct TraceEvent<'e> {
+    pub at_us: u64,
+    pub parts: &'e [u64],
+    pub text: &'e str,
+}
+
+impl TraceEvent<'_> {
+    /// Feeds this event to a trace hasher exactly as the run does.
+    pub fn hash_into(&self, hasher: &mut blake3::Hasher) {
+        hasher.update(&self.at_us.to_le_bytes());
+        for p in self.parts {
+            hasher.update(&p.to_le_bytes());
+        }
+        hasher.update(self.text.as_bytes());
+    }
+}
+
 pub fn run(config: &ClusterConfig) -> RunResult {
+    run_inner(config, None)
+}
+
+/// [`run`], handing every traced event to `sink` as it happens.
+pub fn run_traced(config: &ClusterConfig, sink: &mut dyn FnMut(&TraceEvent<'_>)) -> RunResult {
+    run_inner(config, Some(sink))
+}
+
+fn run_inner<'a>(
+    config: &'a ClusterConfig,
+    trace_sink: Option<&'a mut (dyn FnMut(&TraceEvent<'_>) + 'a)>,
+) -> RunResult {
     assert!(config.replicas > 0, "a cluster needs a replica that writes");
     let keys = Keys::new(&config.prefix);
     let mut seeds = SimRng::derive(config.seed, "slotlog-sim cluster");
@@ -286,6 +321,7 @@ pub fn run(config: &ClusterConfig) -> RunResult {
         watchers: Vec::new(),
         next_request: 0,
         trace: blake3::Hasher::new(),
+        trace_sink,
         workload_end: Instant::from_millis(config.duration_ms),
         memory: MemorySamples::default(),
     };
@@ -363,11 +399,11 @@ impl Cluster<'_> {
     }
 
     fn trace(&mut self, parts: &[u64], text: &str) {
-        self.trace.update(&self.now.as_micros().to_le_bytes());
-        for p in parts {
-            self.trace.update(&p.to_le_bytes());
+        let event = TraceEvent { at_us: self.now.as_micros(), parts, text };
+        event.hash_into(&mut self.trace);
+        if let Some(sink) = self.trace_sink.as_mut() {
+            sink(&event);
         }
-        self.trace.update(text.as_bytes());
     }
 
     fn kernel_now(&self, node: usize) -> Instant {

@@ -8,5 +8,5 @@ pub(crate) mod math;
 pub(crate) mod rng;
 pub mod workload;
 
-pub use cluster::{run, ClusterConfig, Crashes, Hints, ReplicaReport, RunResult};
+pub use cluster::{run, run_traced, ClusterConfig, Crashes, Hints, ReplicaReport, RunResult, TraceEvent};
 pub use workload::{Arrivals, Generator, Mix, ReadLoad, WatchLoad, Workload};

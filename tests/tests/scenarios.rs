@@ -27,6 +27,33 @@ mod reproduction {
     }
 
     #[test]
+    fn checking_determinism_runs_a_seed_twice_to_the_same_trace() {
+        let o = Overrides { duration_s: Some(3.0), ..Overrides::default() };
+        let d = slotlog_scenarios::scenario::Determinism::check(
+            Scenario::find("crash").expect("a scenario"),
+            5,
+            &o,
+        );
+        assert!(d.same(), "{}", d.text());
+        assert_eq!(d.first.trace_hash.len(), 64);
+        assert!(d.text().contains(&d.first.trace_hash));
+    }
+
+    #[test]
+    fn the_trace_a_run_writes_hashes_to_its_trace_hash() {
+        let o = Overrides { duration_s: Some(3.0), ..Overrides::default() };
+        let mut lines = String::new();
+        let mut sink = |e: &slotlog_sim::TraceEvent<'_>| {
+            lines += &slotlog_scenarios::trace::line(e);
+            lines.push('\n');
+        };
+        let s = Scenario::find("faults").expect("a scenario");
+        let report = slotlog_scenarios::run_scenario_traced(s, 7, &o, Some(&mut sink));
+        assert_eq!(slotlog_scenarios::trace::hash_lines(&lines), Ok(report.trace_hash.clone()));
+        assert_eq!(report.trace_hash, run("faults", 7, &o).trace_hash, "tracing changes nothing");
+    }
+
+    #[test]
     fn a_report_names_the_command_that_replays_it() {
         let o = Overrides { duration_s: Some(2.0), batch_max: Some(16), ..Overrides::default() };
         let r = run("saturate", 3, &o);
