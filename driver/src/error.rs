@@ -1,7 +1,8 @@
 //! The errors a `World` call can give. Every one says what happened to the call.
 
-use slotlog_kernel::{ConfigError, FailReason, ReadError, WatchEnd, WriteError};
+use slotlog_kernel::{BlobError, ConfigError, FailReason, ReadError, WatchEnd, WriteError};
 use std::fmt;
+use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
@@ -18,6 +19,21 @@ pub enum Error {
     Closed,
     /// The world's command queue is full; nothing was sent.
     Busy,
+    /// The store refused a call in a way no retry will pass (credentials, a missing
+    /// bucket, an operation it cannot do), or one call kept failing past
+    /// `WorldConfig::call_retries_max`. The world stopped: this call and every later one
+    /// answer this error. A write waiting when it stopped may still commit if its slot
+    /// create was already sent; its receipt, read after the next open, settles it.
+    Store(StoreError),
+    /// `World::open` went `WorldConfig::open_deadline` (`deadline`) without a store call
+    /// answered. Nothing was opened; `last_error` is the last store failure the opening
+    /// met, if any (what it was waiting out).
+    OpenDeadline {
+        deadline: Duration,
+        last_error: Option<StoreError>,
+    },
+    /// The prefix breaks a rule; nothing was sent to the store.
+    Prefix(PrefixError),
 }
 
 impl fmt::Display for Error {
@@ -30,6 +46,15 @@ impl fmt::Display for Error {
             Error::Config(e) => write!(f, "configuration: {e}"),
             Error::Closed => f.write_str("the world is closed"),
             Error::Busy => f.write_str("the world's command queue is full"),
+            Error::Store(e) => write!(f, "the world stopped: {e}"),
+            Error::OpenDeadline { deadline, last_error } => {
+                write!(f, "the world did not open: no store call answered for {deadline:?}")?;
+                match last_error {
+                    Some(e) => write!(f, "; last store failure: {e}"),
+                    None => f.write_str(" (calls went unanswered: a silent endpoint?)"),
+                }
+            }
+            Error::Prefix(e) => write!(f, "{e}"),
         }
     }
 }
@@ -43,7 +68,259 @@ impl std::error::Error for Error {
             Error::Read(e) => e.source(),
             Error::Watch(e) => e.source(),
             Error::Failed(r) => r.source(),
-            Error::Config(_) | Error::Closed | Error::Busy => None,
+            Error::Config(_)
+            | Error::Closed
+            | Error::Busy
+            | Error::Store(_)
+            | Error::OpenDeadline { .. }
+            | Error::Prefix(_) => None,
         }
+    }
+}
+
+/// A store failure that ended a call for good, in the store's own words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError {
+    pub kind: StoreErrorKind,
+    /// The blob operation that met it: `create`, `get`, `stat`, `list`, `rewrite`, `delete`.
+    pub op: &'static str,
+    /// The key it addressed (a listing's prefix).
+    pub key: String,
+    /// The HTTP status the store answered with, when it answered with one.
+    pub status: Option<u16>,
+    /// The store's own message (object_store's error, with the response body when the
+    /// store sent one), or the adapter's when the store was never asked.
+    pub message: String,
+    /// Failures of this call in a row, its hedged twin's included: 1 for a permanent
+    /// failure, the retry budget plus one when transient failures used it up.
+    pub attempts: u32,
+}
+
+impl StoreError {
+    /// No retry will pass: the store must be fixed (credentials, bucket, configuration).
+    pub fn is_permanent(&self) -> bool {
+        self.kind.is_permanent()
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} of {:?}: {}", self.op, self.key, self.kind)?;
+        if !self.kind.is_permanent() {
+            write!(f, ", {} times in a row", self.attempts)?;
+        }
+        if let Some(status) = self.status {
+            write!(f, " (HTTP {status})")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// What kind of failure a [`StoreError`] is. All but `Transient` are permanent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// 403, object_store's `PermissionDenied`: the credentials may not do this.
+    PermissionDenied,
+    /// 401, object_store's `Unauthenticated`: the credentials are missing, wrong or expired.
+    Unauthenticated,
+    /// The bucket (or Azure container) does not exist: S3 and GCS `NoSuchBucket`, Azure
+    /// `ContainerNotFound`.
+    BucketNotFound,
+    /// The store cannot do the operation at all: object_store's `NotSupported` and
+    /// `NotImplemented`, HTTP 501 and 405 (a create if absent on a store without
+    /// conditional puts, say). A rewrite or delete the backend cannot do is not this: the
+    /// kernel's contract answers those `Unsupported` and goes on.
+    Unsupported,
+    /// The key is not a path the store takes as it is.
+    InvalidPath,
+    /// Another 4xx or a redirect: the store refused the request as made (a wrong region,
+    /// a bad bucket name); sending it again changes nothing.
+    Rejected,
+    /// Worth retrying (a timeout, a 5xx, a 429, a failed connection), but this call kept
+    /// failing past the retry budget; the kernel's kind of the last failure.
+    Transient(BlobError),
+}
+
+impl StoreErrorKind {
+    /// No retry will pass.
+    pub fn is_permanent(self) -> bool {
+        !matches!(self, StoreErrorKind::Transient(_))
+    }
+}
+
+impl fmt::Display for StoreErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreErrorKind::PermissionDenied => f.write_str("permission denied"),
+            StoreErrorKind::Unauthenticated => f.write_str("not authenticated"),
+            StoreErrorKind::BucketNotFound => f.write_str("the bucket does not exist"),
+            StoreErrorKind::Unsupported => f.write_str("the store cannot do this operation"),
+            StoreErrorKind::InvalidPath => f.write_str("not a valid object path"),
+            StoreErrorKind::Rejected => f.write_str("the store rejected the request"),
+            StoreErrorKind::Transient(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// A prefix that breaks one of [`PrefixRule`]'s rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrefixError {
+    pub prefix: String,
+    pub rule: PrefixRule,
+}
+
+impl fmt::Display for PrefixError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid prefix {:?}: {}", self.prefix, self.rule)
+    }
+}
+
+impl std::error::Error for PrefixError {}
+
+/// The rules a world's prefix obeys. Every key of a world is `{prefix}/{name}` and must be
+/// an object path exactly as written: object_store drops a leading or trailing `/` and
+/// empty segments (so two prefixes would alias one world) and refuses `.` and `..`
+/// segments and control characters; its local store hides names with `#`. Empty is
+/// allowed: the world is the whole store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PrefixRule {
+    /// `/w`: object_store would strip the `/`.
+    NoLeadingSlash,
+    /// `w/`: object_store would strip the `/`.
+    NoTrailingSlash,
+    /// `a//b`: object_store would drop the empty segment.
+    NoEmptySegment,
+    /// `a/../b`, `a/./b`: object stores and object_store refuse them.
+    NoDotSegment,
+    /// A control character (below 0x20, or 0x7f): object_store refuses it.
+    NoControlCharacter,
+    /// `#`: object_store's local store treats `name#n` as a temporary file and hides it,
+    /// so a world there would be invisible to listings.
+    NoHash,
+}
+
+impl fmt::Display for PrefixRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PrefixRule::NoLeadingSlash => "it must not start with '/'",
+            PrefixRule::NoTrailingSlash => "it must not end with '/'",
+            PrefixRule::NoEmptySegment => "it must not hold an empty segment ('//')",
+            PrefixRule::NoDotSegment => "it must not hold a '.' or '..' segment",
+            PrefixRule::NoControlCharacter => "it must not hold a control character",
+            PrefixRule::NoHash => "it must not hold '#' (object_store's local store hides such names)",
+        })
+    }
+}
+
+/// Checks `prefix` against every [`PrefixRule`]; the first rule broken is the error.
+pub fn validate_prefix(prefix: &str) -> Result<(), PrefixError> {
+    let broken = |rule| Err(PrefixError { prefix: prefix.to_string(), rule });
+    if prefix.is_empty() {
+        return Ok(());
+    }
+    if prefix.starts_with('/') {
+        return broken(PrefixRule::NoLeadingSlash);
+    }
+    if prefix.ends_with('/') {
+        return broken(PrefixRule::NoTrailingSlash);
+    }
+    if prefix.chars().any(|c| c.is_control()) {
+        return broken(PrefixRule::NoControlCharacter);
+    }
+    if prefix.contains('#') {
+        return broken(PrefixRule::NoHash);
+    }
+    for segment in prefix.split('/') {
+        if segment.is_empty() {
+            return broken(PrefixRule::NoEmptySegment);
+        }
+        if segment == "." || segment == ".." {
+            return broken(PrefixRule::NoDotSegment);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule_broken(prefix: &str) -> Option<PrefixRule> {
+        validate_prefix(prefix).err().map(|e| e.rule)
+    }
+
+    #[test]
+    fn prefix_may_be_empty_or_plain_segments() {
+        for ok in ["", "w", "worlds/a", "worlds/a-b_c.d/e", "x/.hidden", "a..b/c"] {
+            assert_eq!(rule_broken(ok), None, "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn prefix_no_leading_slash() {
+        assert_eq!(rule_broken("/w"), Some(PrefixRule::NoLeadingSlash));
+        assert_eq!(rule_broken("/"), Some(PrefixRule::NoLeadingSlash));
+    }
+
+    #[test]
+    fn prefix_no_trailing_slash() {
+        assert_eq!(rule_broken("w/"), Some(PrefixRule::NoTrailingSlash));
+        assert_eq!(rule_broken("worlds/a/"), Some(PrefixRule::NoTrailingSlash));
+    }
+
+    #[test]
+    fn prefix_no_empty_segment() {
+        assert_eq!(rule_broken("a//b"), Some(PrefixRule::NoEmptySegment));
+    }
+
+    #[test]
+    fn prefix_no_dot_segment() {
+        assert_eq!(rule_broken("a/../b"), Some(PrefixRule::NoDotSegment));
+        assert_eq!(rule_broken(".."), Some(PrefixRule::NoDotSegment));
+        assert_eq!(rule_broken("a/./b"), Some(PrefixRule::NoDotSegment));
+        assert_eq!(rule_broken("a/.."), Some(PrefixRule::NoDotSegment));
+    }
+
+    #[test]
+    fn prefix_no_control_character() {
+        assert_eq!(rule_broken("a\nb"), Some(PrefixRule::NoControlCharacter));
+        assert_eq!(rule_broken("a\u{7f}"), Some(PrefixRule::NoControlCharacter));
+    }
+
+    #[test]
+    fn prefix_no_hash() {
+        assert_eq!(rule_broken("worlds/a#1"), Some(PrefixRule::NoHash));
+    }
+
+    #[test]
+    fn a_prefix_error_names_the_prefix_and_the_rule() {
+        let e = validate_prefix("/w").unwrap_err();
+        assert_eq!(e.to_string(), "invalid prefix \"/w\": it must not start with '/'");
+    }
+
+    #[test]
+    fn a_store_error_says_what_call_met_what_with_the_stores_words() {
+        let e = StoreError {
+            kind: StoreErrorKind::PermissionDenied,
+            op: "get",
+            key: "w/marker".into(),
+            status: Some(403),
+            message: "<Code>AccessDenied</Code>".into(),
+            attempts: 1,
+        };
+        assert!(e.is_permanent());
+        assert_eq!(
+            e.to_string(),
+            "get of \"w/marker\": permission denied (HTTP 403): <Code>AccessDenied</Code>"
+        );
+        let t = StoreError { kind: StoreErrorKind::Transient(BlobError::Unavailable), attempts: 21, ..e };
+        assert!(!t.is_permanent());
+        assert!(
+            t.to_string()
+                .starts_with("get of \"w/marker\": the store is unavailable, 21 times in a row (HTTP 403)"),
+            "{t}"
+        );
     }
 }

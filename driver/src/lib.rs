@@ -16,8 +16,34 @@
 //! let doc = world.fetch("/notes/a.md", None).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # Opening, and when the store says no
+//!
+//! [`World::open`] never hangs on a store that does not answer: it returns open, or with
+//! a typed [`Error`], and gives up when [`WorldConfig::open_deadline`] (30 s by default)
+//! passes with no store call answered (a large world that keeps reading is never cut
+//! short):
+//!
+//! * [`Error::Prefix`]: the prefix breaks a [`PrefixRule`] (a leading or trailing `/`,
+//!   an empty, `.` or `..` segment, a control character, `#`). Checked before any call.
+//! * [`Error::Store`] with a permanent [`StoreErrorKind`]: the store refused a call in a
+//!   way no retry passes (`Unauthenticated` for 401, `PermissionDenied` for 403,
+//!   `BucketNotFound`, `Unsupported` for an operation it cannot do, `InvalidPath`,
+//!   `Rejected` for another 4xx such as a wrong region). Returned at once, with the
+//!   store's own message and HTTP status.
+//! * [`Error::Store`] with kind `Transient`: timeouts, 5xx, 429 and failed connections are
+//!   retried with backoff, but one call failing more than
+//!   [`WorldConfig::call_retries_max`] times in a row stops the world.
+//! * [`Error::OpenDeadline`]: no call answered for the deadline (a black-holed endpoint,
+//!   or a closed port before the retry budget runs out); it carries the last store
+//!   failure seen, if any.
+//!
+//! The same store failures reach a world already open: it stops, and the call waiting
+//! and every later call answer `Error::Store` (a write waiting then may still commit if
+//! its slot create was sent; its receipt settles it after the next open).
 
 pub mod blobs;
+pub(crate) mod budget;
 pub mod error;
 #[cfg(feature = "object-store")]
 pub mod object_store_blobs;
@@ -29,8 +55,8 @@ pub mod store_url;
 pub mod watch;
 pub mod world;
 
-pub use blobs::{BlobFuture, Blobs};
-pub use error::Error;
+pub use blobs::{BlobFuture, Blobs, CallFailure, ExplainedFuture};
+pub use error::{validate_prefix, Error, PrefixError, PrefixRule, StoreError, StoreErrorKind};
 #[cfg(feature = "object-store")]
 pub use object_store_blobs::{Backend, ObjectStoreBlobs};
 pub use slotlog_kernel::world::{Expected, PolicyBody};

@@ -48,11 +48,26 @@
 //!
 //! # Errors
 //!
-//! `NotFound`, `AlreadyExists` (a create), `Precondition` and `NotModified` map to the
-//! kernel's kinds; HTTP 429 (and S3's 503 `SlowDown`) is `Throttled`; other 5xx and
-//! connection failures before the request was sent are `Unavailable`; a timeout, a
-//! connection cut after sending, or any failure the adapter cannot classify on a write is
-//! `Timeout`, since the write may have happened.
+//! Every failure comes back as a [`CallFailure`]: the kernel's kind, the HTTP status when
+//! there was one, the store's own message (object_store's error with every cause, the
+//! response body included), and whether it is permanent.
+//!
+//! Permanent, never handed to the kernel (the driver stops the world with
+//! `Error::Store`; [`Blobs::execute`] answers `Unsupported`): a missing bucket or
+//! container (`NoSuchBucket`, `ContainerNotFound`, checked first, since object_store
+//! reports it as a missing object), 401 / `Unauthenticated`, 403 / `PermissionDenied`,
+//! `NotSupported` / `NotImplemented` / 405 / 501 on a create or a read, `InvalidPath` or a
+//! key that is not an exact path, and any other 4xx or a bare redirect (a wrong region,
+//! a bad bucket name). A rewrite or delete the backend cannot do is the contract's
+//! `Unsupported` instead: the kernel may meet a backend without them and goes on.
+//!
+//! The contract's kinds: `NotFound`, `AlreadyExists` (a create), `Precondition` and
+//! `NotModified` map to the kernel's kinds; HTTP 429 (and S3's 503 `SlowDown`) is
+//! `Throttled`; other 5xx and connection failures before the request was sent are
+//! `Unavailable`; a timeout, a connection cut after sending, S3's 400 `RequestTimeout`, or
+//! any failure the adapter cannot classify on a write is `Timeout`, since the write may
+//! have happened. These three are transient: the kernel retries them with backoff, and the
+//! driver bounds the retries of one call (`WorldConfig::call_retries_max`).
 
 use std::collections::BinaryHeap;
 use std::error::Error as StdError;
@@ -72,10 +87,11 @@ use object_store::{
     ClientOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
 };
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, Generation, ObjectMeta};
 use tracing::Instrument;
 
-use crate::blobs::{BlobFuture, Blobs};
+use crate::blobs::{BlobFuture, Blobs, CallFailure, ExplainedFuture};
+use crate::error::StoreErrorKind;
 
 /// A listing answers at most this many keys, whatever the limit asked (GCS's page cap,
 /// and the simulated GCS's).
@@ -226,10 +242,10 @@ impl S3Backend {
         format!("{}/{}", self.bucket_endpoint, utf8_percent_encode(key, S3_PATH_ENCODE_SET))
     }
 
-    async fn delete_if(&self, key: &str, generation: &Generation) -> BlobResult {
+    async fn delete_if(&self, key: &str, generation: &Generation) -> Explained {
         let credential = self.credentials.get_credential().await.map_err(|e| {
             tracing::warn!(error = %e, "s3 credentials unavailable");
-            BlobError::Unavailable
+            failure(BlobError::Unavailable, e.to_string())
         })?;
         let mut request = http::Request::builder()
             .method(http::Method::DELETE)
@@ -238,12 +254,12 @@ impl S3Backend {
             .body(HttpRequestBody::empty())
             .map_err(|e| {
                 tracing::warn!(error = %e, "generation is not a valid If-Match value");
-                BlobError::PreconditionFailed
+                failure(BlobError::PreconditionFailed, e.to_string())
             })?;
         AwsAuthorizer::new(&credential, "s3", &self.region).try_authorize(&mut request, None).map_err(
             |e| {
                 tracing::error!(error = %e, "cannot sign the s3 delete");
-                BlobError::Unsupported
+                failure(BlobError::Unsupported, e.to_string())
             },
         )?;
         execute_delete(&self.client, request).await
@@ -297,14 +313,14 @@ impl GcsBackend {
         )
     }
 
-    async fn delete_if(&self, key: &str, generation: &Generation) -> BlobResult {
+    async fn delete_if(&self, key: &str, generation: &Generation) -> Explained {
         // GCS generations are numbers; anything else cannot match.
         let Some(number) = generation.as_number() else {
-            return Err(BlobError::PreconditionFailed);
+            return Err(failure(BlobError::PreconditionFailed, "a GCS generation is a number".into()));
         };
         let credential = self.credentials.get_credential().await.map_err(|e| {
             tracing::warn!(error = %e, "gcs credentials unavailable");
-            BlobError::Unavailable
+            failure(BlobError::Unavailable, e.to_string())
         })?;
         let mut builder = http::Request::builder()
             .method(http::Method::DELETE)
@@ -315,14 +331,14 @@ impl GcsBackend {
         }
         let request = builder.body(HttpRequestBody::empty()).map_err(|e| {
             tracing::error!(error = %e, "cannot build the gcs delete");
-            BlobError::Unsupported
+            failure(BlobError::Unsupported, e.to_string())
         })?;
         execute_delete(&self.client, request).await
     }
 }
 
 /// Send one conditional delete and map its answer.
-async fn execute_delete(client: &HttpClient, request: http::Request<HttpRequestBody>) -> BlobResult {
+async fn execute_delete(client: &HttpClient, request: http::Request<HttpRequestBody>) -> Explained {
     let response = client.execute(request).await.map_err(|e| map_http_error(&e, true))?;
     let status = response.status();
     if status.is_success() {
@@ -330,9 +346,14 @@ async fn execute_delete(client: &HttpClient, request: http::Request<HttpRequestB
     }
     let body = response.into_body().bytes().await.unwrap_or_default();
     let body = String::from_utf8_lossy(&body);
-    let error = map_status(status.as_u16(), &body);
-    tracing::debug!(status = status.as_u16(), ?error, "conditional delete refused");
-    Err(error)
+    let code = status.as_u16();
+    let permanent = permanent_status(code, &body, Call::Delete);
+    let error = match permanent {
+        Some(_) => BlobError::Unsupported,
+        None => map_status(code, &body),
+    };
+    tracing::debug!(status = code, ?error, ?permanent, "conditional delete refused");
+    Err(CallFailure { error, permanent, status: Some(code), message: format!("{status}: {body}") })
 }
 
 /// Install rustls's ring provider as the process default, once. object_store's HTTP
@@ -376,6 +397,11 @@ impl ObjectStoreBlobs {
 
 impl Blobs for ObjectStoreBlobs {
     fn execute(&self, op: BlobOp) -> BlobFuture {
+        let call = self.execute_explained(op);
+        Box::pin(async move { call.await.map_err(|f| f.error) })
+    }
+
+    fn execute_explained(&self, op: BlobOp) -> ExplainedFuture {
         let inner = self.inner.clone();
         let span = tracing::debug_span!(
             "blob",
@@ -388,7 +414,7 @@ impl Blobs for ObjectStoreBlobs {
                 let result = inner.execute(op).await;
                 match &result {
                     Ok(_) => tracing::debug!("ok"),
-                    Err(error) => tracing::debug!(?error, "failed"),
+                    Err(f) => tracing::debug!(error = ?f.error, permanent = ?f.permanent, status = ?f.status, "failed"),
                 }
                 result
             }
@@ -412,22 +438,38 @@ fn op_name(op: &BlobOp) -> &'static str {
     }
 }
 
-/// What kind of call failed: decides what an unclassified failure means.
+/// What kind of call failed: decides what an unclassified failure means, and whether a
+/// store that cannot do it is a permanent failure (create, read) or the contract's
+/// `Unsupported` (rewrite, delete: capabilities a backend may lack).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Call {
     Create,
     Read,
     Rewrite,
+    Delete,
 }
 
 impl Call {
     fn writes(self) -> bool {
         self != Call::Read
     }
+
+    /// A capability the contract lets a backend lack.
+    fn optional(self) -> bool {
+        matches!(self, Call::Rewrite | Call::Delete)
+    }
+}
+
+/// A call's result with the store's account of a failure.
+type Explained<T = BlobOutcome> = Result<T, CallFailure>;
+
+/// A failure with the adapter's own message, never permanent.
+fn failure(error: BlobError, message: String) -> CallFailure {
+    CallFailure { error, permanent: None, status: None, message }
 }
 
 impl Inner {
-    async fn execute(&self, op: BlobOp) -> BlobResult {
+    async fn execute(&self, op: BlobOp) -> Explained {
         match op {
             BlobOp::Create { key, bytes } => self.create(&key, bytes).await,
             BlobOp::Get { key } => self.get(&key).await,
@@ -440,7 +482,7 @@ impl Inner {
         }
     }
 
-    async fn create(&self, key: &str, bytes: Bytes) -> BlobResult {
+    async fn create(&self, key: &str, bytes: Bytes) -> Explained {
         let path = path_of(key)?;
         let size = bytes.len() as u64;
         let opts = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
@@ -449,30 +491,30 @@ impl Inner {
                 let generation = self.generation(put.e_tag, put.version);
                 Ok(BlobOutcome::Created(written_meta(key, generation, size)))
             }
-            Err(e) => Err(map_store_error(&e, Call::Create)),
+            Err(e) => Err(explain(&e, Call::Create)),
         }
     }
 
-    async fn get(&self, key: &str) -> BlobResult {
+    async fn get(&self, key: &str) -> Explained {
         let path = path_of(key)?;
-        let got = self.store.get(&path).await.map_err(|e| map_store_error(&e, Call::Read))?;
+        let got = self.store.get(&path).await.map_err(|e| explain(&e, Call::Read))?;
         let meta = self.meta(key, &got.meta);
-        let bytes = got.bytes().await.map_err(|e| map_store_error(&e, Call::Read))?;
+        let bytes = got.bytes().await.map_err(|e| explain(&e, Call::Read))?;
         Ok(BlobOutcome::Got { meta, bytes })
     }
 
-    async fn stat(&self, key: &str) -> Result<ObjectMeta, BlobError> {
+    async fn stat(&self, key: &str) -> Explained<ObjectMeta> {
         let path = path_of(key)?;
-        let head = self.store.head(&path).await.map_err(|e| map_store_error(&e, Call::Read))?;
+        let head = self.store.head(&path).await.map_err(|e| explain(&e, Call::Read))?;
         Ok(self.meta(key, &head))
     }
 
-    async fn list(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> BlobResult {
+    async fn list(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Explained {
         let limit = if limit == 0 { LIST_LIMIT_MAX } else { limit.min(LIST_LIMIT_MAX) } as usize;
         // object_store lists whole path segments: list the directory the prefix is in and
         // keep the keys that start with the whole prefix.
         let directory = match prefix.rfind('/') {
-            Some(i) => Some(Path::parse(&prefix[..i]).map_err(|_| unsupported_key(prefix))?),
+            Some(i) => Some(Path::parse(&prefix[..i]).map_err(|_| invalid_key(prefix))?),
             None => None,
         };
         // Below the prefix, `start_after` bounds nothing.
@@ -489,9 +531,15 @@ impl Inner {
         while let Some(item) = stream.next().await {
             let meta = match item {
                 Ok(meta) => meta,
-                // A directory that does not exist (local) lists nothing.
-                Err(object_store::Error::NotFound { .. }) => break,
-                Err(e) => return Err(map_store_error(&e, Call::Read)),
+                Err(e) => {
+                    let explained = explain(&e, Call::Read);
+                    // A directory that does not exist (local) lists nothing; a bucket
+                    // that does not exist is another matter.
+                    if explained.permanent.is_none() && matches!(e, object_store::Error::NotFound { .. }) {
+                        break;
+                    }
+                    return Err(explained);
+                }
             };
             let key = meta.location.as_ref();
             // Exclusive whatever the store's offset is (GCS JSON's is inclusive).
@@ -515,7 +563,7 @@ impl Inner {
         Ok(BlobOutcome::Listed { entries, more })
     }
 
-    async fn rewrite(&self, key: &str, bytes: Bytes, if_generation: &Generation) -> BlobResult {
+    async fn rewrite(&self, key: &str, bytes: Bytes, if_generation: &Generation) -> Explained {
         let path = path_of(key)?;
         let size = bytes.len() as u64;
         let version = match self.backend.token() {
@@ -528,33 +576,34 @@ impl Inner {
                 let generation = self.generation(put.e_tag, put.version);
                 Ok(BlobOutcome::Rewritten(written_meta(key, generation, size)))
             }
-            Err(e) => match map_store_error(&e, Call::Rewrite) {
+            Err(e) => match explain(&e, Call::Rewrite) {
                 // S3 and memory answer a missing object with a failed precondition: tell
                 // the two apart, as the contract does.
-                BlobError::PreconditionFailed => match self.stat(key).await {
-                    Err(BlobError::NotFound) => Err(BlobError::NotFound),
-                    _ => Err(BlobError::PreconditionFailed),
+                f if f.error == BlobError::PreconditionFailed => match self.stat(key).await {
+                    Err(missing) if missing.error == BlobError::NotFound => Err(missing),
+                    _ => Err(f),
                 },
                 other => Err(other),
             },
         }
     }
 
-    async fn delete(&self, key: &str, if_generation: &Generation) -> BlobResult {
+    async fn delete(&self, key: &str, if_generation: &Generation) -> Explained {
         path_of(key)?;
         match &self.backend {
             Backend::S3(s3) => s3.delete_if(key, if_generation).await,
             Backend::Gcs(gcs) => gcs.delete_if(key, if_generation).await,
-            Backend::Custom(CustomBackend { conditional_delete: Some(d), .. }) => {
-                d.delete_if_generation(key.to_string(), if_generation.clone()).await
-            }
+            Backend::Custom(CustomBackend { conditional_delete: Some(d), .. }) => d
+                .delete_if_generation(key.to_string(), if_generation.clone())
+                .await
+                .map_err(CallFailure::from),
             Backend::Memory | Backend::Local | Backend::Other | Backend::Custom(_) => {
                 tracing::warn!(backend = self.backend.kind(), "no conditional delete on this backend");
-                Err(BlobError::Unsupported)
+                let message = format!("no conditional delete on the {} backend", self.backend.kind());
+                Err(failure(BlobError::Unsupported, message))
             }
         }
     }
-
     fn generation(&self, e_tag: Option<String>, version: Option<String>) -> Generation {
         let (first, second) = match self.backend.token() {
             GenerationToken::ETag => (e_tag, version),
@@ -609,19 +658,113 @@ fn written_meta(key: &str, generation: Generation, size: u64) -> ObjectMeta {
 
 /// The key as an object path, only if it is one exactly (object_store would strip a
 /// leading or trailing `/`, aliasing two keys).
-fn path_of(key: &str) -> Result<Path, BlobError> {
+fn path_of(key: &str) -> Explained<Path> {
     match Path::parse(key) {
         Ok(path) if path.as_ref() == key => Ok(path),
-        _ => Err(unsupported_key(key)),
+        _ => Err(invalid_key(key)),
     }
 }
 
-fn unsupported_key(key: &str) -> BlobError {
+/// A key the store would not take as it is: permanent, since the kernel names its keys
+/// from the prefix (which `World::open` checks) and would send the same one again.
+fn invalid_key(key: &str) -> CallFailure {
     tracing::warn!(key, "not a valid object_store path");
-    BlobError::Unsupported
+    CallFailure {
+        error: BlobError::Unsupported,
+        permanent: Some(StoreErrorKind::InvalidPath),
+        status: None,
+        message: format!("{key:?} is not an object path as written"),
+    }
 }
 
-/// Map an object_store error for a call of kind `call`.
+/// Explain an object_store error for a call of kind `call`: the kernel's kind, whether no
+/// retry will pass, the status, and the store's own message.
+fn explain(e: &object_store::Error, call: Call) -> CallFailure {
+    let message = full_message(e);
+    let status = chain_status(e);
+    let permanent = permanent_kind(e, status, &message, call);
+    let error = match permanent {
+        // What `Blobs::execute` answers for it: nothing happened, and asking again will
+        // not help. The driver itself never hands it to the kernel.
+        Some(kind) => {
+            tracing::error!(error = %e, ?kind, "the store refused the call for good");
+            BlobError::Unsupported
+        }
+        None => map_store_error(e, call),
+    };
+    CallFailure { error, permanent, status, message }
+}
+
+/// The error and every cause its own text leaves out ("error sending request" hides
+/// "Connection refused" in its sources).
+fn full_message(e: &(dyn StdError + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+/// The permanent failures: credentials, a missing bucket, an operation the store cannot
+/// do, a path it will not take, and any other refusal of the request as made.
+fn permanent_kind(
+    e: &object_store::Error,
+    status: Option<u16>,
+    message: &str,
+    call: Call,
+) -> Option<StoreErrorKind> {
+    use object_store::Error as E;
+    // Before anything else: object_store reports a missing bucket as a missing object.
+    if bucket_missing(message) {
+        return Some(StoreErrorKind::BucketNotFound);
+    }
+    match e {
+        E::PermissionDenied { .. } => Some(StoreErrorKind::PermissionDenied),
+        E::Unauthenticated { .. } => Some(StoreErrorKind::Unauthenticated),
+        E::NotSupported { .. } | E::NotImplemented { .. } | E::UnknownConfigurationKey { .. } => {
+            (!call.optional()).then_some(StoreErrorKind::Unsupported)
+        }
+        E::InvalidPath { .. } => Some(StoreErrorKind::InvalidPath),
+        // The typed outcomes the contract has kinds for.
+        E::NotFound { .. } | E::AlreadyExists { .. } | E::Precondition { .. } | E::NotModified { .. } => None,
+        // S3 answers a wrong region with a redirect object_store cannot follow.
+        _ if message.contains("Received redirect without LOCATION") => Some(StoreErrorKind::Rejected),
+        _ => status.and_then(|code| permanent_status(code, message, call)),
+    }
+}
+
+/// The store's words for a bucket or container that does not exist (S3 and GCS XML
+/// `NoSuchBucket`, GCS JSON's sentence, Azure `ContainerNotFound`).
+fn bucket_missing(text: &str) -> bool {
+    ["NoSuchBucket", "The specified bucket does not exist", "ContainerNotFound"]
+        .iter()
+        .any(|mark| text.contains(mark))
+}
+
+/// An HTTP status no retry will pass, and what kind it is; None for the kinds the
+/// contract has (404, 409, 412, 304) and for the transient ones (408, 429, 5xx but 501).
+fn permanent_status(code: u16, body: &str, call: Call) -> Option<StoreErrorKind> {
+    match code {
+        _ if bucket_missing(body) => Some(StoreErrorKind::BucketNotFound),
+        401 => Some(StoreErrorKind::Unauthenticated),
+        403 => Some(StoreErrorKind::PermissionDenied),
+        405 | 501 => (!call.optional()).then_some(StoreErrorKind::Unsupported),
+        304 | 404 | 408 | 409 | 412 | 429 => None,
+        // S3's "RequestTimeout": the request body came too slowly; worth another try.
+        400 if body.contains("RequestTimeout") => None,
+        300..=499 => Some(StoreErrorKind::Rejected),
+        _ => None,
+    }
+}
+
+/// Map an object_store error the adapter found transient, or one of the contract's
+/// outcomes, for a call of kind `call`.
 fn map_store_error(e: &object_store::Error, call: Call) -> BlobError {
     use object_store::Error as E;
     let mapped = match e {
@@ -633,19 +776,14 @@ fn map_store_error(e: &object_store::Error, call: Call) -> BlobError {
             Call::Create => BlobError::AlreadyExists,
             // A 409 on a conditional write: a concurrent conditional request; ours did not
             // happen, and asking again is safe.
-            Call::Rewrite | Call::Read => BlobError::Unavailable,
+            Call::Rewrite | Call::Delete | Call::Read => BlobError::Unavailable,
         },
         E::Precondition { .. } | E::NotModified { .. } => match call {
             Call::Create => BlobError::AlreadyExists,
-            Call::Rewrite | Call::Read => BlobError::PreconditionFailed,
+            Call::Rewrite | Call::Delete | Call::Read => BlobError::PreconditionFailed,
         },
+        // Reached only for a rewrite or delete (a capability the backend lacks).
         E::NotSupported { .. } | E::NotImplemented { .. } | E::InvalidPath { .. } => BlobError::Unsupported,
-        E::PermissionDenied { .. } | E::Unauthenticated { .. } | E::UnknownConfigurationKey { .. } => {
-            // The contract has no kind for a refusal that will not pass: nothing happened,
-            // so it is reported as unavailable, loudly.
-            tracing::error!(error = %e, "the store refused the credentials");
-            BlobError::Unavailable
-        }
         _ => classify(e, call),
     };
     if matches!(mapped, BlobError::Timeout | BlobError::Unavailable | BlobError::Throttled) {
@@ -700,6 +838,7 @@ fn status_in(text: &str) -> Option<u16> {
     digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok()).flatten()
 }
 
+/// The contract's kind of a status [`permanent_status`] did not claim.
 fn map_status(code: u16, body: &str) -> BlobError {
     match code {
         404 => BlobError::NotFound,
@@ -709,6 +848,7 @@ fn map_status(code: u16, body: &str) -> BlobError {
         503 if body.contains("SlowDown") => BlobError::Throttled,
         // The server gave up waiting for the request: it may have been applied.
         408 | 504 => BlobError::Timeout,
+        400 if body.contains("RequestTimeout") => BlobError::Timeout,
         500..=599 => BlobError::Unavailable,
         // 409 on a conditional request: a concurrent one; ours did not happen.
         409 => BlobError::Unavailable,
@@ -730,9 +870,9 @@ fn map_transport(kind: HttpErrorKind, writes: bool) -> BlobError {
     }
 }
 
-fn map_http_error(e: &HttpError, writes: bool) -> BlobError {
+fn map_http_error(e: &HttpError, writes: bool) -> CallFailure {
     tracing::debug!(error = %e, kind = ?e.kind(), "http error");
-    map_transport(e.kind(), writes)
+    failure(map_transport(e.kind(), writes), full_message(e))
 }
 
 #[cfg(test)]
@@ -771,9 +911,174 @@ mod tests {
     #[test]
     fn keys_that_are_not_exact_paths_are_refused() {
         assert!(path_of("w/log/0000000000000001").is_ok());
-        assert_eq!(path_of("w/log/").unwrap_err(), BlobError::Unsupported);
-        assert_eq!(path_of("/w").unwrap_err(), BlobError::Unsupported);
-        assert_eq!(path_of("w//x").unwrap_err(), BlobError::Unsupported);
-        assert_eq!(path_of("w/../x").unwrap_err(), BlobError::Unsupported);
+        for key in ["w/log/", "/w", "w//x", "w/../x"] {
+            let f = path_of(key).unwrap_err();
+            assert_eq!(f.error, BlobError::Unsupported, "{key}");
+            assert_eq!(f.permanent, Some(StoreErrorKind::InvalidPath), "{key}");
+        }
+    }
+
+    #[test]
+    fn every_valid_prefix_makes_keys_that_are_exact_paths() {
+        for prefix in ["", "w", "worlds/a", "x/.hidden/y", "a b/ü"] {
+            crate::error::validate_prefix(prefix).unwrap();
+            let keys = slotlog_kernel::format::Keys::new(prefix);
+            for key in [keys.marker(), keys.slot(1), keys.checkpoint(1)] {
+                assert!(path_of(&key).is_ok(), "{key:?}");
+            }
+        }
+    }
+
+    /// An error as object_store's S3 client builds one for a refused request.
+    fn refused(status: &str, body: &str) -> String {
+        format!("Error performing GET http://127.0.0.1:9/bucket/w/marker in 2ms - Server returned non-2xx status code: {status}: {body}")
+    }
+
+    fn generic(text: String) -> object_store::Error {
+        object_store::Error::Generic { store: "S3", source: Box::new(std::io::Error::other(text)) }
+    }
+
+    fn permanence(e: &object_store::Error, call: Call) -> Option<StoreErrorKind> {
+        explain(e, call).permanent
+    }
+
+    #[test]
+    fn permission_denied_is_permanent() {
+        let typed = object_store::Error::PermissionDenied {
+            path: "w/marker".into(),
+            source: Box::new(std::io::Error::other(refused("403 Forbidden", "<Code>AccessDenied</Code>"))),
+        };
+        let f = explain(&typed, Call::Read);
+        assert_eq!(f.permanent, Some(StoreErrorKind::PermissionDenied));
+        assert_eq!(f.status, Some(403));
+        assert!(f.message.contains("AccessDenied"), "the store's own words: {}", f.message);
+        // A listing's 403 comes back as a generic error with the status in its text.
+        let listed = generic(refused("403 Forbidden", "<Code>AccessDenied</Code>"));
+        assert_eq!(permanence(&listed, Call::Read), Some(StoreErrorKind::PermissionDenied));
+        assert_eq!(permanence(&listed, Call::Delete), Some(StoreErrorKind::PermissionDenied));
+    }
+
+    #[test]
+    fn unauthenticated_is_permanent() {
+        let typed = object_store::Error::Unauthenticated {
+            path: "w/marker".into(),
+            source: Box::new(std::io::Error::other(refused("401 Unauthorized", ""))),
+        };
+        assert_eq!(permanence(&typed, Call::Create), Some(StoreErrorKind::Unauthenticated));
+        let listed = generic(refused("401 Unauthorized", "<Code>InvalidAccessKeyId</Code>"));
+        assert_eq!(permanence(&listed, Call::Read), Some(StoreErrorKind::Unauthenticated));
+    }
+
+    #[test]
+    fn a_missing_bucket_is_permanent_not_a_missing_object() {
+        let get = object_store::Error::NotFound {
+            path: "w/marker".into(),
+            source: Box::new(std::io::Error::other(refused("404 Not Found", "<Code>NoSuchBucket</Code>"))),
+        };
+        let f = explain(&get, Call::Read);
+        assert_eq!(f.permanent, Some(StoreErrorKind::BucketNotFound));
+        assert_eq!(f.status, Some(404));
+        let list = generic(refused("404 Not Found", "<Error><Code>NoSuchBucket</Code></Error>"));
+        assert_eq!(permanence(&list, Call::Read), Some(StoreErrorKind::BucketNotFound));
+        let azure = generic(refused("404 The specified container does not exist.", "ContainerNotFound"));
+        assert_eq!(permanence(&azure, Call::Create), Some(StoreErrorKind::BucketNotFound));
+        // A missing object stays the contract's NotFound.
+        let key = object_store::Error::NotFound {
+            path: "w/marker".into(),
+            source: Box::new(std::io::Error::other(refused("404 Not Found", "<Code>NoSuchKey</Code>"))),
+        };
+        let f = explain(&key, Call::Read);
+        assert_eq!((f.error, f.permanent), (BlobError::NotFound, None));
+    }
+
+    #[test]
+    fn an_unsupported_create_or_read_is_permanent() {
+        let not_implemented = object_store::Error::NotImplemented {
+            operation: "put_opts Create".into(),
+            implementer: "X".into(),
+        };
+        assert_eq!(permanence(&not_implemented, Call::Create), Some(StoreErrorKind::Unsupported));
+        let not_supported =
+            object_store::Error::NotSupported { source: Box::new(std::io::Error::other("no")) };
+        assert_eq!(permanence(&not_supported, Call::Read), Some(StoreErrorKind::Unsupported));
+        let status_501 = generic(refused("501 Not Implemented", "<Code>NotImplemented</Code>"));
+        assert_eq!(permanence(&status_501, Call::Create), Some(StoreErrorKind::Unsupported));
+        let status_405 = generic(refused("405 Method Not Allowed", ""));
+        assert_eq!(permanence(&status_405, Call::Read), Some(StoreErrorKind::Unsupported));
+    }
+
+    #[test]
+    fn an_unsupported_rewrite_or_delete_is_the_contracts_unsupported() {
+        // A backend may lack them; the kernel hears `Unsupported` and goes on.
+        let not_implemented = object_store::Error::NotImplemented {
+            operation: "put_opts Update".into(),
+            implementer: "Local".into(),
+        };
+        for call in [Call::Rewrite, Call::Delete] {
+            let f = explain(&not_implemented, call);
+            assert_eq!((f.error, f.permanent), (BlobError::Unsupported, None), "{call:?}");
+        }
+        assert_eq!(permanent_status(501, "", Call::Delete), None);
+    }
+
+    #[test]
+    fn an_invalid_path_is_permanent() {
+        let e = object_store::Error::InvalidPath {
+            source: object_store::path::Error::EmptySegment { path: "a//b".into() },
+        };
+        assert_eq!(permanence(&e, Call::Read), Some(StoreErrorKind::InvalidPath));
+    }
+
+    #[test]
+    fn other_client_errors_and_bare_redirects_are_permanent() {
+        let region = generic(refused("400 Bad Request", "<Code>AuthorizationHeaderMalformed</Code>"));
+        assert_eq!(permanence(&region, Call::Read), Some(StoreErrorKind::Rejected));
+        let redirect = generic(
+            "Received redirect without LOCATION, this normally indicates an incorrectly configured region"
+                .into(),
+        );
+        assert_eq!(permanence(&redirect, Call::Read), Some(StoreErrorKind::Rejected));
+    }
+
+    #[test]
+    fn the_contracts_own_outcomes_are_not_permanent() {
+        for (status, call, kind) in [
+            ("404 Not Found", Call::Read, BlobError::NotFound),
+            ("412 Precondition Failed", Call::Rewrite, BlobError::PreconditionFailed),
+            ("409 Conflict", Call::Create, BlobError::Unavailable),
+        ] {
+            let f = explain(&generic(refused(status, "")), call);
+            assert_eq!((f.error, f.permanent), (kind, None), "{status}");
+        }
+    }
+
+    #[test]
+    fn timeouts_5xx_429_and_connection_errors_are_transient() {
+        for (status, body, kind) in [
+            ("500 Internal Server Error", "", BlobError::Unavailable),
+            ("502 Bad Gateway", "", BlobError::Unavailable),
+            ("503 Service Unavailable", "<Code>SlowDown</Code>", BlobError::Throttled),
+            ("429 Too Many Requests", "", BlobError::Throttled),
+            ("408 Request Timeout", "", BlobError::Timeout),
+            ("504 Gateway Timeout", "", BlobError::Timeout),
+            ("400 Bad Request", "<Code>RequestTimeout</Code>", BlobError::Timeout),
+        ] {
+            let f = explain(&generic(refused(status, body)), Call::Create);
+            assert_eq!((f.error, f.permanent), (kind, None), "{status}");
+            assert!(f.error.is_transient(), "{status}");
+        }
+        for (kind, expected) in [
+            (HttpErrorKind::Connect, BlobError::Unavailable),
+            (HttpErrorKind::Timeout, BlobError::Timeout),
+            (HttpErrorKind::Interrupted, BlobError::Timeout),
+        ] {
+            let e = object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(HttpError::new(kind, std::io::Error::other("connection refused"))),
+            };
+            let f = explain(&e, Call::Create);
+            assert_eq!((f.error, f.permanent), (expected, None), "{kind:?}");
+            assert!(f.message.contains("connection refused"), "{}", f.message);
+        }
     }
 }

@@ -3,14 +3,16 @@
 //! effects go out (blob calls spawned as tasks, replies to waiting callers, commit hints
 //! to the hook, changes to watchers). Written once; tokio or madsim runs it.
 
-use crate::blobs::Blobs;
-use slotlog_kernel::blob::BlobResult;
+use crate::blobs::{Blobs, CallFailure};
+use crate::budget::{CallKey, RetryBudget};
+use crate::error::{Error, StoreError, StoreErrorKind};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome};
 use slotlog_kernel::ids::{BlobOpId, RequestId};
 use slotlog_kernel::time::Instant as KernelInstant;
 use slotlog_kernel::world::Receipt;
 use slotlog_kernel::{Effect, FailReason, Input, Replica, Reply, Request, WatchEnd};
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
@@ -34,14 +36,32 @@ pub(crate) enum WatchItem {
 
 pub(crate) type CommitHook = Arc<RwLock<Option<Box<dyn Fn(u64) + Send + Sync>>>>;
 
+/// Set once, when the loop stops on a store failure: what every handle answers after.
+pub(crate) type Stopped = Arc<OnceLock<StoreError>>;
+
+/// A finished blob call: its id, the call as the retry budget knows it, its result.
+type Done = (BlobOpId, CallKey, Result<BlobOutcome, CallFailure>);
+
 pub(crate) struct Loop {
     pub replica: Replica,
     pub blobs: Arc<dyn Blobs>,
     pub call_timeout: Duration,
+    /// How long an opening may go without a store call answered before it gives up.
+    pub open_deadline: Duration,
+    pub budget: RetryBudget,
     pub commands: mpsc::Receiver<Command>,
-    pub opened: Option<oneshot::Sender<Result<(), FailReason>>>,
+    pub opened: Option<oneshot::Sender<Result<(), Error>>>,
     pub hook: CommitHook,
+    pub stopped: Stopped,
     pub base: tokio::time::Instant,
+}
+
+/// What the driver does with a failed call.
+enum Verdict {
+    /// Hand the kernel this result: it retries or settles.
+    Kernel(BlobError),
+    /// Stop the world: no retry will pass, or the call used up its retry budget.
+    Stop(StoreError),
 }
 
 impl Loop {
@@ -49,12 +69,45 @@ impl Loop {
         KernelInstant::from_micros(self.base.elapsed().as_micros() as u64)
     }
 
+    /// Judge a failed call: permanent failures and exhausted budgets stop the world,
+    /// the rest go to the kernel.
+    fn judge(&mut self, call: &CallKey, failure: CallFailure, last: &mut Option<StoreError>) -> Verdict {
+        let error = |kind, attempts| StoreError {
+            kind,
+            op: call.op,
+            key: call.key.clone(),
+            status: failure.status,
+            message: failure.message.clone(),
+            attempts,
+        };
+        if let Some(kind) = failure.permanent {
+            return Verdict::Stop(error(kind, 1));
+        }
+        if !failure.error.is_transient() {
+            self.budget.answered(call);
+            return Verdict::Kernel(failure.error);
+        }
+        let (attempts, over) = self.budget.failed(call);
+        let transient = error(StoreErrorKind::Transient(failure.error), attempts);
+        *last = Some(transient.clone());
+        if over {
+            Verdict::Stop(transient)
+        } else {
+            Verdict::Kernel(failure.error)
+        }
+    }
+
     pub async fn run(mut self) {
-        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(BlobOpId, BlobResult)>();
+        let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
         let mut waiting: BTreeMap<RequestId, oneshot::Sender<Reply>> = BTreeMap::new();
         let mut watches: BTreeMap<RequestId, mpsc::Sender<WatchItem>> = BTreeMap::new();
         let mut next_request = 0u64;
         let mut failed: Option<FailReason> = None;
+        // The last transient failure: what an open deadline reports.
+        let mut last_failure: Option<StoreError> = None;
+        // Moved on by every call answered while opening: an opening that keeps reading
+        // (a large world replaying) is never cut short, one that hears nothing is.
+        let mut open_by = self.base + self.open_deadline;
         loop {
             // Carry out every effect, then sleep until the next input or wake-up.
             while let Some(effect) = self.replica.poll_effect() {
@@ -64,14 +117,20 @@ impl Loop {
                         let done = done_tx.clone();
                         let timeout = self.call_timeout;
                         let span = tracing::debug_span!("blob", kind = op_kind(&op), key = op.key());
+                        let call = call_key(&op);
                         tokio::spawn(
                             async move {
-                                let result = match tokio::time::timeout(timeout, blobs.execute(op)).await {
+                                let result = match tokio::time::timeout(timeout, blobs.execute_explained(op))
+                                    .await
+                                {
                                     Ok(r) => r,
-                                    Err(_) => Err(slotlog_kernel::BlobError::Timeout),
+                                    Err(_) => Err(CallFailure {
+                                        message: format!("no answer within the call timeout ({timeout:?})"),
+                                        ..CallFailure::from(BlobError::Timeout)
+                                    }),
                                 };
                                 tracing::debug!(?result, "done");
-                                let _ = done.send((id, result));
+                                let _ = done.send((id, call, result));
                             }
                             .instrument(span),
                         );
@@ -110,7 +169,7 @@ impl Loop {
                 if self.replica.is_open() {
                     let _ = self.opened.take().expect("checked").send(Ok(()));
                 } else if let Some(reason) = &failed {
-                    let _ = self.opened.take().expect("checked").send(Err(reason.clone()));
+                    let _ = self.opened.take().expect("checked").send(Err(Error::Failed(reason.clone())));
                     return;
                 }
             }
@@ -119,6 +178,13 @@ impl Loop {
                 match wake {
                     Some(at) => tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
+                }
+            };
+            let opening = self.opened.is_some();
+            let open_deadline = async {
+                match opening {
+                    true => tokio::time::sleep_until(open_by).await,
+                    false => std::future::pending().await,
                 }
             };
             tokio::select! {
@@ -152,7 +218,29 @@ impl Loop {
                         }
                     }
                 }
-                Some((id, result)) = done_rx.recv() => {
+                Some((id, call, result)) = done_rx.recv() => {
+                    // The store answered (a result, or one of the contract's outcomes).
+                    let answered = result.as_ref().map_or_else(|f| !f.error.is_transient(), |_| true);
+                    if answered {
+                        open_by = tokio::time::Instant::now() + self.open_deadline;
+                    }
+                    let result = match result {
+                        Ok(outcome) => {
+                            self.budget.answered(&call);
+                            Ok(outcome)
+                        }
+                        Err(failure) => match self.judge(&call, failure, &mut last_failure) {
+                            Verdict::Kernel(error) => Err(error),
+                            Verdict::Stop(error) => {
+                                tracing::error!(%error, "the store failed a call for good: the world stops");
+                                let _ = self.stopped.set(error.clone());
+                                if let Some(opened) = self.opened.take() {
+                                    let _ = opened.send(Err(Error::Store(error)));
+                                }
+                                break;
+                            }
+                        },
+                    };
                     let now = self.now();
                     self.replica.handle(now, Input::BlobDone { id, result });
                 }
@@ -160,15 +248,31 @@ impl Loop {
                     let now = self.now();
                     self.replica.handle_timeout(now);
                 }
+                _ = open_deadline => {
+                    let error = Error::OpenDeadline { deadline: self.open_deadline, last_error: last_failure.take() };
+                    tracing::error!(%error, "open gave up");
+                    let _ = self.opened.take().expect("checked").send(Err(error));
+                    return;
+                }
             }
         }
-        // Closing: callers still waiting see their reply channel drop (`Error::Closed`),
-        // watchers see their stream end. Calls in flight finish on their own.
+        // Closing or stopped: callers still waiting see their reply channel drop
+        // (`Error::Closed`, or `Error::Store` once `stopped` is set), watchers see their
+        // stream end. Calls in flight finish on their own.
         tracing::debug!(waiting = waiting.len(), watches = watches.len(), "closed");
     }
 }
 
-fn op_kind(op: &slotlog_kernel::BlobOp) -> &'static str {
+/// The call as the kernel reissues it: the retry budget's key.
+fn call_key(op: &BlobOp) -> CallKey {
+    let start_after = match op {
+        BlobOp::List { start_after, .. } => start_after.clone(),
+        _ => None,
+    };
+    CallKey { op: op_kind(op), key: op.key().to_string(), start_after }
+}
+
+fn op_kind(op: &BlobOp) -> &'static str {
     use slotlog_kernel::BlobOp::*;
     match op {
         Create { .. } => "create",

@@ -1,7 +1,7 @@
 //! A subscription to a world's change feed.
 
 use crate::error::Error;
-use crate::runtime::{Command, WatchItem};
+use crate::runtime::{Command, Stopped, WatchItem};
 use slotlog_kernel::ids::RequestId;
 use slotlog_kernel::world::Receipt;
 use std::collections::VecDeque;
@@ -14,23 +14,27 @@ pub struct Watch {
     rx: mpsc::Receiver<WatchItem>,
     commands: mpsc::Sender<Command>,
     buffered: VecDeque<Receipt>,
+    stopped: Stopped,
 }
 
 impl Watch {
     pub(crate) async fn start(
         mut rx: mpsc::Receiver<WatchItem>,
         commands: mpsc::Sender<Command>,
+        stopped: Stopped,
     ) -> Result<Watch, Error> {
         match rx.recv().await {
-            Some(WatchItem::Started(id)) => Ok(Watch { id, rx, commands, buffered: VecDeque::new() }),
+            Some(WatchItem::Started(id)) => {
+                Ok(Watch { id, rx, commands, buffered: VecDeque::new(), stopped })
+            }
             Some(WatchItem::Ended(end)) => Err(Error::Watch(end)),
             Some(WatchItem::Changes(_)) => unreachable!("a watch starts before its changes"),
-            None => Err(Error::Closed),
+            None => Err(crate::world::gone(&stopped)),
         }
     }
 
     /// The next change; `Err(Watch(Resync..))` when the cursor is too old, `Err(Closed)`
-    /// when the world closed.
+    /// when the world closed, `Err(Store(..))` when the store stopped it.
     pub async fn next(&mut self) -> Result<Receipt, Error> {
         loop {
             if let Some(r) = self.buffered.pop_front() {
@@ -44,7 +48,7 @@ impl Watch {
                 }
                 Some(WatchItem::Ended(end)) => return Err(Error::Watch(end)),
                 Some(WatchItem::Started(_)) => unreachable!("started once"),
-                None => return Err(Error::Closed),
+                None => return Err(crate::world::gone(&self.stopped)),
             }
         }
     }

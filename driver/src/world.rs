@@ -3,8 +3,9 @@
 //! be used from many tasks at once.
 
 use crate::blobs::Blobs;
-use crate::error::Error;
-use crate::runtime::{Command, CommitHook, Loop};
+use crate::budget::RetryBudget;
+use crate::error::{validate_prefix, Error};
+use crate::runtime::{Command, CommitHook, Loop, Stopped};
 use crate::watch::Watch;
 use bytes::Bytes;
 use slotlog_kernel::hash::Hash32;
@@ -12,7 +13,7 @@ use slotlog_kernel::ids::{OperationId, StoreId, WorldId};
 use slotlog_kernel::world::{Expected, Mutation, PolicyBody, Write};
 use slotlog_kernel::{Config, Identity, Read, ReadOk, Replica, Reply, Request, WriteOk};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -24,6 +25,21 @@ pub struct WorldConfig {
     /// A bucket call unanswered this long is a `Timeout`, which the kernel settles by
     /// reading (the kernel also hedges slow calls well before this).
     pub call_timeout: Duration,
+    /// `open` gives up with `Error::OpenDeadline` when this long passes with no store
+    /// call answered (a black-holed endpoint, a store that never completes a request),
+    /// instead of waiting for ever. Measured from the start and from each call answered,
+    /// not as a total: a large world's cold start keeps answering calls for minutes on a
+    /// bucket (a million documents open in about 50 s even on local disk, see
+    /// docs/PERFORMANCE.md) and is never cut short. 30 s: three call timeouts, so a store
+    /// that answers slowly but answers is not given up on.
+    pub open_deadline: Duration,
+    /// Transient failures (timeouts, 5xx, 429, failed connections) one call may meet in
+    /// a row and still be retried; at the next one the world stops with
+    /// `Error::Store` (kind `Transient`) instead of retrying for ever. 20 retries at the
+    /// kernel's backoff (20 ms doubling to 1 s) is about 12 s of failures, past the 10 s
+    /// request deadline, so callers waiting on the call have had their answer by then.
+    /// Permanent failures (credentials, a missing bucket) are never retried.
+    pub call_retries_max: u32,
     /// Commands waiting for the driver loop beyond which a call fails with `Busy`.
     pub command_queue_max: usize,
     /// Events a watcher may have unread before the world waits for it.
@@ -37,6 +53,8 @@ impl Default for WorldConfig {
         WorldConfig {
             kernel: Config::default(),
             call_timeout: Duration::from_secs(10),
+            open_deadline: Duration::from_secs(30),
+            call_retries_max: 20,
             command_queue_max: 8_192,
             watch_buffer_events: 1_024,
             world_id: None,
@@ -47,6 +65,8 @@ impl Default for WorldConfig {
 struct Inner {
     commands: mpsc::Sender<Command>,
     hook: CommitHook,
+    /// Set when the driver loop stopped on a store failure.
+    stopped: Stopped,
     closed: AtomicBool,
     watch_buffer_events: u32,
 }
@@ -64,6 +84,14 @@ pub fn new_op_id() -> OperationId {
     OperationId(bytes)
 }
 
+/// `Error::Store` once the store stopped the world, else `Error::Closed`.
+pub(crate) fn gone(stopped: &Stopped) -> Error {
+    match stopped.get() {
+        Some(error) => Error::Store(error.clone()),
+        None => Error::Closed,
+    }
+}
+
 fn random_u64() -> u64 {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).expect("the system's random source");
@@ -74,7 +102,10 @@ impl World {
     /// Opens the world under `prefix` in `store`, or creates one there (its marker and
     /// checkpoint zero) if the prefix is empty. Refuses, with a typed error, a prefix that
     /// holds objects but no marker, a marker or checkpoint it cannot read or load, or a log
-    /// that does not verify.
+    /// that does not verify (`Error::Failed`); a prefix that breaks a rule
+    /// (`Error::Prefix`); a store that refuses for good or keeps failing one call
+    /// (`Error::Store`); and gives up when `WorldConfig::open_deadline` passes with no
+    /// store call answered (`Error::OpenDeadline`). See [`World::open_on`].
     #[cfg(feature = "object-store")]
     pub async fn open(
         store: Arc<dyn object_store::ObjectStore>,
@@ -89,7 +120,21 @@ impl World {
     }
 
     /// Opens a world over any blob backend.
+    ///
+    /// Never hangs: returns open, or with one of these errors, and gives up when
+    /// `config.open_deadline` passes with no store call answered:
+    ///
+    /// * `Error::Prefix`: the prefix breaks a [`PrefixRule`](crate::error::PrefixRule);
+    ///   nothing was sent.
+    /// * `Error::Store`: the store refused a call in a way no retry passes (401, 403, a
+    ///   missing bucket, an operation it cannot do; the store's message and status are
+    ///   in it), or one call failed transiently more than `config.call_retries_max`
+    ///   times in a row.
+    /// * `Error::OpenDeadline`: no store call answered for `config.open_deadline`; it
+    ///   carries the last transient failure, if any (a refused connection, say).
+    /// * `Error::Failed`: the bucket holds something the world cannot trust.
     pub async fn open_on(blobs: Arc<dyn Blobs>, prefix: &str, config: WorldConfig) -> Result<World, Error> {
+        validate_prefix(prefix).map_err(Error::Prefix)?;
         let identity = Identity {
             world_id: config.world_id,
             store_id: StoreId(random_u64()),
@@ -102,40 +147,53 @@ impl World {
         let (commands, rx) = mpsc::channel(config.command_queue_max);
         let (opened_tx, opened_rx) = oneshot::channel();
         let hook: CommitHook = Arc::new(RwLock::new(None));
+        let stopped: Stopped = Arc::new(OnceLock::new());
         let run = Loop {
             replica,
             blobs,
             call_timeout: config.call_timeout,
+            open_deadline: config.open_deadline,
+            budget: RetryBudget::new(config.call_retries_max),
             commands: rx,
             opened: Some(opened_tx),
             hook: hook.clone(),
+            stopped: stopped.clone(),
             base,
         };
         tokio::spawn(run.run());
         match opened_rx.await {
             Ok(Ok(())) => {}
-            Ok(Err(reason)) => return Err(Error::Failed(reason)),
+            Ok(Err(error)) => return Err(error),
             Err(_) => return Err(Error::Closed),
         }
         let inner = Inner {
             commands,
             hook,
+            stopped,
             closed: AtomicBool::new(false),
             watch_buffer_events: config.watch_buffer_events,
         };
         Ok(World { inner: Arc::new(inner) })
     }
 
+    /// What a call hears when the driver loop is gone: closed, or stopped by the store.
+    fn gone(&self) -> Error {
+        gone(&self.inner.stopped)
+    }
+
     async fn request(&self, request: Request) -> Result<Reply, Error> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        if self.inner.stopped.get().is_some() {
+            return Err(self.gone());
+        }
         let (reply, rx) = oneshot::channel();
         self.inner.commands.try_send(Command::Request { request, reply }).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => Error::Busy,
-            mpsc::error::TrySendError::Closed(_) => Error::Closed,
+            mpsc::error::TrySendError::Closed(_) => self.gone(),
         })?;
-        rx.await.map_err(|_| Error::Closed)
+        rx.await.map_err(|_| self.gone())
     }
 
     /// Commits one write named by its operation id (retrying a write with the same id is
@@ -238,8 +296,8 @@ impl World {
         }
         let credit = self.inner.watch_buffer_events;
         let (sink, rx) = mpsc::channel(credit as usize + 2);
-        self.inner.commands.send(Command::Watch { cursor, credit, sink }).await.map_err(|_| Error::Closed)?;
-        Watch::start(rx, self.inner.commands.clone()).await
+        self.inner.commands.send(Command::Watch { cursor, credit, sink }).await.map_err(|_| self.gone())?;
+        Watch::start(rx, self.inner.commands.clone(), self.inner.stopped.clone()).await
     }
 
     /// A peer replica says it committed through `sequence` (pass it what the peer's
