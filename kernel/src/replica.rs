@@ -312,6 +312,11 @@ impl Replica {
         self.world().map_or(0, |w| w.held_version_records()) + self.history.cached_records()
     }
 
+    /// Whether a checkpoint is being written (its blocks read, or its objects created).
+    pub fn is_checkpointing(&self) -> bool {
+        self.compactor.is_running()
+    }
+
     pub fn compactor_stats(&self) -> &CompactorStats {
         &self.compactor.stats
     }

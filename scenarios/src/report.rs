@@ -4,6 +4,7 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use slotlog_kernel::reply::WriteError;
+use slotlog_kernel::time::Instant;
 use slotlog_model::{CheckReport, Outcome};
 use slotlog_sim::{ClusterConfig, RunResult};
 
@@ -95,6 +96,11 @@ pub struct Checkpoints {
     /// (must be 0).
     pub judged: u64,
     pub model_mismatches: u64,
+    /// Commit latency p99 of writes whose wait overlapped a checkpoint being written by
+    /// any replica, and of the others (amendments issue: "compactor bursts"). None when
+    /// no write fell on that side.
+    pub commit_p99_during_steps_ms: Option<f64>,
+    pub commit_p99_outside_ms: Option<f64>,
 }
 
 /// Version records the largest replica held (sampled each virtual second).
@@ -197,7 +203,10 @@ impl Report {
         wall_s: f64,
         repro: String,
     ) -> Report {
-        let mut latency = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
+        let histogram = || Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
+        let mut latency = histogram();
+        let (mut during_steps, mut outside_steps) = (histogram(), histogram());
+        let steps = Spans::merged(&result.checkpoint_spans);
         let (mut offered, mut acked, mut rejected, mut refused, mut uncertain, mut expired, mut crashed) =
             (0, 0, 0, 0, 0, 0, 0);
         let mut acked_by = vec![0u64; config.replicas + config.followers];
@@ -217,6 +226,12 @@ impl Report {
                         }
                         let us = at.saturating_since(op.invoked_at).as_micros() as u64;
                         latency.record(us.max(1)).expect("latency within bounds");
+                        let side = if steps.overlaps(op.invoked_at, *at) {
+                            &mut during_steps
+                        } else {
+                            &mut outside_steps
+                        };
+                        side.record(us.max(1)).expect("latency within bounds");
                     }
                     Err(WriteError::Rejected { .. }) => rejected += 1,
                     Err(WriteError::Busy { .. }) => refused += 1,
@@ -333,6 +348,8 @@ impl Report {
                 skipped_at_open: result.replicas.iter().map(|r| r.warnings.len() as u64).sum(),
                 judged: check.checkpoints_judged,
                 model_mismatches: check.checkpoint_mismatches,
+                commit_p99_during_steps_ms: p99_ms(&during_steps),
+                commit_p99_outside_ms: p99_ms(&outside_steps),
             },
             memory: Memory {
                 resident_version_records_max: result.memory.resident_version_records_max,
@@ -408,6 +425,12 @@ impl Report {
                 "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {}  identical races {}  objects created {} reused {}  loaded at open {} (skipped {})\n",
                 c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.identical_races, c.objects_created, c.objects_reused, c.loaded_at_open, c.skipped_at_open
             );
+            let p99 = |v: Option<f64>| v.map_or("-".to_string(), |ms| format!("{ms:.1} ms"));
+            s += &format!(
+                "               commit p99 while a checkpoint is written {}  otherwise {}\n",
+                p99(c.commit_p99_during_steps_ms),
+                p99(c.commit_p99_outside_ms)
+            );
         }
         let st = &self.store;
         s += &format!(
@@ -425,5 +448,33 @@ impl Report {
             s += &format!("  replay with: {}\n", self.repro);
         }
         s
+    }
+}
+
+fn p99_ms(h: &Histogram<u64>) -> Option<f64> {
+    (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1_000.0)
+}
+
+/// Disjoint spans of virtual time, in order.
+struct Spans(Vec<(Instant, Instant)>);
+
+impl Spans {
+    fn merged(spans: &[(Instant, Instant)]) -> Spans {
+        let mut sorted = spans.to_vec();
+        sorted.sort();
+        let mut out: Vec<(Instant, Instant)> = Vec::new();
+        for (from, to) in sorted {
+            match out.last_mut() {
+                Some(last) if from <= last.1 => last.1 = last.1.max(to),
+                _ => out.push((from, to)),
+            }
+        }
+        Spans(out)
+    }
+
+    /// Whether `[from, to]` meets any span.
+    fn overlaps(&self, from: Instant, to: Instant) -> bool {
+        let i = self.0.partition_point(|s| s.1 < from);
+        self.0.get(i).is_some_and(|s| s.0 <= to)
     }
 }

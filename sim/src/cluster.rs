@@ -135,6 +135,9 @@ pub struct RunResult {
     /// Writes and reads still unanswered when the settle time ran out.
     pub unsettled: usize,
     pub memory: MemorySamples,
+    /// When some replica was writing a checkpoint (folding, reading blocks or creating
+    /// objects), as `[from, to)` spans in order of their start; spans may overlap.
+    pub checkpoint_spans: Vec<(Instant, Instant)>,
 }
 
 /// Version records the replicas held, sampled once a virtual second (the largest replica
@@ -221,6 +224,8 @@ struct Node {
     wake_at: Option<Instant>,
     requests: BTreeMap<RequestId, InFlight>,
     report: ReplicaReport,
+    /// Since when the replica has been writing a checkpoint.
+    checkpointing_since: Option<Instant>,
 }
 
 struct Watcher {
@@ -257,6 +262,7 @@ struct Cluster<'a> {
     trace_sink: Option<&'a mut (dyn FnMut(&TraceEvent<'_>) + 'a)>,
     workload_end: Instant,
     memory: MemorySamples,
+    checkpoint_spans: Vec<(Instant, Instant)>,
 }
 
 /// One event of the trace the run's `trace_hash` is computed over: the virtual time, then
@@ -324,6 +330,7 @@ fn run_inner<'a>(
         trace_sink,
         workload_end: Instant::from_millis(config.duration_ms),
         memory: MemorySamples::default(),
+        checkpoint_spans: Vec::new(),
     };
     c.preload();
     for n in 0..config.nodes() {
@@ -337,6 +344,7 @@ fn run_inner<'a>(
             wake_at: None,
             requests: BTreeMap::new(),
             report,
+            checkpointing_since: None,
         });
         c.start_node(n);
     }
@@ -712,6 +720,7 @@ impl Cluster<'_> {
         }
         let node = self.pick(&live).expect("live");
         self.trace(&[5, node as u64], "crash");
+        self.end_checkpoint_span(node);
         let n = &mut self.nodes[node];
         let replica = n.replica.take().expect("live");
         merge(&mut n.report, &replica);
@@ -737,6 +746,12 @@ impl Cluster<'_> {
         self.schedule(self.now + core::time::Duration::from_millis(down), Event::Restart { node });
     }
 
+    fn end_checkpoint_span(&mut self, node: usize) {
+        if let Some(since) = self.nodes[node].checkpointing_since.take() {
+            self.checkpoint_spans.push((since, self.now));
+        }
+    }
+
     /// Carries out every effect the replica emitted, then schedules its wake-up.
     fn drain(&mut self, node: usize) {
         loop {
@@ -756,6 +771,12 @@ impl Cluster<'_> {
                     self.nodes[node].report.warnings.push(warning);
                 }
             }
+        }
+        let checkpointing = self.nodes[node].replica.as_ref().is_some_and(|r| r.is_checkpointing());
+        match (checkpointing, self.nodes[node].checkpointing_since) {
+            (true, None) => self.nodes[node].checkpointing_since = Some(self.now),
+            (false, Some(_)) => self.end_checkpoint_span(node),
+            _ => {}
         }
         // A wake-up whose time no longer matches `wake_at` is stale and does nothing.
         let n = &self.nodes[node];
@@ -901,6 +922,9 @@ impl Cluster<'_> {
             }
         }
         self.memory.resident_version_records_end = self.resident_version_records();
+        for node in 0..self.nodes.len() {
+            self.end_checkpoint_span(node);
+        }
         let mut replicas = Vec::new();
         for n in &mut self.nodes {
             if let Some(r) = &n.replica {
@@ -931,6 +955,7 @@ impl Cluster<'_> {
             store: *self.gcs.stats(),
             unsettled,
             memory: self.memory,
+            checkpoint_spans: self.checkpoint_spans,
         }
     }
 }

@@ -156,7 +156,7 @@ impl Compactor {
         Some(self.due_at.unwrap_or(self.newest_at + self.interval))
     }
 
-    fn is_running(&self) -> bool {
+    pub fn is_running(&self) -> bool {
         self.gather.is_some() || self.run.is_some()
     }
 
