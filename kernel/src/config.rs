@@ -39,8 +39,10 @@ pub struct Config {
     /// How much older than its arrival a catalog read's snapshot may be (record: catalog
     /// reads may trail another replica's commit by up to one second).
     pub catalog_staleness_ms_max: u64,
-    /// The newest slots a replica indexes: a watcher up to this many slots behind resumes
-    /// from slots, one further behind resyncs (record: 16,384, "reach, not ring").
+    /// The newest slots a replica indexes, and the feed's reach: a watcher up to this many
+    /// slots behind the tip resumes from slots (after a cold start, those before the
+    /// checkpoint are read from the bucket and verified), one further behind resyncs
+    /// (record: 16,384, "reach, not ring").
     pub recent_slots_max: usize,
     /// Events the change feed's ring holds while anyone watches (record: 4,096); also the
     /// size of one backlog page.

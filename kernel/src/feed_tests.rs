@@ -1,12 +1,16 @@
 //! One test per rule of the change feed (SPEC 9), driven through `testkit`: every change
 //! in order exactly once, within credit, from the ring while it holds the history, from
-//! slots behind it, and a resync (never silence) past the newest slots.
+//! slots behind it (before the checkpoint a replica cold-started from too, each verified
+//! along the chain), and a resync (never silence) past the reach or once the slots are gone.
 
-use crate::blob::BlobOp;
+use crate::blob::{BlobError, BlobOp};
 use crate::config::Config;
 use crate::effect::{Input, WatchEnd};
+use crate::format::{DecodeError, NameRule};
 use crate::ids::RequestId;
-use crate::testkit::{is_slot_get, keys, Harness, MemStore};
+use crate::reply::FailReason;
+use crate::testkit::{is_slot_get, keys, Fate, Harness, MemStore};
+use crate::time::Instant;
 use crate::world::Receipt;
 
 // General helpers.
@@ -242,4 +246,134 @@ fn a_watch_asked_for_while_opening_starts_once_open() {
     let live = commit_each(&mut h, 10, 2);
     assert_eq!(events(&h, w)[2..], live[..], "then live");
     assert_eq!(tip(&h), 5);
+}
+
+// Before the checkpoint a replica cold-started from.
+
+/// A store whose newest checkpoint is `checkpoints/11` (one every five slots) over slots 1
+/// to 12, one write each; their receipts.
+fn store_with_checkpoint_at_11() -> (MemStore, Vec<Receipt>) {
+    let config = Config { checkpoint_slots: 5, checkpoint_jitter_ms: 0, ..Config::default() };
+    let mut writer = Harness::opened(config);
+    let receipts = commit_each(&mut writer, 1, 12);
+    assert!(writer.store.bytes(&keys().checkpoint(11)).is_some(), "a checkpoint at 11");
+    (std::mem::take(&mut writer.store), receipts)
+}
+
+/// A replica opened from the newest checkpoint in `store`.
+fn cold_start(config: Config, store: MemStore) -> Harness {
+    let mut h = Harness::with_store(config, store, 2);
+    h.run();
+    assert!(h.replica.is_open());
+    assert_eq!(slot_gets(&h.log), vec![keys().slot(11), keys().slot(12)], "opened from checkpoint 11");
+    h
+}
+
+fn log_lists(ops: &[BlobOp]) -> usize {
+    ops.iter()
+        .filter(|op| matches!(op, BlobOp::List { prefix, .. } if *prefix == keys().log_prefix()))
+        .count()
+}
+
+#[test]
+fn a_cursor_before_the_cold_start_checkpoint_reads_the_earlier_slots_from_the_bucket() {
+    let (store, receipts) = store_with_checkpoint_at_11();
+    let mut h = cold_start(Config::default(), store);
+    let mark = h.log.len();
+    let w = h.watch(7, 100);
+    h.settle();
+    assert_eq!(events(&h, w), receipts[7..], "8 to 12, in order, none twice");
+    assert!(!h.ended.contains_key(&w), "no resync: the slots are in the bucket and in reach");
+    let gets = slot_gets(&h.log[mark..]);
+    let before: Vec<String> = [10, 9, 8].iter().map(|s| keys().slot(*s)).collect();
+    assert_eq!(gets[..3], before[..], "read newest first, each verified against the one after it");
+    assert_eq!(gets.len(), 5, "then the indexed 11 and 12; the verified ones were kept at hand");
+    assert_eq!(log_lists(&h.log[mark..]), 1, "one listing names them");
+    assert_eq!(h.replica.feed_stats().slots_verified_before_checkpoint, 3);
+    assert_eq!(h.replica.feed_stats().resyncs, 0);
+    let live = commit_each(&mut h, 20, 2);
+    assert_eq!(events(&h, w)[5..], live[..], "then live");
+}
+
+#[test]
+fn a_watch_asked_for_while_opening_from_a_checkpoint_reads_the_slots_before_it() {
+    let (store, receipts) = store_with_checkpoint_at_11();
+    let mut h = Harness::with_store(Config::default(), store, 2);
+    let w = h.watch(4, 100);
+    h.run();
+    assert!(h.replica.is_open());
+    assert_eq!(events(&h, w), receipts[4..]);
+    assert!(!h.ended.contains_key(&w));
+}
+
+#[test]
+fn a_slot_before_the_checkpoint_that_does_not_chain_to_it_fails_closed() {
+    let (mut store, _) = store_with_checkpoint_at_11();
+    // Another history of the same world: its slot 9 decodes under the name, but it is not
+    // the slot whose hash slot 10 names as its predecessor.
+    let mut other = Harness::opened(Config::default());
+    commit_each(&mut other, 100, 9);
+    let key = keys().slot(9);
+    let foreign = other.store.bytes(&key).expect("slot 9");
+    assert_ne!(store.bytes(&key), Some(foreign.clone()));
+    store.objects.remove(&key);
+    store.put(Instant::ZERO, key.clone(), foreign);
+    let mut h = cold_start(Config::default(), store);
+    h.failure_expected = true;
+    let w = h.watch(7, 100);
+    h.settle();
+    let refused = FailReason::Decode { key, error: DecodeError::Misnamed(NameRule::SlotNotInTheChain) };
+    assert_eq!(h.failures, vec![refused.clone()]);
+    assert_eq!(h.ended.get(&w), Some(&WatchEnd::Failed(refused)));
+    assert!(events(&h, w).is_empty(), "nothing served from a chain that does not hold");
+    assert_eq!(h.replica.feed_stats().slots_verified_before_checkpoint, 1, "slot 10 only");
+}
+
+#[test]
+fn a_cursor_whose_slots_are_gone_from_the_bucket_still_resyncs() {
+    let (mut store, receipts) = store_with_checkpoint_at_11();
+    // Collected: slots 1 to 8.
+    for s in 1..=8 {
+        store.objects.remove(&keys().slot(s)).expect("present");
+    }
+    let mut h = cold_start(Config::default(), store);
+    let gone = h.watch(6, 100);
+    let held = h.watch(8, 100);
+    h.settle();
+    assert_eq!(h.ended.get(&gone), Some(&WatchEnd::Resync { cursor: 6, tip: 12 }));
+    assert!(events(&h, gone).is_empty());
+    assert_eq!(events(&h, held), receipts[8..], "9 and 10 are still there, verified");
+    assert!(!h.ended.contains_key(&held));
+}
+
+#[test]
+fn a_slot_collected_between_the_listing_and_its_read_resyncs_the_cursors_it_held() {
+    let (store, receipts) = store_with_checkpoint_at_11();
+    let mut h = cold_start(Config::default(), store);
+    let gone = h.watch(6, 100);
+    let held = h.watch(8, 100);
+    h.deliver_until(|op| is_slot_get(op) && op.key() == keys().slot(8));
+    h.deliver_with(Fate::Fail(BlobError::NotFound));
+    h.settle();
+    assert_eq!(h.ended.get(&gone), Some(&WatchEnd::Resync { cursor: 6, tip: 12 }));
+    assert_eq!(events(&h, held), receipts[8..]);
+    assert!(!h.ended.contains_key(&held));
+}
+
+#[test]
+fn a_cursor_before_the_checkpoint_past_the_reach_resyncs() {
+    let (store, receipts) = store_with_checkpoint_at_11();
+    // Four slots of reach: the index holds 11 and 12, so 9 and 10 are the last in reach.
+    let mut h = cold_start(Config { recent_slots_max: 4, ..Config::default() }, store);
+    let past = h.watch(7, 100);
+    let last_in_reach = h.watch(8, 100);
+    h.settle();
+    assert_eq!(h.ended.get(&past), Some(&WatchEnd::Resync { cursor: 7, tip: 12 }));
+    assert_eq!(events(&h, last_in_reach), receipts[8..]);
+    assert!(!slot_gets(&h.log).contains(&keys().slot(8)), "nothing past the reach is read");
+    // Two more slots fill the index: the reach no longer goes before the checkpoint.
+    commit_each(&mut h, 20, 2);
+    let late = h.watch(9, 100);
+    h.settle();
+    assert_eq!(h.ended.get(&late), Some(&WatchEnd::Resync { cursor: 9, tip: 14 }));
 }

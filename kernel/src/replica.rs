@@ -209,7 +209,10 @@ impl Replica {
                 let sn = self.snapshot.as_mut().expect("probes only once open");
                 self.reads.on_done(now, sn, self.committer.creating(), (what, call), result, &mut self.io)
             }
-            Purpose::Feed(what) => self.feed.on_done(now, what, call, result, &mut self.io),
+            Purpose::Feed(what) => {
+                let sn = self.snapshot.as_ref().expect("the feed calls only once open");
+                self.feed.on_done(now, sn, what, call, result, &mut self.io)
+            }
             Purpose::Compact(what) => self.compactor.on_done(now, what, call, result, &mut self.io),
             Purpose::History(what) => match self.history.on_done(now, what, call, result, &mut self.io) {
                 Ok(Some((name, block))) => {
@@ -241,8 +244,14 @@ impl Replica {
                 for (key, reason) in opening.skipped {
                     self.io.effects.push_back(Effect::Warning(Warning::CheckpointSkipped { key, reason }));
                 }
-                let (next_sequence, stored) = opening.loaded.unwrap_or_default();
-                self.compactor.opened_at(next_sequence.max(1), stored, &sn, now);
+                let (next_sequence, stored) = match opening.loaded {
+                    Some(loaded) => {
+                        self.feed.opened_from(loaded.next_sequence, loaded.previous_hash);
+                        (loaded.next_sequence, loaded.names)
+                    }
+                    None => (1, Default::default()),
+                };
+                self.compactor.opened_at(next_sequence, stored, &sn, now);
                 for (id, cursor, credit) in std::mem::take(&mut self.early_watches) {
                     self.feed.watch(id, cursor, credit, &sn, &mut self.io);
                 }

@@ -53,7 +53,12 @@ impl RecentSlots {
         self.spans.range(i..)
     }
 
-    #[cfg(test)]
+    /// The oldest indexed slot.
+    pub fn oldest(&self) -> Option<&SlotSpan> {
+        self.spans.front()
+    }
+
+    /// Slots indexed: it only grows, until it holds `slots_max`.
     pub fn len(&self) -> usize {
         self.spans.len()
     }

@@ -70,6 +70,9 @@ pub struct Watch {
     pub resumes_slots: u64,
     pub resyncs: u64,
     pub slot_reads: u64,
+    /// Slots before a cold start's checkpoint, read and verified for watchers resuming
+    /// before it.
+    pub slots_verified_before_checkpoint: u64,
 }
 
 /// Checkpoints the run's replicas wrote and the checker judged.
@@ -331,6 +334,11 @@ impl Report {
                 resumes_slots: result.replicas.iter().map(|r| r.feed.resumes_slots).sum(),
                 resyncs: result.replicas.iter().map(|r| r.feed.resyncs).sum(),
                 slot_reads: result.replicas.iter().map(|r| r.feed.slot_reads).sum(),
+                slots_verified_before_checkpoint: result
+                    .replicas
+                    .iter()
+                    .map(|r| r.feed.slots_verified_before_checkpoint)
+                    .sum(),
             },
             checkpoints: Checkpoints {
                 in_bucket: result
@@ -415,8 +423,13 @@ impl Report {
         let w = &self.watch;
         if w.sessions > 0 {
             s += &format!(
-                "  watch    sessions {}  events {}  resumes: ring {} slots {}  resyncs {}\n",
-                w.sessions, w.events_delivered, w.resumes_ring, w.resumes_slots, w.resyncs
+                "  watch    sessions {}  events {}  resumes: ring {} slots {}  resyncs {}  slots verified before a checkpoint {}\n",
+                w.sessions,
+                w.events_delivered,
+                w.resumes_ring,
+                w.resumes_slots,
+                w.resyncs,
+                w.slots_verified_before_checkpoint
             );
         }
         let c = &self.checkpoints;

@@ -1019,4 +1019,5 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.resumes_slots += fs.resumes_slots;
     t.resyncs += fs.resyncs;
     t.slot_reads += fs.slot_reads;
+    t.slots_verified_before_checkpoint += fs.slots_verified_before_checkpoint;
 }

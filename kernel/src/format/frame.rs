@@ -103,6 +103,12 @@ pub enum NameRule {
     /// A slot read again is not the one the replica installed under that name.
     #[error("slot differs from the one installed")]
     SlotNotTheInstalledOne,
+    /// A slot read from before the checkpoint a replica opened from is not the one the
+    /// chain names there: its hash is not the `prev_hash` of the slot after it (the
+    /// checkpoint's `previous_hash` for the newest), or it does not end where that slot
+    /// begins.
+    #[error("slot is not the one the chain names under its name")]
+    SlotNotInTheChain,
     /// A content-addressed object read under `name` whose content hash is `found`.
     #[error("{kind} read as {name} has content hash {found}")]
     NotItsName { kind: Kind, name: Hash32, found: Hash32 },

@@ -52,6 +52,11 @@ impl Load {
         self.restore.checkpoint.next_sequence
     }
 
+    /// The hash of the slot holding `next_sequence - 1`, as the checkpoint names it.
+    pub fn previous_hash(&self) -> Hash32 {
+        self.restore.checkpoint.previous_hash
+    }
+
     fn send(&mut self, keys: &Keys, now: Instant, io: &mut Io) {
         while self.in_flight < self.in_flight_max {
             let Some((kind, name)) = self.queue.pop_front() else { break };

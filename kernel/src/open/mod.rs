@@ -37,8 +37,8 @@ pub(crate) struct Opening {
     /// and each older one if the one after it cannot be loaded.
     checkpoints_untried: Vec<String>,
     load: Option<Load>,
-    /// The checkpoint the world was opened from: its next sequence and object names.
-    pub loaded: Option<(u64, BTreeSet<Hash32>)>,
+    /// The full checkpoint the world was opened from (None for checkpoint zero).
+    pub loaded: Option<Loaded>,
     /// Checkpoints skipped because they could not be loaded, with the reason.
     pub skipped: Vec<(String, FailReason)>,
     replay_gets_max: usize,
@@ -56,6 +56,16 @@ pub(crate) struct Opening {
     list_done: bool,
     /// When the last listing call was sent: the log was read through its tip as of then.
     last_list_at: Instant,
+}
+
+/// The full checkpoint an opening loaded.
+pub(crate) struct Loaded {
+    pub next_sequence: u64,
+    /// The hash of the slot holding `next_sequence - 1`: where the chain before it is
+    /// anchored.
+    pub previous_hash: Hash32,
+    /// Every object name the checkpoint uses.
+    pub names: BTreeSet<Hash32>,
 }
 
 /// The calls an opening makes.
@@ -260,9 +270,10 @@ impl Opening {
                     Ok(Some(world)) => {
                         let load = self.load.take().expect("loading");
                         let next_sequence = load.next_sequence();
+                        let previous_hash = load.previous_hash();
                         self.list_after = Some(self.keys.slot(next_sequence - 1));
                         self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
-                        self.loaded = Some((next_sequence, load.names));
+                        self.loaded = Some(Loaded { next_sequence, previous_hash, names: load.names });
                         self.list_next(now, io);
                     }
                     Err(reason) => {

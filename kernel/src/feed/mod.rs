@@ -4,8 +4,13 @@
 //! slot reads of subscribers catching up from behind the ring.
 //!
 //! A subscriber is never lapped silently: one that falls behind the ring reads its
-//! backlog from slots, a page (about a ring's worth of events) at a time, and one whose
-//! cursor is older than the replica's index of newest slots is told to resync.
+//! backlog from slots, a page (about a ring's worth of events) at a time. The slots it may
+//! read are the newest `recent_slots_max` up to the tip: the replica's index of newest
+//! slots, and after a cold start from a checkpoint, the slots before that checkpoint that
+//! `before` lists, reads and verifies along the chain. One whose cursor is older than
+//! that, or whose slots are gone from the bucket, is told to resync.
+
+mod before;
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use crate::effect::{Effect, WatchEnd};
@@ -17,6 +22,7 @@ use crate::reply::FailReason;
 use crate::snapshot::{SlotSpan, Snapshot};
 use crate::time::Instant;
 use crate::world::Receipt;
+use before::{Before, Reach};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,6 +35,9 @@ pub struct FeedStats {
     pub resumes_slots: u64,
     pub resyncs: u64,
     pub slot_reads: u64,
+    /// Slots before the checkpoint the replica opened from, read and verified along the
+    /// chain for subscribers resuming before it.
+    pub slots_verified_before_checkpoint: u64,
 }
 
 struct Sub {
@@ -48,12 +57,16 @@ struct Page {
     asked: usize,
 }
 
-/// The one call the feed makes: read the backlog slot at `sequence`, which must be the
-/// one installed there (its object hash is `hash`).
+/// The calls the feed makes.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct FeedCall {
-    pub sequence: u64,
-    pub hash: Hash32,
+pub(crate) enum FeedCall {
+    /// Read the backlog slot at `sequence`, which must be the one indexed or verified
+    /// there (its object hash is `hash`).
+    Slot { sequence: u64, hash: Hash32 },
+    /// List slot names before the checkpoint the replica opened from.
+    ListBefore,
+    /// Read a slot before that checkpoint, to verify it along the chain.
+    ReadBefore { sequence: u64 },
 }
 
 pub(crate) struct Feed {
@@ -63,6 +76,11 @@ pub(crate) struct Feed {
     page_events: u64,
     gets_max: usize,
     slots_cached_max: usize,
+    list_page_max: u32,
+    reach_slots_max: usize,
+    /// The slots before the checkpoint the replica opened from (None at checkpoint zero,
+    /// which has nothing before it).
+    before: Option<Before>,
     /// The newest events, only while anyone watches; `ring_start` is the sequence the
     /// ring begins at (the next to come, when empty).
     ring: VecDeque<Receipt>,
@@ -85,6 +103,9 @@ impl Feed {
             page_events: config.ring_events_max as u64,
             gets_max: config.replay_gets_max,
             slots_cached_max: config.feed_slots_cached_max,
+            list_page_max: config.list_page_max,
+            reach_slots_max: config.recent_slots_max,
+            before: None,
             ring: VecDeque::new(),
             ring_start: 0,
             subs: BTreeMap::new(),
@@ -92,6 +113,16 @@ impl Feed {
             slot_order: VecDeque::new(),
             requested: BTreeSet::new(),
             stats: FeedStats::default(),
+        }
+    }
+
+    /// The replica opened from the full checkpoint whose next sequence is `next_sequence`
+    /// and whose previous hash is `previous_hash`: the slots before it may be read.
+    pub fn opened_from(&mut self, next_sequence: u64, previous_hash: Hash32) {
+        if next_sequence > 1 {
+            let anchor = (next_sequence, previous_hash);
+            self.before =
+                Some(Before::new(self.keys.clone(), anchor, self.list_page_max, self.reach_slots_max));
         }
     }
 
@@ -158,10 +189,14 @@ impl Feed {
     /// Delivers what each subscriber has credit for, moves subscribers between the ring
     /// and slot reads, and starts the slot reads they need.
     pub fn deliver(&mut self, now: Instant, sn: &Snapshot, io: &mut Io) {
+        if let Some(before) = self.before.as_mut() {
+            before.trim(sn);
+        }
         let ids: Vec<RequestId> = self.subs.keys().copied().collect();
         for id in ids {
             self.deliver_one(now, id, sn, io);
         }
+        self.fetch_before(now, sn, io);
         self.fetch_pages(now, io);
     }
 
@@ -185,8 +220,14 @@ impl Feed {
                 continue;
             }
             if sub.page.is_none() {
-                // Behind the ring: read from slots while they are in the index.
-                if sn.recent.holding(sub.next).is_none() {
+                // Behind the ring: read from slots while they are in the index, or verified
+                // before the checkpoint the replica opened from.
+                let reach = match (sn.recent.holding(sub.next), self.before.as_ref()) {
+                    (Some(_), _) => Reach::Verified,
+                    (None, Some(before)) => before.reach(sub.next, sn),
+                    (None, None) => Reach::Gone,
+                };
+                if reach == Reach::Gone {
                     self.stats.resyncs += 1;
                     let end = WatchEnd::Resync { cursor: sub.next - 1, tip };
                     io.effects.push_back(Effect::WatchEnded { id, end });
@@ -197,11 +238,15 @@ impl Feed {
                     sub.behind = true;
                     self.stats.resumes_slots += 1;
                 }
+                if reach == Reach::Reading {
+                    return; // `fetch_before` reads towards it
+                }
                 // A page: slots from the cursor until about a ring's worth of events, or
                 // until the ring holds the rest.
                 let mut spans = VecDeque::new();
                 let mut events = 0;
-                for s in sn.recent.from(sub.next) {
+                let verified = self.before.iter().flat_map(|b| b.from(sub.next));
+                for s in verified.chain(sn.recent.from(sub.next)) {
                     if events >= self.page_events || s.first >= self.ring_start {
                         break;
                     }
@@ -250,6 +295,18 @@ impl Feed {
         }
     }
 
+    /// Lists and reads the slots before the checkpoint towards the oldest subscriber
+    /// waiting on them.
+    fn fetch_before(&mut self, now: Instant, sn: &Snapshot, io: &mut Io) {
+        let Some(before) = self.before.as_mut() else { return };
+        let waiting = self.subs.values().filter(|s| s.credit > 0 && s.page.is_none());
+        let want = waiting.map(|s| s.next).filter(|n| before.reach(*n, sn) == Reach::Reading).min();
+        if let Some(want) = want {
+            let gets_max = self.gets_max.saturating_sub(self.requested.len());
+            before.pump(now, want, gets_max, sn, io);
+        }
+    }
+
     /// Starts reads for the slots pages wait on, up to `gets_max` in flight.
     fn fetch_pages(&mut self, now: Instant, io: &mut Io) {
         for sub in self.subs.values_mut() {
@@ -261,22 +318,90 @@ impl Feed {
                     continue;
                 }
                 self.stats.slot_reads += 1;
-                let purpose = Purpose::Feed(FeedCall { sequence: span.first, hash: span.hash });
+                let purpose = Purpose::Feed(FeedCall::Slot { sequence: span.first, hash: span.hash });
                 io.issue(now, purpose, BlobOp::Get { key: self.keys.slot(span.first) }, 0);
             }
         }
     }
 
-    /// A backlog slot arrived.
+    /// A call of the feed's settled.
     pub fn on_done(
         &mut self,
         now: Instant,
+        sn: &Snapshot,
         what: FeedCall,
         call: Call,
         result: BlobResult,
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        let FeedCall { sequence, hash } = what;
+        match what {
+            FeedCall::Slot { sequence, hash } => self.on_slot(now, (sequence, hash), call, result, io),
+            FeedCall::ListBefore => {
+                let Some(before) = self.before.as_mut() else { return Ok(()) };
+                match result {
+                    Ok(BlobOutcome::Listed { entries, more }) => {
+                        before.on_listed(now, &entries, more, sn, io)?;
+                        self.verify_before(now)
+                    }
+                    _ => {
+                        io.retry_later(now, call);
+                        Ok(())
+                    }
+                }
+            }
+            FeedCall::ReadBefore { sequence } => {
+                let Some(before) = self.before.as_mut() else { return Ok(()) };
+                match result {
+                    Ok(BlobOutcome::Got { bytes, .. }) => {
+                        before.on_read(sequence, &bytes)?;
+                        self.verify_before(now)
+                    }
+                    Err(BlobError::NotFound) => {
+                        before.on_gone(sequence);
+                        Ok(())
+                    }
+                    _ => {
+                        io.retry_later(now, call);
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+
+    /// Verifies what has been read before the checkpoint; keeps what it verified at hand
+    /// for the pages about to read it.
+    fn verify_before(&mut self, now: Instant) -> Result<(), FailReason> {
+        let Some(before) = self.before.as_mut() else { return Ok(()) };
+        for (sequence, events) in before.verify(now)? {
+            self.stats.slots_verified_before_checkpoint += 1;
+            self.keep(sequence, events);
+        }
+        Ok(())
+    }
+
+    /// Keeps a slot's events for the pages reading it; the oldest kept go first.
+    fn keep(&mut self, sequence: u64, events: Vec<Receipt>) {
+        if self.subs.is_empty() || self.slots.contains_key(&sequence) {
+            return;
+        }
+        self.slots.insert(sequence, events);
+        self.slot_order.push_back(sequence);
+        while self.slot_order.len() > self.slots_cached_max {
+            let old = self.slot_order.pop_front().expect("non-empty");
+            self.slots.remove(&old);
+        }
+    }
+
+    /// A backlog slot arrived.
+    fn on_slot(
+        &mut self,
+        now: Instant,
+        (sequence, hash): (u64, Hash32),
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
         match result {
             Ok(BlobOutcome::Got { bytes, .. }) => {
                 self.requested.remove(&sequence);
@@ -287,17 +412,22 @@ impl Feed {
                 }
                 let slot =
                     Slot::decode_at(sequence, &bytes).map_err(|error| FailReason::Decode { key, error })?;
-                if self.subs.is_empty() {
-                    return Ok(());
-                }
-                self.slots.insert(sequence, slot.members.into_iter().map(|m| m.receipt).collect());
-                self.slot_order.push_back(sequence);
-                while self.slot_order.len() > self.slots_cached_max {
-                    let old = self.slot_order.pop_front().expect("non-empty");
-                    self.slots.remove(&old);
-                }
+                self.keep(sequence, slot.members.into_iter().map(|m| m.receipt).collect());
             }
-            Err(BlobError::NotFound) => return Err(FailReason::SlotVanished { sequence }),
+            Err(BlobError::NotFound) => match self.before.as_mut() {
+                // Before the checkpoint, a slot read once may since have been collected:
+                // the pages waiting on it end in a resync.
+                Some(before) if sequence < before.start => {
+                    self.requested.remove(&sequence);
+                    before.lost(sequence);
+                    for sub in self.subs.values_mut() {
+                        if sub.page.as_ref().is_some_and(|p| p.spans.iter().any(|s| s.first == sequence)) {
+                            sub.page = None;
+                        }
+                    }
+                }
+                _ => return Err(FailReason::SlotVanished { sequence }),
+            },
             _ => io.retry_later(now, call),
         }
         Ok(())
