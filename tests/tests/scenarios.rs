@@ -111,14 +111,19 @@ mod change_feed {
     /// A watcher resuming from a cursor just before the checkpoint its replica
     /// cold-started from is served from the slots before that checkpoint, read from the
     /// bucket and verified along the chain, because they are within the reach (16,384
-    /// slots). These seeds resynced it when the feed read only slots it had indexed.
+    /// slots). Seeds 33, 168 and 171 resynced it when the feed read only slots it had
+    /// indexed; which seeds meet the case moves with the scenario's timing, so the test
+    /// runs those and a few more and asks that some of them read before a checkpoint.
     #[test]
     fn a_watcher_resuming_just_before_a_cold_start_checkpoint_reads_the_slots_before_it() {
         let o = Overrides { checkpoint_slots: Some(64), ..Overrides::default() };
-        for seed in [33, 168, 171] {
+        let mut read_before = 0;
+        for seed in [1, 3, 33, 168, 171] {
             let r = run("crash", seed, &o);
             assert!(r.passed(), "seed {seed}: {:?}", r.violations);
-            assert!(r.watch.slots_verified_before_checkpoint > 0, "seed {seed} reads before a checkpoint");
+            assert_eq!(r.watch.resyncs, 0, "seed {seed}");
+            read_before += u64::from(r.watch.slots_verified_before_checkpoint > 0);
         }
+        assert!(read_before >= 2, "only {read_before} seeds read slots before a checkpoint");
     }
 }
