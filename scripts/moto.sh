@@ -8,7 +8,8 @@
 #   scripts/moto.sh env     prints target/moto.env
 #
 # Needs only python3 with venv and pip, and PyPI. moto checks S3 preconditions without a
-# lock: a test that sees two winners for one name must report it, not hide it.
+# lock, so the server runs behind one (scripts/moto_serialized.py); the race test in
+# tests/tests/conformance.rs checks that no name gets two winners.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -62,7 +63,9 @@ start() {
     port="$(free_port)"
     endpoint="http://127.0.0.1:$port"
     # setsid: its own process group, so `stop` ends the server and nothing else.
-    setsid "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log_file" 2>&1 < /dev/null &
+    # moto_serialized.py: moto's application with one request at a time, so its
+    # preconditions are atomic as S3's are (moto's own server checks them without a lock).
+    setsid "$venv/bin/python" "$root/scripts/moto_serialized.py" 127.0.0.1 "$port" >"$log_file" 2>&1 < /dev/null &
     echo $! >"$pid_file"
     local waited=0
     until "$venv/bin/python" -c "import urllib.request, sys; urllib.request.urlopen('$endpoint/moto-api/', timeout=1)" 2>/dev/null; do

@@ -542,14 +542,25 @@ fn retained_versions(doc: &crate::world::Document, history: &History) -> Result<
     if let Some(&first) = missing.first() {
         return Err(Found::InBlocks(first, missing));
     }
+    // One pass over the blocks: each is cached, so this is memory only.
+    let retained = e.first_version..=doc.stored_through();
     let mut versions = Vec::new();
-    for v in e.first_version..=doc.stored_through() {
-        let Some(VersionAt::Stored(r)) = doc.version(v) else { break };
-        versions.extend(stored_record(history, r.block, &e.path, v)?);
+    for r in doc.stored_blocks() {
+        let block = history.get(&r.block).expect("every block is cached");
+        let broken = || Found::Broken(r.block, CheckpointProblem::HistoryDisagrees { path: e.path.clone() });
+        if block.path != e.path {
+            return Err(broken());
+        }
+        versions.extend(block.records.iter().filter(|v| retained.contains(&v.version)).cloned());
+    }
+    if !versions.iter().map(|v| v.version).eq(retained) {
+        let first = doc.stored_blocks()[0].block;
+        return Err(Found::Broken(first, CheckpointProblem::HistoryDisagrees { path: e.path.clone() }));
     }
     versions.extend(doc.held_versions().cloned());
     Ok(versions)
 }
+
 /// The documents and subdirectories directly in `directory` (None: the root), skipping
 /// each subdirectory's contents with one range seek.
 fn list(world: &WorldState, directory: Option<&Path>, limit: usize) -> Answer {

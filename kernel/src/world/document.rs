@@ -90,6 +90,7 @@ impl Document {
         self.entry.version - self.recent.len() as u64
     }
 
+    /// The history block references, one per window from the first retained version's.
     pub fn stored_blocks(&self) -> &[HistoryRef] {
         &self.stored
     }
