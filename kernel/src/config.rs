@@ -73,6 +73,10 @@ pub struct Config {
     /// A due checkpoint waits a uniform draw up to this long, so replicas that applied the
     /// same slots do not all fold at once (record: a random delay; 10 s).
     pub checkpoint_jitter_ms: u64,
+    /// A `backstop` steps only once the newest checkpoint it knows is this old: the
+    /// record's cadence (10 minutes) plus two step bounds (5 minutes each), so while an
+    /// eager store is alive the backstops only adopt.
+    pub backstop_after_ms: u64,
     /// Object creates one checkpoint keeps in flight: paces a checkpoint's burst so slot
     /// creates keep their latency (amendments issue: "compactor bursts"). At 8, a
     /// checkpoint of a 270,000-document world (2,048 shards and a block per changed
@@ -97,8 +101,11 @@ pub struct Config {
 /// Whether a replica writes checkpoints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CompactionRole {
-    /// Writes a checkpoint whenever the cadence is reached.
+    /// Writes a checkpoint whenever the cadence is reached and no peer wrote a newer one.
     Eager,
+    /// Adopts peers' checkpoints; writes one only when the newest is older than
+    /// `backstop_after_ms` (the eager store is gone or stalled).
+    Backstop,
     /// Never writes one (it still loads and replays them).
     Off,
 }
@@ -143,6 +150,7 @@ impl Default for Config {
             checkpoint_slots: 8_192,
             checkpoint_interval_ms: 600_000,
             checkpoint_jitter_ms: 10_000,
+            backstop_after_ms: 1_200_000,
             checkpoint_creates_in_flight_max: 32,
             checkpoint_reads_in_flight_max: 16,
             history_blocks_cached_max: 1_024,
@@ -208,6 +216,7 @@ impl Config {
         }
         if self.checkpoint_slots == 0
             || self.checkpoint_interval_ms == 0
+            || self.backstop_after_ms < self.checkpoint_interval_ms
             || self.checkpoint_creates_in_flight_max == 0
             || self.checkpoint_reads_in_flight_max == 0
             || self.history_blocks_cached_max == 0

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use slotlog_kernel::Defects;
+use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_scenarios::scenario::{set_defect, Determinism, Overrides, Scenario, DEFECT_NAMES, SCENARIOS};
 use slotlog_scenarios::sweep::{fail_lines, junit, RunLine};
 use slotlog_scenarios::tools::bench_cold_start as cold_start;
@@ -50,6 +50,10 @@ struct RunFlags {
     /// Checkpoint every this many slots (the scenario's cadence otherwise).
     #[arg(long)]
     checkpoint_slots: Option<u64>,
+    /// Compaction role of the stores that take writes: eager, backstop or off (followers
+    /// stay eager).
+    #[arg(long, value_parser = parse_role)]
+    role: Option<CompactionRole>,
     /// Switch on a deliberate kernel defect (for tests of the command line: a sweep that
     /// must fail). Repeatable.
     #[arg(long = "defect", hide = true, value_parser = parse_defect)]
@@ -61,6 +65,15 @@ fn parse_defect(s: &str) -> Result<String, String> {
         Ok(s.to_string())
     } else {
         Err(format!("expected one of {DEFECT_NAMES:?}"))
+    }
+}
+
+fn parse_role(s: &str) -> Result<CompactionRole, String> {
+    match s {
+        "eager" => Ok(CompactionRole::Eager),
+        "backstop" => Ok(CompactionRole::Backstop),
+        "off" => Ok(CompactionRole::Off),
+        other => Err(format!("expected eager, backstop or off, got {other:?}")),
     }
 }
 
@@ -84,6 +97,7 @@ impl RunFlags {
             writers: self.writers,
             turns: self.turns,
             checkpoint_slots: self.checkpoint_slots,
+            role: self.role,
             defects: {
                 let mut d = Defects::default();
                 for name in &self.defects {

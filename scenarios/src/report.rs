@@ -84,6 +84,10 @@ pub struct Checkpoints {
     /// take writes.
     pub written: u64,
     pub by_writers: u64,
+    /// Looks for a newer checkpoint before a step, and peers' checkpoints adopted
+    /// instead of stepping (SPEC 10.13).
+    pub looks: u64,
+    pub adopted: u64,
     /// Folds of the served snapshot (each writes one checkpoint, whole).
     pub runs: u64,
     /// Checkpoint names found taken by identical content.
@@ -348,6 +352,8 @@ impl Report {
                     .count() as u64,
                 written: result.replicas.iter().map(|r| r.compactor.written).sum(),
                 by_writers: result.replicas.iter().filter(|r| !r.follower).map(|r| r.compactor.written).sum(),
+                looks: result.replicas.iter().map(|r| r.compactor.looks).sum(),
+                adopted: result.replicas.iter().map(|r| r.compactor.adopted).sum(),
                 runs: result.replicas.iter().map(|r| r.compactor.runs).sum(),
                 identical_races: result.replicas.iter().map(|r| r.compactor.identical_races).sum(),
                 objects_created: result.replicas.iter().map(|r| r.compactor.objects_created).sum(),
@@ -435,8 +441,8 @@ impl Report {
         let c = &self.checkpoints;
         if c.runs + c.in_bucket > 0 {
             s += &format!(
-                "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {}  identical races {}  objects created {} reused {}  loaded at open {} (skipped {})\n",
-                c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.identical_races, c.objects_created, c.objects_reused, c.loaded_at_open, c.skipped_at_open
+                "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {}  looks {} adopted {}  identical races {}  objects created {} reused {}  loaded at open {} (skipped {})\n",
+                c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.looks, c.adopted, c.identical_races, c.objects_created, c.objects_reused, c.loaded_at_open, c.skipped_at_open
             );
             let p99 = |v: Option<f64>| v.map_or("-".to_string(), |ms| format!("{ms:.1} ms"));
             s += &format!(

@@ -2,7 +2,7 @@
 //! configuration; `run_scenario` runs it, checks it, and reports.
 
 use crate::report::Report;
-use slotlog_kernel::Defects;
+use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_model::CheckOptions;
 use slotlog_sim::gcs::{Faults, GcsConfig, ProfileKind};
 use slotlog_sim::{Arrivals, ClusterConfig, Crashes, Mix, ReadLoad, TraceEvent, WatchLoad, Workload};
@@ -21,6 +21,8 @@ pub struct Overrides {
     pub turns: Option<bool>,
     /// The checkpoint cadence in slots.
     pub checkpoint_slots: Option<u64>,
+    /// The compaction role of the replicas that take writes.
+    pub role: Option<CompactionRole>,
     /// Deliberate kernel defects; only tests set these (in-process, or through the hidden
     /// `--defect` flag, so a test can watch a failing sweep from outside).
     pub defects: Defects,
@@ -79,6 +81,12 @@ impl Overrides {
         }
         if let Some(v) = self.checkpoint_slots {
             s += &format!(" --checkpoint-slots {v}");
+        }
+        match self.role {
+            Some(CompactionRole::Eager) => s += " --role eager",
+            Some(CompactionRole::Backstop) => s += " --role backstop",
+            Some(CompactionRole::Off) => s += " --role off",
+            None => {}
         }
         for name in defect_names(&self.defects) {
             s += &format!(" --defect {name}");
@@ -193,6 +201,9 @@ impl Scenario {
         if let Some(slots) = o.checkpoint_slots {
             c.kernel.checkpoint_slots = slots;
             c.kernel.checkpoint_jitter_ms = c.kernel.checkpoint_jitter_ms.min(1_000);
+        }
+        if o.role.is_some() {
+            c.writers_role = o.role;
         }
         c.kernel.defects = o.defects;
         c

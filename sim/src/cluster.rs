@@ -63,6 +63,9 @@ pub struct ClusterConfig {
     pub followers: usize,
     pub gcs: GcsConfig,
     pub kernel: Config,
+    /// The compaction role of the replicas that take writes, when not the kernel
+    /// config's (followers keep that one): `backstop` writers beside an eager follower.
+    pub writers_role: Option<slotlog_kernel::CompactionRole>,
     pub workload: Workload,
     pub reads: Option<ReadLoad>,
     pub watchers: Option<WatchLoad>,
@@ -86,6 +89,7 @@ impl ClusterConfig {
             seed,
             replicas,
             followers: 0,
+            writers_role: None,
             gcs,
             kernel: Config::default(),
             workload,
@@ -487,7 +491,11 @@ impl Cluster<'_> {
             rng_seed: self.chaos.next_u64(),
         };
         let now = self.kernel_now(n);
-        let replica = Replica::new(self.config.kernel.clone(), identity, now).expect("a valid kernel config");
+        let mut kernel = self.config.kernel.clone();
+        if let Some(role) = self.config.writers_role.filter(|_| n < self.config.replicas) {
+            kernel.compaction = role;
+        }
+        let replica = Replica::new(kernel, identity, now).expect("a valid kernel config");
         self.nodes[n].replica = Some(replica);
         self.trace(&[1, n as u64, u64::from(incarnation)], "start");
         self.drain(n);
@@ -996,14 +1004,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.hold_ms_total += s.hold_ms_total;
     t.holds_answered += s.holds_answered;
     t.recoveries_us.extend(s.recoveries_us.iter().copied());
-    let (cs, t) = (r.compactor_stats(), &mut into.compactor);
-    t.runs += cs.runs;
-    t.written += cs.written;
-    t.identical_races += cs.identical_races;
-    t.objects_created += cs.objects_created;
-    t.objects_found += cs.objects_found;
-    t.objects_reused += cs.objects_reused;
-    t.loaded_at_open += cs.loaded_at_open;
+    into.compactor.add(r.compactor_stats());
     let (rs, t) = (r.read_stats(), &mut into.reads);
     t.exact += rs.exact;
     t.catalog += rs.catalog;

@@ -7,7 +7,13 @@
 //! A racer that wrote the same sequence wrote the same bytes (the fold is a function of
 //! the log), so a checkpoint name found taken is read back and compared; anything else
 //! there means two replicas disagree about the log, and the replica fails closed.
+//!
+//! Before it folds, a due compactor looks for a newer checkpoint than the one it knows
+//! (SPEC 10.13, the defer rule): finding one, it adopts it and ends the run instead, so
+//! the stores of a world take turns rather than all writing each step. A `backstop`
+//! steps only when no checkpoint is newer than `backstop_after`.
 
+mod adopt;
 #[cfg(test)]
 mod tests;
 
@@ -22,15 +28,31 @@ use crate::reply::{CheckpointProblem, FailReason};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
 use crate::world::Path;
+use adopt::Adoption;
 use bytes::Bytes;
 use core::time::Duration;
 use rand_core::Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
-/// The calls the compactor makes.
+/// The calls the compactor makes: a step's, or an adoption's.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum CompactCall {
+    Step(StepCall),
+    Adopt(AdoptCall),
+}
+
+fn step(what: StepCall) -> Purpose {
+    Purpose::Compact(CompactCall::Step(what))
+}
+
+fn adopt(what: AdoptCall) -> Purpose {
+    Purpose::Compact(CompactCall::Adopt(what))
+}
+
+/// The calls of a step: writing a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum StepCall {
     /// Create one object of the checkpoint if absent.
     Create { kind: ObjectKind, name: Hash32 },
     /// After an ambiguous create of an object: is it stored? (metadata only)
@@ -39,6 +61,21 @@ pub(crate) enum CompactCall {
     CheckpointCreate { next_sequence: u64 },
     /// Read the checkpoint object there: a racer's, or ours after an ambiguous create.
     CheckpointGet { next_sequence: u64 },
+}
+
+/// The calls of looking for a newer checkpoint and adopting it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum AdoptCall {
+    /// List the checkpoints after the newest one known, before stepping.
+    Look,
+    /// Read a peer's newer checkpoint object, then its root and its changed shards.
+    Checkpoint {
+        next_sequence: u64,
+    },
+    Root,
+    Shard {
+        name: Hash32,
+    },
 }
 
 /// Counters a report reads.
@@ -57,6 +94,39 @@ pub struct CompactorStats {
     pub objects_reused: u64,
     /// Opens that loaded a full checkpoint (not checkpoint zero).
     pub loaded_at_open: u64,
+    /// Looks for a newer checkpoint before stepping, and the peers' checkpoints adopted.
+    pub looks: u64,
+    pub adopted: u64,
+    /// Adoptions given up: the checkpoint could not be read whole or did not fit.
+    pub adoptions_abandoned: u64,
+}
+
+impl CompactorStats {
+    /// Adds another incarnation's counters (every field, so a new one is not forgotten).
+    pub fn add(&mut self, other: &CompactorStats) {
+        let CompactorStats {
+            runs,
+            written,
+            identical_races,
+            objects_created,
+            objects_found,
+            objects_reused,
+            loaded_at_open,
+            looks,
+            adopted,
+            adoptions_abandoned,
+        } = other;
+        self.runs += runs;
+        self.written += written;
+        self.identical_races += identical_races;
+        self.objects_created += objects_created;
+        self.objects_found += objects_found;
+        self.objects_reused += objects_reused;
+        self.loaded_at_open += loaded_at_open;
+        self.looks += looks;
+        self.adopted += adopted;
+        self.adoptions_abandoned += adoptions_abandoned;
+    }
 }
 
 /// Stored history blocks a fold needs before it can finish: a document's window that
@@ -91,6 +161,7 @@ pub(crate) struct Compactor {
     role: CompactionRole,
     slots_max: u64,
     interval: Duration,
+    backstop_after: Duration,
     jitter_ms: u64,
     creates_in_flight_max: usize,
     reads_in_flight_max: usize,
@@ -103,6 +174,18 @@ pub(crate) struct Compactor {
     stored: BTreeSet<Hash32>,
     /// When the cadence was first found reached, plus a jitter: the run starts then.
     due_at: Option<Instant>,
+    /// When, and at how many slots, a look last ended a run without a step: the cadence
+    /// counts from there too, so a backstop looks once a cadence, not on every input.
+    looked_at: Instant,
+    slots_at_look: u64,
+    /// A look under way: the newest checkpoint it has listed so far.
+    look: Option<u64>,
+    /// A peer's checkpoint object being read, then its root and changed shards, then
+    /// waiting for the tip to reach it.
+    fetching: Option<u64>,
+    adoption: Option<Adoption>,
+    /// The world's slot count at the last pump, for the calls that end a look.
+    slots_applied: u64,
     /// A run reading the blocks its fold needs, then one writing the checkpoint.
     gather: Option<Gather>,
     run: Option<Run>,
@@ -120,6 +203,7 @@ impl Compactor {
             role: config.compaction,
             slots_max: config.checkpoint_slots,
             interval: Duration::from_millis(config.checkpoint_interval_ms),
+            backstop_after: Duration::from_millis(config.backstop_after_ms),
             jitter_ms: config.checkpoint_jitter_ms,
             creates_in_flight_max: config.checkpoint_creates_in_flight_max,
             reads_in_flight_max: config.checkpoint_reads_in_flight_max,
@@ -128,6 +212,12 @@ impl Compactor {
             newest_at: now,
             stored: BTreeSet::new(),
             due_at: None,
+            looked_at: now,
+            slots_at_look: 0,
+            look: None,
+            fetching: None,
+            adoption: None,
+            slots_applied: 0,
             gather: None,
             run: None,
             adopt: Vec::new(),
@@ -157,7 +247,8 @@ impl Compactor {
     }
 
     pub fn is_running(&self) -> bool {
-        self.gather.is_some() || self.run.is_some()
+        let adopting = self.look.is_some() || self.fetching.is_some() || self.adoption.is_some();
+        adopting || self.gather.is_some() || self.run.is_some()
     }
 
     /// Starts a run when the cadence is reached, keeps its reads and creates flowing, and
@@ -175,6 +266,9 @@ impl Compactor {
         if self.role == CompactionRole::Off {
             return Ok(());
         }
+        self.slots_applied = sn.world.slots_applied();
+        self.check_chain(sn)?;
+        self.install_adoption(now, sn);
         if !self.is_running() && self.cadence_reached(now, sn) {
             let due = *self.due_at.get_or_insert_with(|| {
                 let jitter_ms = io.rng.next_u64() % (self.jitter_ms + 1);
@@ -182,10 +276,12 @@ impl Compactor {
             });
             if now >= due {
                 self.due_at = None;
-                self.stats.runs += 1;
-                self.gather = Some(Gather::default());
+                self.stats.looks += 1;
+                self.look = Some(self.newest_next_sequence);
+                self.list_checkpoints(now, None, io);
             }
         }
+        self.read_for_adoption(now, io);
         self.gather_blocks(now, sn, history, io)?;
         self.send(now, io);
         Ok(())
@@ -247,8 +343,9 @@ impl Compactor {
 
     fn cadence_reached(&self, now: Instant, sn: &Snapshot) -> bool {
         let behind = sn.world.sequence() >= self.newest_next_sequence;
-        let slots = sn.world.slots_applied().saturating_sub(self.slots_at_newest);
-        behind && (slots >= self.slots_max || now.saturating_since(self.newest_at) >= self.interval)
+        let slots = sn.world.slots_applied().saturating_sub(self.slots_at_newest.max(self.slots_at_look));
+        let since = now.saturating_since(self.newest_at.max(self.looked_at));
+        behind && (slots >= self.slots_max || since >= self.interval)
     }
 
     fn start(&mut self, folded: crate::checkpoint::Folded, sn: &Snapshot) {
@@ -277,8 +374,8 @@ impl Compactor {
             let Some(object) = run.queue.pop_front() else { break };
             run.in_flight.insert(object.name, object.bytes.clone());
             let op = BlobOp::Create { key: object.key(&self.keys), bytes: object.bytes };
-            let what = CompactCall::Create { kind: object.kind, name: object.name };
-            io.issue(now, Purpose::Compact(what), op, 0);
+            let what = StepCall::Create { kind: object.kind, name: object.name };
+            io.issue(now, step(what), op, 0);
         }
         if run.queue.is_empty() && run.in_flight.is_empty() && !run.checkpoint_sent {
             run.checkpoint_sent = true;
@@ -287,7 +384,7 @@ impl Compactor {
                 key: self.keys.checkpoint(next_sequence),
                 bytes: run.checkpoint_bytes.clone(),
             };
-            io.issue(now, Purpose::Compact(CompactCall::CheckpointCreate { next_sequence }), op, 0);
+            io.issue(now, step(StepCall::CheckpointCreate { next_sequence }), op, 0);
         }
     }
 
@@ -300,52 +397,58 @@ impl Compactor {
         result: BlobResult,
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        if self.run.is_none() {
-            return Ok(());
-        }
+        let what = match what {
+            CompactCall::Adopt(AdoptCall::Look) => return self.on_look(now, call, result, io),
+            CompactCall::Adopt(what) => {
+                self.on_adoption_read(now, what, call, result, io);
+                return Ok(());
+            }
+            CompactCall::Step(_) if self.run.is_none() => return Ok(()),
+            CompactCall::Step(what) => what,
+        };
         match (what, result) {
-            (CompactCall::Create { name, .. }, Ok(_)) => self.object_stored(name, true),
+            (StepCall::Create { name, .. }, Ok(_)) => self.object_stored(name, true),
             (
-                CompactCall::Create { name, .. } | CompactCall::Stat { name, .. },
+                StepCall::Create { name, .. } | StepCall::Stat { name, .. },
                 Err(BlobError::AlreadyExists) | Ok(_),
             ) => self.object_stored(name, false),
-            (CompactCall::Create { .. } | CompactCall::Stat { .. }, Err(BlobError::Throttled)) => {
+            (StepCall::Create { .. } | StepCall::Stat { .. }, Err(BlobError::Throttled)) => {
                 io.retry_later(now, call)
             }
             // Ambiguous: the object is content-addressed, so a metadata read settles it.
-            (CompactCall::Create { kind, name }, Err(_)) => {
+            (StepCall::Create { kind, name }, Err(_)) => {
                 let op = BlobOp::Stat { key: call.op.key().to_string() };
-                io.issue(now, Purpose::Compact(CompactCall::Stat { kind, name }), op, 0);
+                io.issue(now, step(StepCall::Stat { kind, name }), op, 0);
             }
-            (CompactCall::Stat { kind, name }, Err(BlobError::NotFound)) => {
+            (StepCall::Stat { kind, name }, Err(BlobError::NotFound)) => {
                 let run = self.run.as_ref().expect("running");
                 let bytes = run.in_flight.get(&name).expect("a stat settles an object in flight").clone();
                 let op = BlobOp::Create { key: call.op.key().to_string(), bytes };
-                io.issue(now, Purpose::Compact(CompactCall::Create { kind, name }), op, call.attempt + 1);
+                io.issue(now, step(StepCall::Create { kind, name }), op, call.attempt + 1);
             }
-            (CompactCall::Stat { .. }, Err(_)) => io.retry_later(now, call),
-            (CompactCall::CheckpointCreate { next_sequence }, Ok(_)) => {
+            (StepCall::Stat { .. }, Err(_)) => io.retry_later(now, call),
+            (StepCall::CheckpointCreate { next_sequence }, Ok(_)) => {
                 self.stats.written += 1;
                 self.finish(next_sequence, now);
             }
-            (CompactCall::CheckpointCreate { .. }, Err(BlobError::Throttled)) => io.retry_later(now, call),
-            (CompactCall::CheckpointCreate { next_sequence }, Err(_)) => {
+            (StepCall::CheckpointCreate { .. }, Err(BlobError::Throttled)) => io.retry_later(now, call),
+            (StepCall::CheckpointCreate { next_sequence }, Err(_)) => {
                 let op = BlobOp::Get { key: self.keys.checkpoint(next_sequence) };
-                io.issue(now, Purpose::Compact(CompactCall::CheckpointGet { next_sequence }), op, 0);
+                io.issue(now, step(StepCall::CheckpointGet { next_sequence }), op, 0);
             }
-            (CompactCall::CheckpointGet { next_sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
+            (StepCall::CheckpointGet { next_sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 self.compare(next_sequence, &bytes)?;
                 self.stats.identical_races += 1;
                 self.finish(next_sequence, now);
             }
-            (CompactCall::CheckpointGet { next_sequence }, Err(BlobError::NotFound)) => {
+            (StepCall::CheckpointGet { next_sequence }, Err(BlobError::NotFound)) => {
                 // An ambiguous create that never landed: the identical bytes again.
                 let bytes = self.run.as_ref().expect("running").checkpoint_bytes.clone();
                 let op = BlobOp::Create { key: self.keys.checkpoint(next_sequence), bytes };
-                let what = CompactCall::CheckpointCreate { next_sequence };
-                io.issue(now, Purpose::Compact(what), op, call.attempt + 1);
+                let what = StepCall::CheckpointCreate { next_sequence };
+                io.issue(now, step(what), op, call.attempt + 1);
             }
-            (CompactCall::CheckpointGet { .. }, _) => io.retry_later(now, call),
+            (StepCall::CheckpointGet { .. }, _) => io.retry_later(now, call),
         }
         self.send(now, io);
         Ok(())

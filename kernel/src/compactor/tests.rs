@@ -238,3 +238,111 @@ fn a_replica_that_failed_closed_asks_for_no_wake_up() {
     assert_eq!(h.failures.len(), 1, "{:?}", h.failures);
     assert_eq!(h.replica.poll_timeout(), None);
 }
+
+/// Copies every object of `from` that `to` lacks (a peer's checkpoint landing).
+fn copy_missing(from: &MemStore, to: &mut MemStore, now: crate::time::Instant) {
+    for (key, (bytes, _, _)) in &from.objects {
+        if to.bytes(key).is_none() {
+            to.put(now, key.clone(), bytes.clone());
+        }
+    }
+}
+
+/// A world of six slots in `a`'s store, and a peer `b` with a lower cadence that opened
+/// on the same log and wrote the checkpoint after slot 6 into its copy of the bucket.
+fn a_peer_checkpointed_after_six_slots(a_config: Config) -> (Harness, Harness) {
+    let mut a = Harness::opened(a_config);
+    write_docs(&mut a, 1, 6);
+    let mut b = Harness::with_store(compacting(4), a.store.clone(), 2);
+    b.run();
+    assert_eq!(full_checkpoints(&b.store), vec![7]);
+    assert_eq!(b.replica.compactor_stats().written, 1);
+    (a, b)
+}
+
+#[test]
+fn a_due_replica_adopts_a_peers_newer_checkpoint_and_writes_none() {
+    let (mut a, b) = a_peer_checkpointed_after_six_slots(compacting(8));
+    copy_missing(&b.store, &mut a.store, a.now);
+    assert_eq!(a.replica.resident_version_records(), 6);
+    write_docs(&mut a, 7, 2);
+    assert_eq!(full_checkpoints(&a.store), vec![7], "the peer's checkpoint is adopted, not stepped past");
+    let stats = a.replica.compactor_stats();
+    assert_eq!((stats.looks, stats.adopted, stats.written), (1, 1, 0), "{stats:?}");
+    assert_eq!(a.replica.resident_version_records(), 2, "only the versions after the peer's checkpoint");
+    // What it serves is unchanged: a cold start from the bucket agrees with it.
+    let mut cold = Harness::with_store(Config::default(), a.store.clone(), 3);
+    cold.run();
+    same_world(a.replica.world().unwrap(), cold.replica.world().unwrap(), &a.store);
+}
+
+#[test]
+fn after_an_adoption_the_cadence_counts_again_and_a_replica_steps_when_no_peer_did() {
+    let (mut a, b) = a_peer_checkpointed_after_six_slots(compacting(8));
+    copy_missing(&b.store, &mut a.store, a.now);
+    write_docs(&mut a, 7, 2);
+    assert_eq!(a.replica.compactor_stats().adopted, 1);
+    write_docs(&mut a, 9, 7);
+    assert_eq!(full_checkpoints(&a.store), vec![7], "a cadence since the adoption is not yet reached");
+    write_docs(&mut a, 16, 1);
+    assert_eq!(full_checkpoints(&a.store), vec![7, 17]);
+    assert_eq!(a.replica.compactor_stats().written, 1);
+}
+
+#[test]
+fn a_peers_checkpoint_ahead_of_the_tip_is_installed_once_the_tip_reaches_it() {
+    let (mut a, mut b) = a_peer_checkpointed_after_six_slots(compacting(8));
+    // The peer commits four more slots and checkpoints them; `a` has not seen the slots.
+    write_docs(&mut b, 100, 4);
+    assert_eq!(full_checkpoints(&b.store), vec![7, 11]);
+    copy_missing(&b.store, &mut a.store, a.now);
+    // The interval passes: `a` looks, finds the checkpoint after slot 10 and reads it,
+    // but its tip is at 6, so it holds the adoption.
+    a.advance_ms(600_000);
+    a.replica.handle_timeout(a.now);
+    a.drain();
+    a.settle();
+    let stats = a.replica.compactor_stats().clone();
+    assert_eq!((stats.looks, stats.adopted, stats.written), (1, 0, 0), "{stats:?}");
+    assert!(a.replica.is_checkpointing(), "the adoption waits for the tip");
+    assert_eq!(a.replica.resident_version_records(), 6);
+    // `a` writes: its create finds slot 7 taken, it catches up past 10, and adopts.
+    write_docs(&mut a, 7, 1);
+    let stats = a.replica.compactor_stats().clone();
+    assert_eq!((stats.adopted, stats.written), (1, 0), "{stats:?}");
+    assert_eq!(a.replica.resident_version_records(), 1, "only its own write after the peer's checkpoint");
+    let mut cold = Harness::with_store(Config::default(), a.store.clone(), 3);
+    cold.run();
+    same_world(a.replica.world().unwrap(), cold.replica.world().unwrap(), &a.store);
+}
+
+#[test]
+fn a_peers_checkpoint_that_names_another_chain_fails_the_replica_closed() {
+    let mut a = Harness::opened(compacting(3));
+    write_docs(&mut a, 1, 3);
+    let before = full_checkpoints(&a.store);
+    assert_eq!(before, vec![4]);
+    write_docs(&mut a, 4, 1);
+    // A "peer" claims the checkpoint after slot 5 with another chain anchor.
+    let other = Checkpoint::full(WORLD, 6, Hash32::of(b"another slot"), 5, Hash32::of(b"another root"));
+    a.store.put(a.now, keys().checkpoint(6), Bytes::from(other.encode()));
+    a.failure_expected = true;
+    write_docs(&mut a, 5, 2);
+    let problem = CheckpointProblem::Diverged;
+    assert_eq!(a.failures, vec![FailReason::CheckpointMismatch { key: keys().checkpoint(6), problem }]);
+}
+
+#[test]
+fn a_backstop_adopts_and_steps_only_once_the_newest_checkpoint_is_old() {
+    let backstop =
+        Config { compaction: CompactionRole::Backstop, backstop_after_ms: 1_200_000, ..compacting(4) };
+    let mut h = Harness::opened(backstop);
+    write_docs(&mut h, 1, 8);
+    assert!(full_checkpoints(&h.store).is_empty(), "no peer stepped, and the newest is young");
+    assert!(h.replica.compactor_stats().looks >= 1);
+    h.advance_ms(1_200_000);
+    h.settle();
+    write_docs(&mut h, 9, 4);
+    assert_eq!(h.replica.compactor_stats().written, 1, "{:?}", h.replica.compactor_stats());
+    assert_eq!(full_checkpoints(&h.store).len(), 1);
+}
