@@ -85,7 +85,7 @@ pub struct Checkpoints {
     pub written: u64,
     pub by_writers: u64,
     /// Looks for a newer checkpoint before a step, and peers' checkpoints adopted
-    /// instead of stepping (SPEC 10.13).
+    /// instead of stepping (SPEC 10.14).
     pub looks: u64,
     pub adopted: u64,
     /// Folds of the served snapshot (each writes one checkpoint, whole).

@@ -100,6 +100,25 @@ mod checkpoints {
         assert_eq!(c.model_mismatches, 0);
         assert!(c.objects_reused > 0, "a checkpoint reuses what the one before it wrote: {c:?}");
         assert!(c.loaded_at_open > 0, "a restarted replica opened from a full checkpoint: {c:?}");
+        assert!(c.adopted > 0, "a due replica adopted a peer's newer checkpoint: {c:?}");
+    }
+
+    /// With the writers as backstops, the eager follower writes every checkpoint and the
+    /// writers only adopt (SPEC 10.14).
+    #[test]
+    fn backstop_writers_adopt_the_eager_followers_checkpoints_and_write_none() {
+        let o = Overrides {
+            role: Some(slotlog_kernel::CompactionRole::Backstop),
+            duration_s: Some(30.0),
+            ..Overrides::default()
+        };
+        let r = run("compact", 1, &o);
+        assert!(r.passed(), "{:?}", r.violations);
+        let c = &r.checkpoints;
+        assert_eq!(c.by_writers, 0, "{c:?}");
+        assert!(c.written > 0, "the follower stepped: {c:?}");
+        assert!(c.adopted > 0, "the writers adopted: {c:?}");
+        assert_eq!((c.judged, c.model_mismatches), (c.in_bucket, 0));
     }
 }
 

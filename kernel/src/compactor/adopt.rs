@@ -1,4 +1,4 @@
-//! Adopting a peer's checkpoint (SPEC 10.13): the documents of the shards that changed
+//! Adopting a peer's checkpoint (SPEC 10.14): the documents of the shards that changed
 //! since the newest checkpoint this replica knows take the history block references the
 //! peer stored, and drop the version records those blocks hold. What a document serves
 //! does not change, only where its older versions are read from, so adoption never waits
@@ -115,7 +115,7 @@ impl Adoption {
     }
 }
 
-/// Looking for a newer checkpoint, and adopting one (SPEC 10.13).
+/// Looking for a newer checkpoint, and adopting one (SPEC 10.14).
 impl Compactor {
     pub(super) fn list_checkpoints(&mut self, now: Instant, start_after: Option<String>, io: &mut Io) {
         let start_after = start_after.unwrap_or_else(|| self.keys.checkpoint(self.newest_next_sequence));

@@ -9,7 +9,7 @@
 //! there means two replicas disagree about the log, and the replica fails closed.
 //!
 //! Before it folds, a due compactor looks for a newer checkpoint than the one it knows
-//! (SPEC 10.13, the defer rule): finding one, it adopts it and ends the run instead, so
+//! (SPEC 10.14, the defer rule): finding one, it adopts it and ends the run instead, so
 //! the stores of a world take turns rather than all writing each step. A `backstop`
 //! steps only when no checkpoint is newer than `backstop_after`.
 
