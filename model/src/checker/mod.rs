@@ -186,9 +186,11 @@ pub fn check(
     world_id: WorldId,
     options: CheckOptions,
 ) -> CheckReport {
-    let mut r = CheckReport::default();
-    r.store_objects_end = objects.len() as u64;
-    r.store_bytes_end = objects.iter().map(|o| o.bytes.len() as u64).sum();
+    let mut r = CheckReport {
+        store_objects_end: objects.len() as u64,
+        store_bytes_end: objects.iter().map(|o| o.bytes.len() as u64).sum(),
+        ..CheckReport::default()
+    };
     if let Some(names) = &history.names {
         names::check(names, objects, keys, &mut r);
     }
