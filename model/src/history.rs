@@ -1,12 +1,15 @@
-//! What clients saw: every write a run issued, when, and how it was answered. The
-//! harness records it; the checker judges it against the log.
+//! What clients saw: every write a run issued, when, and how it was answered; and what
+//! the bucket did to every name. The harness records both; the checker judges them
+//! against the log.
 
 use bytes::Bytes;
 use slotlog_kernel::effect::{Read, WatchEnd};
+use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::OperationId;
 use slotlog_kernel::reply::{ReadError, ReadOk, WriteError, WriteOk};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{Mutation, Receipt};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -82,6 +85,9 @@ pub struct History {
     pub ops: Vec<ClientOp>,
     pub reads: Vec<ReadOp>,
     pub watches: Vec<WatchSession>,
+    /// Every create, rewrite and delete the store carried out, by name; `None` when the
+    /// embedder does not record them (the name rules then judge nothing).
+    pub names: Option<NameHistory>,
 }
 
 /// One object of the world as the bucket held it at the end of the run.
@@ -91,4 +97,115 @@ pub struct StoredObject {
     pub bytes: Bytes,
     /// Store-side creation time, on the run's true clock.
     pub created_at: Instant,
+}
+
+/// What the bucket did to one name at one instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NameChange {
+    Created,
+    Rewritten,
+    Deleted,
+}
+
+/// One mutation of one name, as the store carried it out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameEvent {
+    /// Store time, on the run's true clock.
+    pub at: Instant,
+    pub change: NameChange,
+    /// BLAKE3 of the bytes the name holds after the change; `None` after a delete.
+    pub bytes_hash: Option<Hash32>,
+    /// Bytes the name holds after the change (0 after a delete).
+    pub size: u64,
+}
+
+/// The full history of every name in the bucket: each create, rewrite and delete, in the
+/// order the store applied them, with running totals of what the bucket held. The
+/// harness records it where operations land; the checker judges it (forks, and that it
+/// accounts for the bucket at the end) and later rules ask it what a name held when.
+#[derive(Clone, Debug, Default)]
+pub struct NameHistory {
+    by_name: BTreeMap<String, Vec<NameEvent>>,
+    /// Objects and bytes present now, and the most objects present at any instant.
+    objects_now: u64,
+    bytes_now: u64,
+    objects_max: u64,
+    bytes_max: u64,
+    /// Mutations that did not fit what the name held (a create of a present name, a
+    /// rewrite or delete of an absent one, time running back): a store or harness bug.
+    incoherent: Vec<(String, NameEvent)>,
+}
+
+impl NameHistory {
+    /// Records that the store changed `key` at `at`; `bytes` is what it holds after
+    /// (`None` for a delete).
+    pub fn record(&mut self, at: Instant, key: &str, change: NameChange, bytes: Option<&[u8]>) {
+        let event = NameEvent {
+            at,
+            change,
+            bytes_hash: bytes.map(Hash32::of),
+            size: bytes.map_or(0, |b| b.len() as u64),
+        };
+        let events = match self.by_name.get_mut(key) {
+            Some(events) => events,
+            None => self.by_name.entry(key.to_owned()).or_default(),
+        };
+        let before = events.last().copied();
+        let present = before.is_some_and(|e| e.change != NameChange::Deleted);
+        let coherent = match change {
+            NameChange::Created => !present,
+            NameChange::Rewritten | NameChange::Deleted => present,
+        } && before.is_none_or(|e| e.at <= at);
+        if !coherent {
+            self.incoherent.push((key.to_owned(), event));
+        }
+        let size_before = if present { before.map_or(0, |e| e.size) } else { 0 };
+        match change {
+            NameChange::Created => self.objects_now += 1,
+            NameChange::Rewritten => {}
+            NameChange::Deleted => self.objects_now = self.objects_now.saturating_sub(u64::from(present)),
+        }
+        self.bytes_now = self.bytes_now.saturating_sub(size_before) + event.size;
+        self.objects_max = self.objects_max.max(self.objects_now);
+        self.bytes_max = self.bytes_max.max(self.bytes_now);
+        events.push(event);
+    }
+
+    /// Every name ever mutated, in key order, with its events in order.
+    pub fn names(&self) -> impl Iterator<Item = (&str, &[NameEvent])> + '_ {
+        self.by_name.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
+    }
+
+    /// One name's events in order (empty if it was never written).
+    pub fn events(&self, key: &str) -> &[NameEvent] {
+        self.by_name.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// The event that made what `key` held at `at` (inclusive), if it held anything.
+    pub fn held_at(&self, key: &str, at: Instant) -> Option<&NameEvent> {
+        let events = self.events(key);
+        let i = events.partition_point(|e| e.at <= at);
+        events[..i].last().filter(|e| e.change != NameChange::Deleted)
+    }
+
+    pub fn objects_now(&self) -> u64 {
+        self.objects_now
+    }
+
+    pub fn bytes_now(&self) -> u64 {
+        self.bytes_now
+    }
+
+    pub fn objects_max(&self) -> u64 {
+        self.objects_max
+    }
+
+    pub fn bytes_max(&self) -> u64 {
+        self.bytes_max
+    }
+
+    /// Mutations that did not fit the name's history (see the field).
+    pub fn incoherent(&self) -> &[(String, NameEvent)] {
+        &self.incoherent
+    }
 }

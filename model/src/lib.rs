@@ -17,7 +17,10 @@ pub mod world;
 pub use checker::{check, CheckOptions, CheckReport, MemberDiff, Rule, Violation};
 pub use checkpoint::{CheckpointDocument, ModelCheckpoint};
 pub use document::{body_hash, ModelDocument, ModelVersion};
-pub use history::{ClientOp, History, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject, WatchSession};
+pub use history::{
+    ClientOp, History, NameChange, NameEvent, NameHistory, Outcome, ReadOp, ReadOutcome, SessionEnd,
+    StoredObject, WatchSession,
+};
 pub use path::{normalize_path, PathProblem};
 pub use policy::{normalize_policy, ModelPolicy, ModelPolicyBody, PolicyProblem};
 pub use verdict::{ModelApplied, ModelInvalid, ModelReceipt, ModelRejection, ReceiptKind, Verdict};

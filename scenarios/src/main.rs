@@ -8,7 +8,7 @@ use slotlog_scenarios::sweep::{fail_lines, junit, RunLine};
 use slotlog_scenarios::tools::bench_cold_start as cold_start;
 use slotlog_scenarios::trace::line as trace_line;
 use slotlog_scenarios::{run_scenario, run_scenario_traced, sweep::sweep};
-use slotlog_sim::gcs::ProfileKind;
+use slotlog_sim::gcs::{ProfileKind, VersionTokens};
 use slotlog_sim::TraceEvent;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -29,9 +29,14 @@ struct RunFlags {
     /// Virtual seconds the clients send writes for.
     #[arg(long)]
     duration_s: Option<f64>,
-    /// Store profile: gcs, gcs-shaped or fast.
+    /// Store profile: gcs, gcs-shaped, fast or s3 (S3's store rules at gcs latencies).
     #[arg(long)]
     profile: Option<ProfileKind>,
+    /// Version tokens: content (a hash of the bytes, as S3's ETag: an identical rewrite
+    /// keeps it; the s3 profile's default) or generation (changes on every write; the
+    /// default elsewhere).
+    #[arg(long, value_parser = parse_etag)]
+    etag: Option<VersionTokens>,
     /// Members per batch (fixes the batch size: no growth while deep).
     #[arg(long)]
     batch_max: Option<usize>,
@@ -77,6 +82,10 @@ fn parse_role(s: &str) -> Result<CompactionRole, String> {
     }
 }
 
+fn parse_etag(s: &str) -> Result<VersionTokens, String> {
+    s.parse().map_err(|e: slotlog_sim::gcs::UnknownVersionTokens| e.to_string())
+}
+
 fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
@@ -91,6 +100,7 @@ impl RunFlags {
             replicas: self.replicas,
             duration_s: self.duration_s,
             profile: self.profile,
+            etag: self.etag,
             batch_max: self.batch_max,
             ahead: self.ahead,
             rate: self.rate,

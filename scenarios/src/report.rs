@@ -38,11 +38,23 @@ pub struct Store {
     pub gets: u64,
     pub stats: u64,
     pub lists: u64,
+    pub rewrites: u64,
     pub deletes: u64,
     pub throttled: u64,
+    /// Of `throttled`, a name mutated twice within the profile's per-name interval.
+    pub name_throttled: u64,
+    /// S3's 409s: creates refused because a delete of their name raced them.
+    pub conflicts: u64,
     pub unavailable: u64,
     pub timeouts: u64,
     pub late_creates: u64,
+    /// How version tokens were made: generation or content.
+    pub etag: String,
+    /// Objects and bytes under the world's prefix at the end, and the most objects the
+    /// bucket held at any instant (from the checker's name history).
+    pub objects_end: u64,
+    pub bytes_end: u64,
+    pub objects_max: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -144,6 +156,8 @@ pub struct Report {
     pub crashed: u64,
     /// Acknowledged commits missing from the log.
     pub lost: u64,
+    /// Slot names that held two different sets of bytes (must be 0).
+    pub forks: u64,
     pub violations: Vec<String>,
     pub violations_total: usize,
     /// Successful answers per second of workload time.
@@ -196,6 +210,7 @@ impl Report {
             wall_s,
             violations: vec![format!("the run stopped on an assertion: {message}")],
             violations_total: 1,
+            store: Store { etag: config.gcs.rules.tokens.to_string(), ..Store::default() },
             repro,
             ..Report::default()
         }
@@ -283,6 +298,7 @@ impl Report {
             expired,
             crashed,
             lost: check.lost,
+            forks: check.forks,
             violations_total: check.violations_total + violations.len() - check.violations.len(),
             violations,
             throughput_wps: acked_in_window as f64 / window_s,
@@ -375,11 +391,18 @@ impl Report {
                 gets: result.store.gets,
                 stats: result.store.stats,
                 lists: result.store.lists,
+                rewrites: result.store.rewrites,
                 deletes: result.store.deletes,
                 throttled: result.store.throttled,
+                name_throttled: result.store.name_throttled,
+                conflicts: result.store.conflicts,
                 unavailable: result.store.unavailable,
                 timeouts: result.store.timeouts,
                 late_creates: result.store.late_creates,
+                etag: config.gcs.rules.tokens.to_string(),
+                objects_end: check.store_objects_end,
+                bytes_end: check.store_bytes_end,
+                objects_max: check.store_objects_max,
             },
             trace_hash: result.trace_hash.to_hex(),
             repro,
@@ -455,6 +478,17 @@ impl Report {
         s += &format!(
             "  store    creates {}  gets {}  stats {}  lists {}  throttled {}  unavailable {}  timeouts {} (late creates {})\n",
             st.creates, st.gets, st.stats, st.lists, st.throttled, st.unavailable, st.timeouts, st.late_creates
+        );
+        s += &format!(
+            "           rewrites {}  deletes {}  conflicts {}  etag {}  objects {} ({} bytes) at the end, {} at most  forks {}\n",
+            st.rewrites,
+            st.deletes,
+            st.conflicts,
+            st.etag,
+            st.objects_end,
+            st.bytes_end,
+            st.objects_max.map_or("-".to_string(), |n| n.to_string()),
+            self.forks
         );
         s += &format!("  trace    {}\n", self.trace_hash);
         if self.passed() {

@@ -4,7 +4,7 @@
 use crate::report::Report;
 use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_model::CheckOptions;
-use slotlog_sim::gcs::{Faults, GcsConfig, ProfileKind};
+use slotlog_sim::gcs::{Faults, GcsConfig, ProfileKind, VersionTokens};
 use slotlog_sim::{Arrivals, ClusterConfig, Crashes, Mix, ReadLoad, TraceEvent, WatchLoad, Workload};
 
 /// What a run may change from a scenario's defaults.
@@ -13,6 +13,9 @@ pub struct Overrides {
     pub replicas: Option<usize>,
     pub duration_s: Option<f64>,
     pub profile: Option<ProfileKind>,
+    /// How the store makes version tokens: content hashes (S3's ETag; the `s3` profile's
+    /// default) or generations (every other profile's).
+    pub etag: Option<VersionTokens>,
     pub batch_max: Option<usize>,
     pub ahead: Option<usize>,
     pub rate: Option<f64>,
@@ -63,6 +66,9 @@ impl Overrides {
         }
         if let Some(v) = self.profile {
             s += &format!(" --profile {v}");
+        }
+        if let Some(v) = self.etag {
+            s += &format!(" --etag {v}");
         }
         if let Some(v) = self.batch_max {
             s += &format!(" --batch-max {v}");
@@ -175,6 +181,9 @@ impl Scenario {
         }
         if let Some(p) = o.profile {
             c.gcs = GcsConfig { faults: c.gcs.faults, ..GcsConfig::of(p) };
+        }
+        if let Some(e) = o.etag {
+            c.gcs = c.gcs.with_tokens(e);
         }
         if let Some(b) = o.batch_max {
             c.kernel.batch_members_max = b;

@@ -23,7 +23,8 @@ use slotlog_kernel::{
     Warning, WatchEnd,
 };
 use slotlog_model::{
-    ClientOp, History, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject, WatchSession,
+    ClientOp, History, NameChange, NameHistory, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject,
+    WatchSession,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -324,7 +325,7 @@ fn run_inner<'a>(
         next_ticket: 0,
         nodes: Vec::new(),
         generator: Generator::new(config.workload.clone(), config.seed),
-        history: History::default(),
+        history: History { names: Some(NameHistory::default()), ..History::default() },
         writes: Vec::new(),
         writer_node: Vec::new(),
         request_writer: BTreeMap::new(),
@@ -478,8 +479,10 @@ impl Cluster<'_> {
     }
 
     fn put(&mut self, key: String, bytes: Bytes) {
-        let result = self.gcs.apply(Instant::ZERO, &BlobOp::Create { key, bytes });
+        let op = BlobOp::Create { key, bytes };
+        let result = self.gcs.apply(Instant::ZERO, &op);
         assert!(result.is_ok(), "preload into an empty bucket");
+        record_name(&mut self.history, Instant::ZERO, &op, &result);
     }
 
     fn start_node(&mut self, n: usize) {
@@ -521,6 +524,7 @@ impl Cluster<'_> {
             Event::Apply { ticket } => {
                 let t = self.tickets.get_mut(&ticket).expect("ticket");
                 let result = self.gcs.apply(self.now, &t.op);
+                record_name(&mut self.history, self.now, &t.op, &result);
                 t.applying = false;
                 if t.planned == PlannedReply::Applied {
                     t.result = Some(result.clone());
@@ -965,6 +969,25 @@ impl Cluster<'_> {
             memory: self.memory,
             checkpoint_spans: self.checkpoint_spans,
         }
+    }
+}
+
+/// Adds what the store did to a name, if `op` changed one, to the history the checker
+/// judges: the record is the store's result, not what any replica believed.
+fn record_name(history: &mut History, at: Instant, op: &BlobOp, result: &BlobResult) {
+    use slotlog_kernel::blob::BlobOutcome;
+    let Some(names) = history.names.as_mut() else { return };
+    match (op, result) {
+        (BlobOp::Create { key, bytes }, Ok(BlobOutcome::Created(_))) => {
+            names.record(at, key, NameChange::Created, Some(bytes))
+        }
+        (BlobOp::Rewrite { key, bytes, .. }, Ok(BlobOutcome::Rewritten(_))) => {
+            names.record(at, key, NameChange::Rewritten, Some(bytes))
+        }
+        (BlobOp::Delete { key, .. }, Ok(BlobOutcome::Deleted)) => {
+            names.record(at, key, NameChange::Deleted, None)
+        }
+        _ => {}
     }
 }
 

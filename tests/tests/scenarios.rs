@@ -61,6 +61,34 @@ mod reproduction {
     }
 }
 
+/// The store semantics collection will be tested under (issues 10 and 17): the `s3`
+/// profile and content version tokens run the existing scenarios clean, say so in the
+/// report, and replay from the command the report names.
+mod store_rules {
+    use super::*;
+    use slotlog_sim::gcs::{ProfileKind, VersionTokens};
+
+    #[test]
+    fn the_s3_profile_makes_content_tokens_and_reports_them() {
+        let o = Overrides { duration_s: Some(3.0), profile: Some(ProfileKind::S3), ..Overrides::default() };
+        let r = run("crash", 2, &o);
+        assert!(r.passed(), "{:?}", r.violations);
+        assert_eq!((r.profile.as_str(), r.store.etag.as_str(), r.forks), ("s3", "content", 0));
+        assert_eq!(r.repro, "slotlog run crash --seed 2 --duration-s 3 --profile s3");
+    }
+
+    #[test]
+    fn etag_content_runs_clean_on_gcs_and_names_itself_in_the_replay() {
+        let o =
+            Overrides { duration_s: Some(3.0), etag: Some(VersionTokens::Content), ..Overrides::default() };
+        let r = run("faults", 4, &o);
+        assert!(r.passed(), "{:?}", r.violations);
+        assert_eq!((r.profile.as_str(), r.store.etag.as_str()), ("gcs", "content"));
+        assert_eq!(r.repro, "slotlog run faults --seed 4 --duration-s 3 --etag content");
+        assert_eq!(r.store.objects_max, Some(r.store.objects_end), "nothing is deleted yet");
+    }
+}
+
 /// Runs that once failed, each with the finding it exposed (docs/SIMULATION.md).
 mod regressions {
     use super::*;

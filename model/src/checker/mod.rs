@@ -8,6 +8,9 @@
 mod checkpoints;
 #[cfg(test)]
 mod checkpoints_tests;
+mod names;
+#[cfg(test)]
+mod names_tests;
 mod reads;
 mod violation;
 mod watches;
@@ -59,6 +62,13 @@ pub struct CheckReport {
     pub checkpoints_judged: u64,
     /// Full checkpoints with at least one violation.
     pub checkpoint_mismatches: u64,
+    /// Slot names that held two different sets of bytes over the run (must be 0).
+    pub forks: u64,
+    /// Objects and bytes under the world's prefix at the end.
+    pub store_objects_end: u64,
+    pub store_bytes_end: u64,
+    /// The most objects the bucket held at any instant (`None`: no name history).
+    pub store_objects_max: Option<u64>,
 }
 
 /// The bounds the run's replicas were configured with, which some rules depend on.
@@ -176,7 +186,14 @@ pub fn check(
     world_id: WorldId,
     options: CheckOptions,
 ) -> CheckReport {
-    let mut r = CheckReport::default();
+    let mut r = CheckReport {
+        store_objects_end: objects.len() as u64,
+        store_bytes_end: objects.iter().map(|o| o.bytes.len() as u64).sum(),
+        ..CheckReport::default()
+    };
+    if let Some(names) = &history.names {
+        names::check(names, objects, keys, &mut r);
+    }
     let Some(marker_obj) = objects.iter().find(|o| o.key == keys.marker()) else {
         if history.ops.iter().any(|op| matches!(op.outcome, Outcome::Answered { result: Ok(_), .. })) {
             r.violation(Violation::NoMarker);

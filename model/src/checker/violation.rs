@@ -2,11 +2,13 @@
 //! the [`Rule`] it breaks (docs/SIMULATION.md, "The checker"). Reports render a violation
 //! with `Display`; tests match on its rule.
 
+use crate::history::NameChange;
 use crate::{ModelApplied, ModelDocument, ModelPolicy, ModelPolicyBody, ModelReceipt, ModelVersion, Verdict};
 use slotlog_kernel::format::DecodeError;
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
 use slotlog_kernel::reply::{Answer, WriteError, WriteOk};
+use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{
     ApplyError, IndexEntry, Invalid, Path, PathProblem, PruneRange, Receipt, VersionRecord,
 };
@@ -64,6 +66,12 @@ pub enum Rule {
     WatchEvents,
     /// A watch resyncs only at its cursor and only when the cursor is out of the index.
     WatchResync,
+    /// A slot name holds one set of bytes for the whole run: created again only with
+    /// the same bytes, never rewritten to others (issue 10's fork).
+    SlotFork,
+    /// The store's name history fits each name (no create of a present name, no rewrite
+    /// or delete of an absent one, time never back) and accounts for the bucket's end.
+    NameHistory,
 }
 
 /// One breach of a rule, with the data that shows it.
@@ -249,6 +257,13 @@ pub enum Violation {
     #[error("sequence {sequence} began after a write with a larger sequence was acknowledged")]
     RealTimeOrder { sequence: u64 },
 
+    #[error("slot {key} forked: it held bytes {first} and, from {at:?}, bytes {other}")]
+    SlotForked { key: String, first: Hash32, other: Hash32, at: Instant },
+    #[error("the store's history of {key} does not fit it: {change:?} at {at:?}")]
+    NameHistoryIncoherent { key: String, change: NameChange, at: Instant },
+    #[error("the store's history of {key} does not account for what the bucket holds at the end")]
+    NameHistoryDisagrees { key: String },
+
     #[error("exact read {read} on replica {replica} answered at sequence {at}, a state {} ms older than the read", Ms(*lag_us))]
     ExactReadStale { read: usize, replica: usize, at: u64, lag_us: u64 },
     #[error("catalog read {read} on replica {replica} answered at sequence {at}, a state {} ms older than the read", Ms(*lag_us))]
@@ -348,6 +363,8 @@ impl Violation {
             V::WriteUnanswered { .. } | V::ReadUnanswered { .. } => Rule::Unanswered,
             V::LostWrite { .. } | V::PreloadedMissing { .. } => Rule::LostAcknowledgedWrite,
             V::RealTimeOrder { .. } => Rule::RealTimeOrder,
+            V::SlotForked { .. } => Rule::SlotFork,
+            V::NameHistoryIncoherent { .. } | V::NameHistoryDisagrees { .. } => Rule::NameHistory,
             V::ExactReadStale { .. } => Rule::ExactReadStale,
             V::CatalogReadStale { .. } => Rule::CatalogLag,
             V::ReadDiffers { .. } | V::ReadRefusedWithoutPath { .. } | V::ReadRefusalDisagrees { .. } => {

@@ -21,6 +21,10 @@ pub struct Faults {
     /// Creates only: the caller timed out and the create landed later still (the
     /// record's "a create that lands after its caller gave up").
     pub late_create_rate: f64,
+    /// A late create lands at least this long after its caller's timeout (0: just
+    /// after): minutes model a writer stalled between building a batch and its create
+    /// reaching the store (issue 17), long enough for collection to act meanwhile.
+    pub late_create_min_ms: u64,
     /// A late create lands up to this long after its caller's timeout.
     pub late_create_max_ms: u64,
     /// Latency multiplied by a uniform factor in [`SPIKE_FACTOR_MIN`], `spike_factor_max`.
@@ -43,6 +47,7 @@ impl Faults {
             timeout_applied_rate: 0.0,
             timeout_lost_rate: 0.0,
             late_create_rate: 0.0,
+            late_create_min_ms: 0,
             late_create_max_ms: 0,
             spike_rate: 0.0,
             spike_factor_max: SPIKE_FACTOR_MIN,
@@ -57,9 +62,21 @@ impl Faults {
             timeout_applied_rate: 0.02,
             timeout_lost_rate: 0.02,
             late_create_rate: 0.03,
+            late_create_min_ms: 0,
             late_create_max_ms: 3_000,
             spike_rate: 0.02,
             spike_factor_max: 20.0,
+        }
+    }
+
+    /// Creates that land minutes after their caller gave up, at `rate`, and nothing else:
+    /// a stalled writer's create arriving after collection could have freed its name.
+    pub fn late_creates_minutes(rate: f64, min_ms: u64, max_ms: u64) -> Self {
+        Faults {
+            late_create_rate: rate,
+            late_create_min_ms: min_ms,
+            late_create_max_ms: max_ms,
+            ..Self::none()
         }
     }
 
@@ -85,6 +102,7 @@ impl Faults {
         }
         assert!(self.exclusive_rate_sum() <= 1.0, "fault rates sum past 1");
         assert!(self.spike_factor_max >= SPIKE_FACTOR_MIN);
+        assert!(self.late_create_min_ms <= self.late_create_max_ms, "late creates: min past max");
     }
 
     /// Draw this operation's faults: always five draws, whatever comes out.
@@ -115,8 +133,10 @@ impl Faults {
         };
         let spike_factor = (u_spike < self.spike_rate)
             .then_some(SPIKE_FACTOR_MIN + (self.spike_factor_max - SPIKE_FACTOR_MIN) * u_spike_factor);
-        // In [1 µs, late_create_max_ms]: strictly after the caller's timeout.
-        let late_by_us = 1 + (u_late * (self.late_create_max_ms * 1_000) as f64) as u64;
+        // In [min + 1 µs, max]: strictly after the caller's timeout. With min 0 this is
+        // the draw every earlier run made.
+        let span_us = (self.late_create_max_ms - self.late_create_min_ms) * 1_000;
+        let late_by_us = self.late_create_min_ms * 1_000 + 1 + (u_late * span_us as f64) as u64;
         Draw { injected, spike_factor, late_by_us, u_envelope }
     }
 }
@@ -241,6 +261,35 @@ mod tests {
         }
         let get = gcs.submit(now, &BlobOp::Get { key: "k0".into() });
         assert_eq!(get.reply, PlannedReply::Applied);
+    }
+
+    #[test]
+    fn late_creates_land_minutes_later_even_into_a_name_deleted_meanwhile() {
+        use slotlog_kernel::blob::BlobOutcome;
+        let faults = Faults::late_creates_minutes(1.0, 120_000, 600_000);
+        for kind in [ProfileKind::Gcs, ProfileKind::S3] {
+            let config = GcsConfig::of(kind).with_faults(faults);
+            let timeout_us = config.client_timeout_ms * 1_000;
+            let mut gcs = SimGcs::new(config, 9);
+            let issued = Instant::from_millis(1_000);
+            let mut applies = Vec::new();
+            for i in 0..200 {
+                let plan = gcs.submit(issued, &small_create(&format!("k{i}")));
+                assert_eq!(plan.reply, PlannedReply::Fault(BlobError::Timeout));
+                let late_us = plan.apply_at.unwrap().as_micros() - issued.as_micros() - timeout_us;
+                assert!((120_000_001..=600_000_000).contains(&late_us), "{kind}: late by {late_us} µs");
+                applies.push(plan.apply_at.unwrap());
+            }
+            // Meanwhile a peer creates k0 and a collector deletes it.
+            let peer = gcs.apply(Instant::from_millis(1_100), &small_create("k0"));
+            let Ok(BlobOutcome::Created(meta)) = peer else { panic!("{peer:?}") };
+            let del = BlobOp::Delete { key: "k0".into(), if_generation: meta.generation };
+            assert_eq!(gcs.apply(Instant::from_millis(60_000), &del), Ok(BlobOutcome::Deleted));
+            // The stale create lands into the free name: nothing fences it at the store.
+            let late = gcs.apply(applies[0], &small_create("k0"));
+            assert!(matches!(late, Ok(BlobOutcome::Created(_))), "{kind}: {late:?}");
+            assert_eq!(gcs.object("k0").unwrap().1.created_at_us, applies[0].as_micros());
+        }
     }
 
     #[test]

@@ -37,7 +37,7 @@ use slotlog_kernel::time::Instant;
 pub use envelope::{Envelope, WriteRate};
 pub use faults::{Faults, SPIKE_FACTOR_MIN};
 pub use latency::LatencyModel;
-pub use objects::Objects;
+pub use objects::{Objects, StoreRules, UnknownVersionTokens, VersionTokens};
 pub use profile::{OpKind, Profile, ProfileKind, UnknownProfile};
 
 use crate::rng::SimRng;
@@ -68,21 +68,30 @@ pub struct GcsConfig {
     pub envelope: Option<Envelope>,
     /// When a caller gives up: `Timeout` replies come at issue + this.
     pub client_timeout_ms: u64,
+    /// What the store does with each operation (per-name limit, tokens, S3's 409).
+    pub rules: StoreRules,
 }
 
 impl GcsConfig {
-    /// The profile `kind` with no faults; the envelope is on for `gcs` only.
+    /// The profile `kind` with no faults; the envelope is on for `gcs` only; the store
+    /// rules are S3's for `s3` and GCS's for the others.
     pub fn of(kind: ProfileKind) -> Self {
         GcsConfig {
             profile: Profile::of(kind),
             faults: Faults::none(),
             envelope: (kind == ProfileKind::Gcs).then(Envelope::default),
             client_timeout_ms: CLIENT_TIMEOUT_MS_DEFAULT,
+            rules: if kind == ProfileKind::S3 { StoreRules::s3() } else { StoreRules::gcs() },
         }
     }
 
     pub fn with_faults(self, faults: Faults) -> Self {
         GcsConfig { faults, ..self }
+    }
+
+    /// The same store with version tokens made as `tokens` says (`--etag`).
+    pub fn with_tokens(self, tokens: VersionTokens) -> Self {
+        GcsConfig { rules: self.rules.with_tokens(tokens), ..self }
     }
 
     /// Panics on a configuration that does not describe a store.
@@ -93,6 +102,7 @@ impl GcsConfig {
             e.validate();
         }
         assert!(self.client_timeout_ms > 0, "client timeout must be positive");
+        self.rules.validate();
     }
 }
 
@@ -133,6 +143,10 @@ pub struct StoreStats {
     pub deletes: u64,
     /// 429s handed out: injected, the envelope's, and the per-name limit's (at apply).
     pub throttled: u64,
+    /// Of `throttled`, the per-name limit's: a name mutated twice within its interval.
+    pub name_throttled: u64,
+    /// S3's 409s: creates refused at apply because a delete of their name raced them.
+    pub conflicts: u64,
     /// 5xx handed out.
     pub unavailable: u64,
     /// Timeouts handed out: injected (applied, lost, late creates) and operations slower
@@ -176,7 +190,7 @@ impl SimGcs {
         config.validate();
         SimGcs {
             config,
-            objects: Objects::new(),
+            objects: Objects::with_rules(config.rules),
             write_rate: WriteRate::default(),
             latency_rng: SimRng::derive(seed, RNG_CONTEXT_LATENCY),
             fault_rng: SimRng::derive(seed, RNG_CONTEXT_FAULTS),
@@ -263,8 +277,13 @@ impl SimGcs {
         assert!(at >= self.applied_latest, "applies out of time order");
         self.applied_latest = at;
         let result = self.objects.apply(at, op);
-        if result == Err(BlobError::Throttled) {
-            self.stats.throttled += 1;
+        match result {
+            Err(BlobError::Throttled) => {
+                self.stats.throttled += 1;
+                self.stats.name_throttled += 1;
+            }
+            Err(BlobError::Unavailable) => self.stats.conflicts += 1,
+            _ => {}
         }
         result
     }

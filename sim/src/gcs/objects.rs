@@ -1,13 +1,29 @@
 //! The bucket's contents and what one operation does to them.
 //!
-//! Owns the objects, the generation counter and the one-update-per-second rule. Knows
-//! nothing of latency or faults: [`Objects::apply`] is the store computing a result at
-//! the instant the operation lands.
+//! Owns the objects, the version tokens and the store's rules ([`StoreRules`]): the
+//! per-name mutation limit, how a token is made, and S3's create-racing-delete conflict.
+//! Knows nothing of latency or faults: [`Objects::apply`] is the store computing a
+//! result at the instant the operation lands.
+//!
+//! The rules, in the order the store answers them:
+//!
+//! * Create: the name is taken: `AlreadyExists` (not a write, never limited). Under S3's
+//!   rule, a delete of the name that succeeded while this create was in progress:
+//!   `Unavailable` (S3's 409 `ConditionalRequestConflict`, which the driver maps so). The
+//!   name was mutated less than the interval ago (a delete counts): `Throttled` (429).
+//! * Rewrite, delete: the name is absent: `NotFound` (404, on GCS and S3 alike, even
+//!   conditioned); the token differs: `PreconditionFailed` (412, not a write, never
+//!   limited); the name was mutated less than the interval ago: `Throttled`.
+//! * Every successful create and rewrite gets a new token: a generation, strictly
+//!   increasing across the bucket ([`VersionTokens::Generation`], GCS), or a hash of the
+//!   bytes ([`VersionTokens::Content`], S3's ETag), which an identical rewrite keeps.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use bytes::Bytes;
+use core::fmt;
+use core::str::FromStr;
 use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
 use slotlog_kernel::time::Instant;
 
@@ -16,12 +32,123 @@ use slotlog_kernel::time::Instant;
 pub const NAME_UPDATE_INTERVAL_US: u64 = 1_000_000;
 /// GCS returns at most 1,000 items per listing page (`maxResults` default and cap).
 pub const LIST_LIMIT_MAX: u32 = 1_000;
+/// S3 answers 409 to a conditional create when a delete of the same name succeeded while
+/// the create was in progress (S3 docs, "conditional writes": "a delete request ...
+/// succeeded before the conditional write operation completed"). The store does not see
+/// when a request began, so it treats a create landing this soon after a delete of its
+/// name as in progress then (assumed: 50 ms, about one create's time at the store).
+pub const S3_CREATE_DELETE_RACE_US: u64 = 50_000;
+/// A content token is this many bytes of the BLAKE3 of the object's bytes, in hex and
+/// quoted, the shape of an S3 ETag (an MD5, 16 bytes).
+const CONTENT_TOKEN_BYTES: usize = 16;
+
+/// How the store makes an object's version token (`ObjectMeta::generation`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VersionTokens {
+    /// A number that changes on every write of any name (GCS generations, Azure ETags).
+    #[default]
+    Generation,
+    /// A hash of the bytes (S3's ETag, moto's too): rewriting the same bytes keeps the
+    /// token, so a delete conditioned on the token listed before the rewrite still
+    /// succeeds (issue 17).
+    Content,
+}
+
+impl VersionTokens {
+    pub const ALL: [VersionTokens; 2] = [VersionTokens::Generation, VersionTokens::Content];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VersionTokens::Generation => "generation",
+            VersionTokens::Content => "content",
+        }
+    }
+}
+
+impl fmt::Display for VersionTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A token mode that is not one of [`VersionTokens::ALL`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownVersionTokens {
+    pub name: String,
+}
+
+impl fmt::Display for UnknownVersionTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown etag mode {:?} (expected content or generation)", self.name)
+    }
+}
+
+impl std::error::Error for UnknownVersionTokens {}
+
+impl FromStr for VersionTokens {
+    type Err = UnknownVersionTokens;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        VersionTokens::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| UnknownVersionTokens { name: s.to_owned() })
+    }
+}
+
+/// The store semantics a profile sets (see the module docs for the order of the checks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreRules {
+    /// A create, rewrite or delete of a name mutated less than this long ago gets a 429;
+    /// `None`: no per-name limit (S3 documents none).
+    pub name_update_interval_us: Option<u64>,
+    pub tokens: VersionTokens,
+    /// S3's 409: a create landing within this long after a delete of its name is refused
+    /// `Unavailable` and does not happen; `None` on GCS, which has no such conflict.
+    pub create_delete_race_us: Option<u64>,
+}
+
+impl StoreRules {
+    /// GCS: one mutation per name per second, generations, no create/delete conflict.
+    pub fn gcs() -> Self {
+        StoreRules {
+            name_update_interval_us: Some(NAME_UPDATE_INTERVAL_US),
+            tokens: VersionTokens::Generation,
+            create_delete_race_us: None,
+        }
+    }
+
+    /// S3: no per-name limit, ETags that hash the content, 409 on a create racing a
+    /// delete.
+    pub fn s3() -> Self {
+        StoreRules {
+            name_update_interval_us: None,
+            tokens: VersionTokens::Content,
+            create_delete_race_us: Some(S3_CREATE_DELETE_RACE_US),
+        }
+    }
+
+    pub fn with_tokens(self, tokens: VersionTokens) -> Self {
+        StoreRules { tokens, ..self }
+    }
+
+    pub(crate) fn validate(&self) {
+        assert!(self.name_update_interval_us != Some(0), "a per-name interval must be positive");
+        assert!(self.create_delete_race_us != Some(0), "a race window must be positive");
+    }
+}
+
+impl Default for StoreRules {
+    fn default() -> Self {
+        Self::gcs()
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Object {
     bytes: Bytes,
-    generation: u64,
-    /// Store time of the write that made this generation; also the name's last write,
+    /// The token conditional rewrites and deletes must name.
+    version: Generation,
+    /// Store time of the write that made this version; also the name's last mutation,
     /// since only a present object can be rewritten or deleted.
     created_at_us: u64,
 }
@@ -30,7 +157,7 @@ impl Object {
     fn meta(&self, key: &str) -> ObjectMeta {
         ObjectMeta {
             key: key.to_owned(),
-            generation: self.generation.into(),
+            generation: self.version.clone(),
             created_at_us: self.created_at_us,
             size: self.bytes.len() as u64,
         }
@@ -40,14 +167,33 @@ impl Object {
 /// Every object in the bucket, in key order.
 #[derive(Clone, Debug, Default)]
 pub struct Objects {
+    rules: StoreRules,
     by_key: BTreeMap<String, Object>,
+    /// When each absent name was last deleted: a create counts against the per-name
+    /// limit and races deletes. Only names deleted within the longer of the two windows
+    /// matter; older entries are dropped as the map is pruned.
+    deleted_at_us: BTreeMap<String, u64>,
+    /// The latest delete, for pruning `deleted_at_us`.
+    deleted_latest_us: u64,
+    /// Prune `deleted_at_us` when it reaches this many entries (0: not yet set).
+    deleted_prune_at: usize,
     /// The last generation handed out; strictly increasing across all names.
     generation_last: u64,
 }
 
 impl Objects {
+    /// A bucket with GCS's rules.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    pub fn with_rules(rules: StoreRules) -> Self {
+        rules.validate();
+        Objects { rules, ..Self::default() }
+    }
+
+    pub fn rules(&self) -> &StoreRules {
+        &self.rules
     }
 
     pub fn len(&self) -> usize {
@@ -73,9 +219,13 @@ impl Objects {
         self.by_key.iter().map(|(k, o)| (k.as_str(), &o.bytes, o.meta(k)))
     }
 
-    fn next_generation(&mut self) -> u64 {
+    /// The token for a new write of `bytes`.
+    fn next_version(&mut self, bytes: &Bytes) -> Generation {
         self.generation_last += 1;
-        self.generation_last
+        match self.rules.tokens {
+            VersionTokens::Generation => self.generation_last.into(),
+            VersionTokens::Content => content_token(bytes),
+        }
     }
 
     /// Carry out `op` at store time `at`.
@@ -86,8 +236,18 @@ impl Objects {
                 if self.by_key.contains_key(key) {
                     return Err(BlobError::AlreadyExists);
                 }
+                if let Some(&deleted_us) = self.deleted_at_us.get(key) {
+                    let since_us = at_us.saturating_sub(deleted_us);
+                    if self.rules.create_delete_race_us.is_some_and(|w| since_us < w) {
+                        return Err(BlobError::Unavailable);
+                    }
+                    if self.rules.name_update_interval_us.is_some_and(|i| since_us < i) {
+                        return Err(BlobError::Throttled);
+                    }
+                    self.deleted_at_us.remove(key);
+                }
                 let object =
-                    Object { bytes: bytes.clone(), generation: self.next_generation(), created_at_us: at_us };
+                    Object { bytes: bytes.clone(), version: self.next_version(bytes), created_at_us: at_us };
                 let meta = object.meta(key);
                 self.by_key.insert(key.clone(), object);
                 Ok(BlobOutcome::Created(meta))
@@ -105,16 +265,17 @@ impl Objects {
             }
             BlobOp::Rewrite { key, bytes, if_generation } => {
                 self.check_update(at_us, key, if_generation)?;
-                let generation = self.next_generation();
+                let version = self.next_version(bytes);
                 let o = self.by_key.get_mut(key).expect("checked present");
                 o.bytes = bytes.clone();
-                o.generation = generation;
+                o.version = version;
                 o.created_at_us = at_us;
                 Ok(BlobOutcome::Rewritten(o.meta(key)))
             }
             BlobOp::Delete { key, if_generation } => {
                 self.check_update(at_us, key, if_generation)?;
                 self.by_key.remove(key);
+                self.remember_delete(key, at_us);
                 Ok(BlobOutcome::Deleted)
             }
         }
@@ -125,13 +286,40 @@ impl Objects {
     /// per-name rate.
     fn check_update(&self, at_us: u64, key: &str, if_generation: &Generation) -> Result<(), BlobError> {
         let o = self.by_key.get(key).ok_or(BlobError::NotFound)?;
-        if if_generation.as_number() != Some(o.generation) {
+        let matches = match self.rules.tokens {
+            // A number compares as a number (the adapter's quoted ETag parses back).
+            VersionTokens::Generation => {
+                if_generation.as_number().is_some_and(|g| o.version.as_number() == Some(g))
+            }
+            VersionTokens::Content => *if_generation == o.version,
+        };
+        if !matches {
             return Err(BlobError::PreconditionFailed);
         }
-        if at_us < o.created_at_us.saturating_add(NAME_UPDATE_INTERVAL_US) {
+        if self.rules.name_update_interval_us.is_some_and(|i| at_us < o.created_at_us.saturating_add(i)) {
             return Err(BlobError::Throttled);
         }
         Ok(())
+    }
+
+    /// Remembers a delete for the create rules, and forgets deletes too old to matter.
+    fn remember_delete(&mut self, key: &str, at_us: u64) {
+        let window_us = self
+            .rules
+            .name_update_interval_us
+            .unwrap_or(0)
+            .max(self.rules.create_delete_race_us.unwrap_or(0));
+        if window_us == 0 {
+            return;
+        }
+        self.deleted_at_us.insert(key.to_owned(), at_us);
+        self.deleted_latest_us = self.deleted_latest_us.max(at_us);
+        // Prune when the map has doubled since the last prune: amortised constant time.
+        if self.deleted_at_us.len() >= self.deleted_prune_at.max(DELETED_REMEMBERED_PRUNE_AT) {
+            let horizon = self.deleted_latest_us.saturating_sub(window_us);
+            self.deleted_at_us.retain(|_, t| *t >= horizon);
+            self.deleted_prune_at = 2 * self.deleted_at_us.len();
+        }
     }
 
     fn list(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> BlobOutcome {
@@ -148,6 +336,21 @@ impl Objects {
         let more = matches.next().is_some();
         BlobOutcome::Listed { entries, more }
     }
+}
+
+/// Deleted names remembered before the first prune of those past every window.
+const DELETED_REMEMBERED_PRUNE_AT: usize = 4_096;
+
+/// S3's ETag shape over the bytes: the same bytes, the same token, under any name.
+pub fn content_token(bytes: &[u8]) -> Generation {
+    let hash = blake3::hash(bytes);
+    let mut hex = String::with_capacity(2 + 2 * CONTENT_TOKEN_BYTES);
+    hex.push('"');
+    for b in &hash.as_bytes()[..CONTENT_TOKEN_BYTES] {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex.push('"');
+    Generation(hex)
 }
 
 #[cfg(test)]
@@ -322,7 +525,167 @@ mod tests {
         assert_eq!(objects.apply(at_ms(1_500), &del), Err(BlobError::Throttled));
         assert!(objects.get("n").is_some());
         assert_eq!(objects.apply(at_ms(2_000), &del), Ok(BlobOutcome::Deleted));
-        // A re-create after a delete is not throttled.
-        objects.apply(at_ms(2_001), &create("n", "v3")).unwrap();
+        // A re-create is a mutation too: not within the second after the delete.
+        assert_eq!(objects.apply(at_ms(2_001), &create("n", "v3")), Err(BlobError::Throttled));
+        objects.apply(at_ms(3_000), &create("n", "v3")).unwrap();
+    }
+
+    fn rewrite(key: &str, body: &str, token: &Generation) -> BlobOp {
+        BlobOp::Rewrite {
+            key: key.into(),
+            bytes: Bytes::copy_from_slice(body.as_bytes()),
+            if_generation: token.clone(),
+        }
+    }
+
+    fn delete(key: &str, token: &Generation) -> BlobOp {
+        BlobOp::Delete { key: key.into(), if_generation: token.clone() }
+    }
+
+    fn rewritten(r: BlobResult) -> ObjectMeta {
+        match r {
+            Ok(BlobOutcome::Rewritten(m)) => m,
+            other => panic!("expected Rewritten, got {other:?}"),
+        }
+    }
+
+    fn listed(objects: &mut Objects, prefix: &str) -> Vec<ObjectMeta> {
+        let op = BlobOp::List { prefix: prefix.into(), start_after: None, limit: 0 };
+        match objects.apply(at_ms(0), &op) {
+            Ok(BlobOutcome::Listed { entries, .. }) => entries,
+            other => panic!("expected Listed, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_generation_changes_on_every_write_even_of_the_same_bytes() {
+        let mut objects = Objects::with_rules(StoreRules::gcs());
+        let first = created(objects.apply(at_ms(0), &create("shard", "same")));
+        let second = rewritten(objects.apply(at_ms(1_000), &rewrite("shard", "same", &first.generation)));
+        assert_ne!(first.generation, second.generation);
+        // The freshen fences the delete a collector conditioned on the listing before it.
+        assert_eq!(
+            objects.apply(at_ms(3_000), &delete("shard", &first.generation)),
+            Err(BlobError::PreconditionFailed)
+        );
+        assert!(objects.get("shard").is_some());
+        assert_eq!(
+            objects.apply(at_ms(3_000), &delete("shard", &second.generation)),
+            Ok(BlobOutcome::Deleted)
+        );
+    }
+
+    #[test]
+    fn a_content_token_is_kept_by_an_identical_rewrite_and_changed_by_other_bytes() {
+        let mut objects = Objects::with_rules(StoreRules::gcs().with_tokens(VersionTokens::Content));
+        let first = created(objects.apply(at_ms(0), &create("shard", "same")));
+        assert_eq!(first.generation, content_token(b"same"));
+        assert_eq!(first.generation.as_number(), None);
+        // Another name with the same bytes has the same token (an ETag is the content's).
+        assert_eq!(created(objects.apply(at_ms(0), &create("other", "same"))).generation, first.generation);
+        let again = rewritten(objects.apply(at_ms(1_000), &rewrite("shard", "same", &first.generation)));
+        assert_eq!(again.generation, first.generation);
+        assert_eq!(again.created_at_us, 1_000_000, "the rewrite is still a write: a new creation time");
+        let changed = rewritten(objects.apply(at_ms(2_000), &rewrite("shard", "new", &again.generation)));
+        assert_ne!(changed.generation, first.generation);
+        assert_eq!(
+            objects.apply(at_ms(3_000), &rewrite("shard", "x", &first.generation)),
+            Err(BlobError::PreconditionFailed)
+        );
+        // A freshen that keeps the bytes does not fence a delete listed before it.
+        let back = rewritten(objects.apply(at_ms(4_000), &rewrite("shard", "same", &changed.generation)));
+        assert_eq!(back.generation, first.generation);
+        assert_eq!(
+            objects.apply(at_ms(5_000), &delete("shard", &first.generation)),
+            Ok(BlobOutcome::Deleted)
+        );
+    }
+
+    #[test]
+    fn listings_report_each_objects_token_and_creation_time() {
+        for tokens in VersionTokens::ALL {
+            let mut objects = Objects::with_rules(StoreRules::gcs().with_tokens(tokens));
+            let a = created(objects.apply(at_ms(7), &create("p/a", "1")));
+            objects.apply(at_ms(8), &create("p/b", "22")).unwrap();
+            let b = rewritten(
+                objects
+                    .apply(at_ms(2_000), &rewrite("p/b", "333", &objects.get("p/b").unwrap().1.generation)),
+            );
+            let entries = listed(&mut objects, "p/");
+            assert_eq!(entries, vec![a.clone(), b.clone()], "{tokens}");
+            assert_eq!(
+                (entries[0].created_at_us, entries[1].created_at_us, entries[1].size),
+                (7_000, 2_000_000, 3)
+            );
+            assert_eq!(
+                objects.apply(at_ms(9), &BlobOp::Stat { key: "p/b".into() }),
+                Ok(BlobOutcome::Stat(b))
+            );
+        }
+    }
+
+    #[test]
+    fn a_create_into_a_name_deleted_within_the_second_is_throttled() {
+        let mut objects = Objects::with_rules(StoreRules::gcs());
+        let g = created(objects.apply(at_ms(0), &create("n", "v1"))).generation;
+        assert_eq!(objects.apply(at_ms(1_000), &delete("n", &g)), Ok(BlobOutcome::Deleted));
+        // Create, rewrite and delete all count: the delete restarts the second.
+        assert_eq!(objects.apply(at_ms(1_999), &create("n", "v2")), Err(BlobError::Throttled));
+        assert!(objects.get("n").is_none());
+        created(objects.apply(at_ms(2_000), &create("n", "v2")));
+        // A create of a present name is refused as taken, which is not a write.
+        assert_eq!(objects.apply(at_ms(2_001), &create("n", "v3")), Err(BlobError::AlreadyExists));
+    }
+
+    #[test]
+    fn without_a_per_name_interval_updates_are_never_throttled() {
+        let rules = StoreRules { name_update_interval_us: None, ..StoreRules::gcs() };
+        let mut objects = Objects::with_rules(rules);
+        let g = created(objects.apply(at_ms(0), &create("n", "v1"))).generation;
+        let g = rewritten(objects.apply(at_ms(1), &rewrite("n", "v2", &g))).generation;
+        assert_eq!(objects.apply(at_ms(2), &delete("n", &g)), Ok(BlobOutcome::Deleted));
+        created(objects.apply(at_ms(3), &create("n", "v3")));
+    }
+
+    #[test]
+    fn s3_refuses_a_create_racing_a_delete_of_its_name_with_a_conflict() {
+        let mut objects = Objects::with_rules(StoreRules::s3());
+        let g = created(objects.apply(at_ms(0), &create("shard", "bytes"))).generation;
+        assert_eq!(objects.apply(at_ms(10), &delete("shard", &g)), Ok(BlobOutcome::Deleted));
+        let window_ms = S3_CREATE_DELETE_RACE_US / 1_000;
+        // In progress when the delete succeeded: 409, which the driver maps to
+        // Unavailable, and the create did not happen.
+        assert_eq!(
+            objects.apply(at_ms(10 + window_ms - 1), &create("shard", "bytes")),
+            Err(BlobError::Unavailable)
+        );
+        assert!(objects.get("shard").is_none());
+        // Other names are not affected; after the window the create goes through.
+        created(objects.apply(at_ms(11), &create("shard2", "bytes")));
+        created(objects.apply(at_ms(10 + window_ms), &create("shard", "bytes")));
+    }
+
+    #[test]
+    fn s3_answers_a_conditional_delete_of_a_missing_object_not_found() {
+        let mut objects = Objects::with_rules(StoreRules::s3());
+        let token = content_token(b"gone");
+        assert_eq!(objects.apply(at_ms(0), &delete("never", &token)), Err(BlobError::NotFound));
+        created(objects.apply(at_ms(0), &create("gone", "gone")));
+        assert_eq!(objects.apply(at_ms(1), &delete("gone", &token)), Ok(BlobOutcome::Deleted));
+        assert_eq!(objects.apply(at_ms(2), &delete("gone", &token)), Err(BlobError::NotFound));
+        assert_eq!(objects.apply(at_ms(2), &rewrite("gone", "x", &token)), Err(BlobError::NotFound));
+    }
+
+    #[test]
+    fn remembered_deletes_are_pruned_past_every_window() {
+        let mut objects = Objects::with_rules(StoreRules::gcs());
+        for i in 0..10_000u64 {
+            let key = format!("k/{i}");
+            let g = created(objects.apply(at_ms(i * 10), &create(&key, "x"))).generation;
+            assert_eq!(objects.apply(at_ms(i * 10 + 1_000), &delete(&key, &g)), Ok(BlobOutcome::Deleted));
+        }
+        // 10,000 names deleted, a hundred of them within the last second.
+        assert!(objects.deleted_at_us.len() < DELETED_REMEMBERED_PRUNE_AT, "{}", objects.deleted_at_us.len());
+        assert_eq!(objects.apply(at_ms(99_990 + 1_500), &create("k/9999", "y")), Err(BlobError::Throttled));
     }
 }

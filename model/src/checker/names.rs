@@ -1,0 +1,59 @@
+//! The bucket's name history, judged: a slot name holds one set of bytes for the whole
+//! run (issue 10: "a slot name is ever created twice with different bytes (a fork)"),
+//! and the history accounts for every object in the bucket at the end. Derives from the
+//! store's record alone; knows nothing of the kernel.
+
+use super::{CheckReport, Violation};
+use crate::history::{NameChange, NameHistory, StoredObject};
+use slotlog_kernel::format::Keys;
+use slotlog_kernel::hash::Hash32;
+use std::collections::BTreeMap;
+
+/// Judges `names` (recorded by the harness) against the bucket's end state `objects`
+/// (every object under the world's prefix) and fills the store totals.
+pub(super) fn check(names: &NameHistory, objects: &[StoredObject], keys: &Keys, r: &mut CheckReport) {
+    let log_prefix = keys.log_prefix();
+    let root = keys.root();
+    for (key, events) in names.names() {
+        if !key.starts_with(&log_prefix) {
+            continue;
+        }
+        // Every set of bytes the name ever held, created or rewritten into it.
+        let mut held = events.iter().filter_map(|e| e.bytes_hash.map(|h| (h, e.at)));
+        let Some((first, _)) = held.next() else { continue };
+        if let Some((other, at)) = held.find(|(h, _)| *h != first) {
+            r.forks += 1;
+            r.violation(Violation::SlotForked { key: key.to_owned(), first, other, at });
+        }
+    }
+    for (key, event) in names.incoherent() {
+        if key.starts_with(root) {
+            r.violation(Violation::NameHistoryIncoherent {
+                key: key.clone(),
+                change: event.change,
+                at: event.at,
+            });
+        }
+    }
+    // The history's last word on each name under the world is what the bucket holds.
+    let mut last: BTreeMap<&str, (Hash32, u64)> = BTreeMap::new();
+    for (key, events) in names.names() {
+        if !key.starts_with(root) {
+            continue;
+        }
+        if let Some(e) = events.last().filter(|e| e.change != NameChange::Deleted) {
+            let hash = e.bytes_hash.expect("a present name has bytes");
+            last.insert(key, (hash, e.at.as_micros()));
+        }
+    }
+    for o in objects {
+        let stored = (Hash32::of(&o.bytes), o.created_at.as_micros());
+        if last.remove(o.key.as_str()) != Some(stored) {
+            r.violation(Violation::NameHistoryDisagrees { key: o.key.clone() });
+        }
+    }
+    for key in last.into_keys() {
+        r.violation(Violation::NameHistoryDisagrees { key: key.to_owned() });
+    }
+    r.store_objects_max = Some(names.objects_max());
+}
