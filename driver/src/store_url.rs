@@ -485,7 +485,7 @@ mod tests {
         let path = dir.path().join("missing");
         let url = Url::from_file_path(&path).unwrap().to_string();
         let options = StoreOptions { create_dir: false, ..StoreOptions::default() };
-        let error = open_store(&url, &options).err().expect("refused");
+        let error = open_store(&url, &options).expect_err("refused");
         assert!(matches!(error, StoreUrlError::LocalDirMissing { .. }), "{error}");
         assert!(!path.exists());
     }
@@ -551,14 +551,14 @@ mod tests {
             "abfss://c@account.dfs.core.windows.net/p",
             "https://account.blob.core.windows.net/c/p",
         ] {
-            let error = open_store(url, &StoreOptions::default()).err().expect("refused");
+            let error = open_store(url, &StoreOptions::default()).expect_err("refused");
             assert!(
                 matches!(error, StoreUrlError::NotBuiltIn { store: "Azure Blob Storage", .. }),
                 "{url}: {error}"
             );
         }
         for url in ["https://b.s3.us-east-1.amazonaws.com/p", "https://s3.us-east-1.amazonaws.com/b/p"] {
-            let error = open_store(url, &StoreOptions::default()).err().expect("refused");
+            let error = open_store(url, &StoreOptions::default()).expect_err("refused");
             assert!(matches!(error, StoreUrlError::S3HttpsUrl { .. }), "{url}: {error}");
             assert!(error.to_string().contains("s3://bucket/prefix"), "{error}");
         }

@@ -246,3 +246,38 @@ fn a_writer_against_a_closed_port_fails_within_the_open_deadline_naming_the_caus
     assert!(elapsed < std::time::Duration::from_secs(30), "took {elapsed:?}, past the open deadline");
     assert!(stderr.contains("Connection refused"), "{stderr}");
 }
+
+#[test]
+fn moto_a_writer_takes_its_endpoint_and_credentials_from_the_aws_environment() {
+    let (Ok(endpoint), Ok(bucket)) =
+        (std::env::var("SLOTLOG_S3_ENDPOINT"), std::env::var("SLOTLOG_S3_BUCKET"))
+    else {
+        eprintln!("SKIPPED moto_a_writer_takes_its_endpoint_and_credentials_from_the_aws_environment: run under scripts/with-moto.sh");
+        return;
+    };
+    let store = format!("s3://{bucket}/cli-env-{}", std::process::id());
+    let log = temp_path("aws-env.log");
+    let log = log.to_str().expect("a UTF-8 path");
+    let with_aws_env = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_slotlog"))
+            .args(args)
+            .env_remove("SLOTLOG_S3_ENDPOINT")
+            .env("AWS_ENDPOINT_URL", &endpoint)
+            .output()
+            .expect("slotlog runs")
+    };
+    let wrote =
+        with_aws_env(&["writer", "--store", &store, "--log", log, "--duration-s", "2", "--writers", "2"]);
+    assert!(wrote.status.success(), "{}", text(&wrote.stderr));
+    let verified = with_aws_env(&["verify", "--store", &store, "--logs", log]);
+    std::fs::remove_file(log).ok();
+    assert!(verified.status.success(), "{}{}", text(&verified.stdout), text(&verified.stderr));
+    assert!(text(&verified.stdout).contains(" lost=0"), "{}", text(&verified.stdout));
+    let missing = with_aws_env(&[
+        "inspect",
+        "--store",
+        &format!("s3://slotlog-no-such-bucket-{}/w", std::process::id()),
+    ]);
+    assert_eq!(missing.status.code(), Some(3), "{}", text(&missing.stderr));
+    assert!(text(&missing.stderr).contains("bucket does not exist"), "{}", text(&missing.stderr));
+}
