@@ -3,7 +3,8 @@
 #
 #   scripts/moto.sh start   virtualenv under target/moto-venv (made if missing), moto_server
 #                           on a free loopback port, a bucket made with a SigV4-signed PUT;
-#                           writes target/moto.env and prints it
+#                           writes target/moto.env and prints it (SLOTLOG_MOTO_PYTHON names
+#                           the virtualenv's python, for tests that start a moto of their own)
 #   scripts/moto.sh stop    stops the server started by `start` (by its pid file)
 #   scripts/moto.sh env     prints target/moto.env
 #
@@ -107,6 +108,7 @@ SLOTLOG_S3_BUCKET=$bucket
 AWS_ACCESS_KEY_ID=$access_key
 AWS_SECRET_ACCESS_KEY=$secret_key
 AWS_REGION=$region
+SLOTLOG_MOTO_PYTHON=$venv/bin/python
 ENV
     echo "moto: running, pid $(cat "$pid_file"), log $log_file" >&2
     cat "$env_file"

@@ -1,10 +1,17 @@
 //! The errors a `World` call can give. Every one says what happened to the call.
+//!
+//! Each message is whole on its own: an [`Error`] wrapping a kernel error or a
+//! [`StoreError`] prints that error's message in its own, and [`std::error::Error::source`]
+//! goes on from there (the decode error under a failure, say), so a reporter that walks
+//! the chain never prints a line twice. [`Error::kind`] sorts every error into the
+//! [`ErrorKind`] a caller branches on.
 
 use slotlog_kernel::{BlobError, ConfigError, FailReason, ReadError, WatchEnd, WriteError};
 use std::fmt;
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// The write did not commit, or may not have (`WriteError::Uncertain`).
     Write(WriteError),
@@ -34,6 +41,99 @@ pub enum Error {
     },
     /// The prefix breaks a rule; nothing was sent to the store.
     Prefix(PrefixError),
+    /// `World::open` was handed a cloud store it cannot check; nothing was sent.
+    UncheckedStore(UncheckedStore),
+}
+
+/// What kind of error an [`Error`] is: what a caller branches on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The request itself is wrong (a path, a body over the policy's limit); sending it
+    /// again changes nothing.
+    InvalidInput,
+    /// A write's precondition failed (its expected version, an archived document, a
+    /// read-only prefix): nothing applied. Read the document and decide again.
+    Conflict,
+    /// The world's or the store's configuration is wrong: a setting out of range, a
+    /// prefix, a store slotlog cannot use as built, a request the store refuses as made
+    /// (a wrong region), an operation it cannot do. Fix the configuration.
+    Configuration,
+    /// The store refused the credentials (401) or what they may do (403).
+    Permission,
+    /// The bucket or container does not exist.
+    NotFound,
+    /// Worth trying again later: a queue was full, a deadline passed with nothing
+    /// applied, the store kept failing or did not answer.
+    Unavailable,
+    /// A write may or may not have committed: its receipt settles it.
+    Uncertain,
+    /// A watch's cursor is too old: read the world and watch again from its tip.
+    Resync,
+    /// The bucket holds something the world cannot trust (an object that does not
+    /// decode, a chain that does not continue): the replica failed closed and stays so.
+    Corruption,
+    /// The handle was closed.
+    Closed,
+}
+
+impl ErrorKind {
+    /// Sending the same call again (after a backoff) may succeed.
+    pub fn is_retryable(self) -> bool {
+        matches!(self, ErrorKind::Unavailable)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ErrorKind::InvalidInput => "invalid input",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Configuration => "configuration",
+            ErrorKind::Permission => "permission",
+            ErrorKind::NotFound => "not found",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Uncertain => "uncertain",
+            ErrorKind::Resync => "resync",
+            ErrorKind::Corruption => "corruption",
+            ErrorKind::Closed => "closed",
+        })
+    }
+}
+
+impl Error {
+    /// What kind of error this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Write(e) => match e {
+                WriteError::Invalid(_) => ErrorKind::InvalidInput,
+                WriteError::Rejected { .. } => ErrorKind::Conflict,
+                WriteError::Busy { .. } | WriteError::Expired { .. } => ErrorKind::Unavailable,
+                WriteError::Uncertain { .. } => ErrorKind::Uncertain,
+                WriteError::Failed(_) => ErrorKind::Corruption,
+                _ => ErrorKind::Unavailable,
+            },
+            Error::Read(e) => match e {
+                ReadError::InvalidPath(_) => ErrorKind::InvalidInput,
+                ReadError::Busy { .. } | ReadError::Deadline | ReadError::Unavailable { .. } => {
+                    ErrorKind::Unavailable
+                }
+                ReadError::Failed(_) => ErrorKind::Corruption,
+                _ => ErrorKind::Unavailable,
+            },
+            Error::Watch(e) => match e {
+                WatchEnd::Resync { .. } => ErrorKind::Resync,
+                WatchEnd::Busy { .. } => ErrorKind::Unavailable,
+                WatchEnd::Failed(_) => ErrorKind::Corruption,
+                _ => ErrorKind::Unavailable,
+            },
+            Error::Failed(_) => ErrorKind::Corruption,
+            Error::Config(_) | Error::Prefix(_) | Error::UncheckedStore(_) => ErrorKind::Configuration,
+            Error::Closed => ErrorKind::Closed,
+            Error::Busy | Error::OpenDeadline { .. } => ErrorKind::Unavailable,
+            Error::Store(e) => e.kind.error_kind(),
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -55,31 +155,68 @@ impl fmt::Display for Error {
                 }
             }
             Error::Prefix(e) => write!(f, "{e}"),
+            Error::UncheckedStore(e) => write!(f, "{e}"),
         }
     }
 }
 
 impl std::error::Error for Error {
-    /// The kernel error's own cause (the decode error under a failure, say): its message
-    /// is already in this one's.
+    /// The cause under the message: the wrapped error's own source (its message is already
+    /// in this one's), e.g. the decode error under a failure.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Write(e) => e.source(),
             Error::Read(e) => e.source(),
             Error::Watch(e) => e.source(),
             Error::Failed(r) => r.source(),
+            Error::Store(e) => e.source(),
+            Error::OpenDeadline { last_error: Some(e), .. } => e.source(),
             Error::Config(_)
             | Error::Closed
             | Error::Busy
-            | Error::Store(_)
-            | Error::OpenDeadline { .. }
-            | Error::Prefix(_) => None,
+            | Error::OpenDeadline { last_error: None, .. }
+            | Error::Prefix(_)
+            | Error::UncheckedStore(_) => None,
         }
     }
 }
 
+/// A cloud store handed to `World::open` whose settings slotlog cannot see through
+/// `dyn ObjectStore`: whether object_store retries inside a create (a retried create that
+/// had landed answers `AlreadyExists` for our own slot) and where to send conditional
+/// deletes. Build it with [`s3_store`](crate::store_url::s3_store) /
+/// [`gcs_store`](crate::store_url::gcs_store) (or `open_store`) and open it with
+/// `World::open_with`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UncheckedStore {
+    /// The store as it describes itself (`AmazonS3(bucket)`).
+    pub store: String,
+    /// `s3`, `gcs`, `azure`.
+    pub backend: &'static str,
+}
+
+impl fmt::Display for UncheckedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} is a {} store built outside slotlog: its object_store retries could hide a landed create and \
+             its conditional deletes need its endpoint; build it with slotlog::store_url::{} (or open_store) \
+             and open it with World::open_with",
+            self.store,
+            self.backend,
+            match self.backend {
+                "gcs" => "gcs_store",
+                _ => "s3_store",
+            }
+        )
+    }
+}
+
+impl std::error::Error for UncheckedStore {}
+
 /// A store failure that ended a call for good, in the store's own words.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StoreError {
     pub kind: StoreErrorKind,
     /// The blob operation that met it: `create`, `get`, `stat`, `list`, `rewrite`, `delete`.
@@ -88,8 +225,8 @@ pub struct StoreError {
     pub key: String,
     /// The HTTP status the store answered with, when it answered with one.
     pub status: Option<u16>,
-    /// The store's own message (object_store's error, with the response body when the
-    /// store sent one), or the adapter's when the store was never asked.
+    /// The store's own message (object_store's error with every cause, the response body
+    /// when the store sent one), or the adapter's when the store was never asked.
     pub message: String,
     /// Failures of this call in a row, its hedged twin's included: 1 for a permanent
     /// failure, the retry budget plus one when transient failures used it up.
@@ -97,6 +234,17 @@ pub struct StoreError {
 }
 
 impl StoreError {
+    pub fn new(
+        kind: StoreErrorKind,
+        op: &'static str,
+        key: impl Into<String>,
+        status: Option<u16>,
+        message: impl Into<String>,
+        attempts: u32,
+    ) -> StoreError {
+        StoreError { kind, op, key: key.into(), status, message: message.into(), attempts }
+    }
+
     /// No retry will pass: the store must be fixed (credentials, bucket, configuration).
     pub fn is_permanent(&self) -> bool {
         self.kind.is_permanent()
@@ -115,6 +263,9 @@ impl fmt::Display for StoreError {
         write!(f, ": {}", self.message)
     }
 }
+
+/// The store's message is already in the text: it has no further source.
+impl std::error::Error for StoreError {}
 
 /// What kind of failure a [`StoreError`] is. All but `Transient` are permanent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -146,6 +297,18 @@ impl StoreErrorKind {
     /// No retry will pass.
     pub fn is_permanent(self) -> bool {
         !matches!(self, StoreErrorKind::Transient(_))
+    }
+
+    /// The [`ErrorKind`] of an [`Error::Store`] of this kind.
+    pub fn error_kind(self) -> ErrorKind {
+        match self {
+            StoreErrorKind::PermissionDenied | StoreErrorKind::Unauthenticated => ErrorKind::Permission,
+            StoreErrorKind::BucketNotFound => ErrorKind::NotFound,
+            StoreErrorKind::Unsupported | StoreErrorKind::InvalidPath | StoreErrorKind::Rejected => {
+                ErrorKind::Configuration
+            }
+            StoreErrorKind::Transient(_) => ErrorKind::Unavailable,
+        }
     }
 }
 

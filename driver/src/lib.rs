@@ -17,6 +17,22 @@
 //! # Ok(()) }
 //! ```
 //!
+//! A cloud store comes from a URL (credentials from the environment, as object_store's
+//! `from_env()` reads them) or from a builder of your own, finished with slotlog's
+//! required settings (object_store's retries off, conditional puts on):
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use slotlog::{open_store, s3_store, StoreOptions, World, WorldConfig};
+//! let (store, backend, prefix) = open_store("s3://my-bucket/worlds/a", &StoreOptions::from_env())?;
+//! let world = World::open_with(store, backend, &prefix, WorldConfig::default()).await?;
+//! # world.close().await;
+//! let builder = object_store::aws::AmazonS3Builder::from_env().with_bucket_name("my-bucket");
+//! let (store, backend) = s3_store(builder)?;
+//! let world = World::open_with(store, backend, "worlds/a", WorldConfig::default()).await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Opening, and when the store says no
 //!
 //! [`World::open`] never hangs on a store that does not answer: it returns open, or with
@@ -24,6 +40,8 @@
 //! passes with no store call answered (a large world that keeps reading is never cut
 //! short):
 //!
+//! * [`Error::UncheckedStore`]: [`World::open`] was handed a cloud store built elsewhere,
+//!   whose retries could hide a landed create; nothing was sent.
 //! * [`Error::Prefix`]: the prefix breaks a [`PrefixRule`] (a leading or trailing `/`,
 //!   an empty, `.` or `..` segment, a control character, `#`). Checked before any call.
 //! * [`Error::Store`] with a permanent [`StoreErrorKind`]: the store refused a call in a
@@ -56,12 +74,14 @@ pub mod watch;
 pub mod world;
 
 pub use blobs::{BlobFuture, Blobs, CallFailure, ExplainedFuture};
-pub use error::{validate_prefix, Error, PrefixError, PrefixRule, StoreError, StoreErrorKind};
+pub use error::{
+    validate_prefix, Error, ErrorKind, PrefixError, PrefixRule, StoreError, StoreErrorKind, UncheckedStore,
+};
 #[cfg(feature = "object-store")]
-pub use object_store_blobs::{Backend, ObjectStoreBlobs};
+pub use object_store_blobs::{detect_backend, Backend, ObjectStoreBlobs};
 pub use slotlog_kernel::world::{Expected, PolicyBody};
 pub use slotlog_kernel::{Answer, Read, ReadOk, WriteOk};
 #[cfg(feature = "object-store")]
-pub use store_url::{open_store, StoreOptions, StoreUrlError};
+pub use store_url::{gcs_store, open_store, s3_store, StoreOptions, StoreUrlError};
 pub use watch::Watch;
 pub use world::{new_op_id, World, WorldConfig};

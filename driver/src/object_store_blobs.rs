@@ -91,7 +91,7 @@ use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, Generation, ObjectMet
 use tracing::Instrument;
 
 use crate::blobs::{BlobFuture, Blobs, CallFailure, ExplainedFuture};
-use crate::error::StoreErrorKind;
+use crate::error::{StoreErrorKind, UncheckedStore};
 
 /// A listing answers at most this many keys, whatever the limit asked (GCS's page cap,
 /// and the simulated GCS's).
@@ -199,6 +199,32 @@ impl Backend {
             Backend::Memory | Backend::Local | Backend::Other => false,
         }
     }
+}
+
+/// The backend of a store `World::open` was handed, told by the store's own name
+/// (`Display`): `InMemory` is [`Backend::Memory`], `LocalFileSystem(..)` is
+/// [`Backend::Local`], anything else unknown is [`Backend::Other`]. A cloud store
+/// (`AmazonS3(..)`, `GoogleCloudStorage(..)`, `MicrosoftAzure(..)`, or a wrapper that names
+/// one) is refused: through `dyn ObjectStore` neither its retry setting (a create retried
+/// inside object_store after it landed answers `AlreadyExists` for our own slot) nor its
+/// endpoint for conditional deletes can be seen. Build those with
+/// [`open_store`](crate::store_url::open_store), [`s3_store`](crate::store_url::s3_store)
+/// or [`gcs_store`](crate::store_url::gcs_store).
+pub fn detect_backend(store: &dyn ObjectStore) -> Result<Backend, UncheckedStore> {
+    let name = store.to_string();
+    if name == "InMemory" {
+        return Ok(Backend::Memory);
+    }
+    if name.starts_with("LocalFileSystem(") {
+        return Ok(Backend::Local);
+    }
+    for (mark, backend) in [("AmazonS3(", "s3"), ("GoogleCloudStorage(", "gcs"), ("MicrosoftAzure(", "azure")]
+    {
+        if name.contains(mark) {
+            return Err(UncheckedStore { store: name, backend });
+        }
+    }
+    Ok(Backend::Other)
 }
 
 /// Where and as whom an S3 conditional delete is sent.
@@ -680,7 +706,13 @@ fn invalid_key(key: &str) -> CallFailure {
 /// Explain an object_store error for a call of kind `call`: the kernel's kind, whether no
 /// retry will pass, the status, and the store's own message.
 fn explain(e: &object_store::Error, call: Call) -> CallFailure {
-    let message = full_message(e);
+    let mut message = full_message(e);
+    if asked_instance_metadata(&message) {
+        message.insert_str(
+            0,
+            "no credentials in the environment, and the instance metadata service did not answer: ",
+        );
+    }
     let status = chain_status(e);
     let permanent = permanent_kind(e, status, &message, call);
     let error = match permanent {
@@ -711,6 +743,20 @@ fn full_message(e: &(dyn StdError + 'static)) -> String {
     message
 }
 
+/// object_store asks the instance metadata service (AWS IMDS, GCP's metadata server) for
+/// credentials when none is configured; off a cloud host that is the failure.
+fn asked_instance_metadata(message: &str) -> bool {
+    ["169.254.169.254", "metadata.google.internal", "169.254.170.2"].iter().any(|host| message.contains(host))
+}
+
+/// S3's words for credentials it does not accept, which it answers with 403 (not 401):
+/// an unknown key, a wrong secret, an expired or malformed session token.
+fn credentials_refused(text: &str) -> bool {
+    ["InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"]
+        .iter()
+        .any(|code| text.contains(code))
+}
+
 /// The permanent failures: credentials, a missing bucket, an operation the store cannot
 /// do, a path it will not take, and any other refusal of the request as made.
 fn permanent_kind(
@@ -725,6 +771,7 @@ fn permanent_kind(
         return Some(StoreErrorKind::BucketNotFound);
     }
     match e {
+        E::PermissionDenied { .. } if credentials_refused(message) => Some(StoreErrorKind::Unauthenticated),
         E::PermissionDenied { .. } => Some(StoreErrorKind::PermissionDenied),
         E::Unauthenticated { .. } => Some(StoreErrorKind::Unauthenticated),
         E::NotSupported { .. } | E::NotImplemented { .. } | E::UnknownConfigurationKey { .. } => {
@@ -753,6 +800,7 @@ fn permanent_status(code: u16, body: &str, call: Call) -> Option<StoreErrorKind>
     match code {
         _ if bucket_missing(body) => Some(StoreErrorKind::BucketNotFound),
         401 => Some(StoreErrorKind::Unauthenticated),
+        403 if credentials_refused(body) => Some(StoreErrorKind::Unauthenticated),
         403 => Some(StoreErrorKind::PermissionDenied),
         405 | 501 => (!call.optional()).then_some(StoreErrorKind::Unsupported),
         304 | 404 | 408 | 409 | 412 | 429 => None,
@@ -956,6 +1004,53 @@ mod tests {
         let listed = generic(refused("403 Forbidden", "<Code>AccessDenied</Code>"));
         assert_eq!(permanence(&listed, Call::Read), Some(StoreErrorKind::PermissionDenied));
         assert_eq!(permanence(&listed, Call::Delete), Some(StoreErrorKind::PermissionDenied));
+    }
+
+    #[test]
+    fn s3s_403_for_credentials_it_does_not_accept_is_unauthenticated() {
+        for code in ["InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken"] {
+            let body = format!("<Error><Code>{code}</Code></Error>");
+            let typed = object_store::Error::PermissionDenied {
+                path: "w/marker".into(),
+                source: Box::new(std::io::Error::other(refused("403 Forbidden", &body))),
+            };
+            assert_eq!(permanence(&typed, Call::Read), Some(StoreErrorKind::Unauthenticated), "{code}");
+            let listed = generic(refused("403 Forbidden", &body));
+            assert_eq!(permanence(&listed, Call::Read), Some(StoreErrorKind::Unauthenticated), "{code}");
+        }
+    }
+
+    #[test]
+    fn a_credential_fetch_from_instance_metadata_says_no_credentials_were_configured() {
+        let e = generic(
+            "Error performing PUT http://169.254.169.254/latest/api/token in 1s: connection refused".into(),
+        );
+        let f = explain(&e, Call::Read);
+        assert!(f.message.starts_with("no credentials in the environment"), "{}", f.message);
+        assert!(f.error.is_transient(), "IMDS may be slow on a cloud host: retried within the budget");
+    }
+
+    #[test]
+    fn the_backend_is_told_by_the_stores_name_and_cloud_stores_are_refused() {
+        use object_store::memory::InMemory;
+        assert!(matches!(detect_backend(&InMemory::new()), Ok(Backend::Memory)));
+        let dir = std::env::temp_dir();
+        let local = object_store::local::LocalFileSystem::new_with_prefix(&dir).unwrap();
+        assert!(matches!(detect_backend(&local), Ok(Backend::Local)));
+        let prefixed = object_store::prefix::PrefixStore::new(InMemory::new(), "p");
+        assert!(matches!(detect_backend(&prefixed), Ok(Backend::Other)));
+        install_crypto_provider();
+        let s3 = object_store::aws::AmazonS3Builder::new()
+            .with_bucket_name("b")
+            .with_region("us-east-1")
+            .with_access_key_id("k")
+            .with_secret_access_key("s")
+            .build()
+            .unwrap();
+        let refused = detect_backend(&s3).unwrap_err();
+        assert_eq!((refused.store.as_str(), refused.backend), ("AmazonS3(b)", "s3"));
+        let throttled = object_store::throttle::ThrottledStore::new(s3, Default::default());
+        assert_eq!(detect_backend(&throttled).unwrap_err().backend, "s3");
     }
 
     #[test]

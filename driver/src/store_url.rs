@@ -1,56 +1,77 @@
-//! Opening a store from a URL: `memory://`, `file:///abs/dir`, `s3://bucket/prefix`,
-//! `gs://bucket/prefix`.
+//! Opening a store from a URL: `memory://`, `file:///abs/dir`, `s3://bucket/prefix`
+//! (or `s3a://`), `gs://bucket/prefix`; and finishing an S3 or GCS builder of the
+//! embedder's own ([`s3_store`], [`gcs_store`]).
 //!
 //! Owns the URL grammar, the options each scheme takes and the store builders' settings
-//! slotlog depends on: object_store's own retries off (the kernel retries, and a retried
-//! create could report our own landed create as `AlreadyExists`), conditional puts on,
-//! path-style S3 requests to a custom endpoint. Hands back the store, the [`Backend`] that
-//! describes it (so conditional deletes can be sent), and the prefix inside the store the
-//! world lives under.
+//! slotlog depends on. Cloud stores start from object_store's own `from_env()` (every
+//! `AWS_*` / `GOOGLE_*` variable it knows: static keys, web identity (EKS IRSA), ECS task
+//! and EKS pod identity credentials, instance metadata, regions, endpoints), then the
+//! [`StoreOptions`] given, then slotlog's required settings on top, which nothing
+//! overrides: object_store's own retries off (the kernel retries, and a create retried
+//! inside object_store after a 5xx could report our own landed create as
+//! `AlreadyExists`), conditional puts on (S3 `If-Match` / `If-None-Match`). Hands back
+//! the store, the [`Backend`] that describes it (so conditional deletes can be sent), and
+//! the prefix inside the store the world lives under.
+//!
+//! Azure (`az://`, `abfs://`, `adl://`, `azure://` and the `*.blob.core.windows.net`
+//! URLs object_store parses) is recognised but not built in: this crate does not enable
+//! object_store's `azure` feature, and its conditional delete is not written.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
-use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, S3ConditionalPut};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
-use object_store::{ClientOptions, ObjectStore, RetryConfig};
+use object_store::{ClientConfigKey, ClientOptions, ObjectStore, ObjectStoreScheme, RetryConfig};
 use url::Url;
 
 use crate::object_store_blobs::{install_crypto_provider, Backend, GcsBackend, S3Backend};
 
 /// GCS's XML API, object_store's default.
 pub const GCS_BASE_URL_DEFAULT: &str = "https://storage.googleapis.com";
-/// The region an S3 store signs for when none is given (moto and MinIO accept it).
+/// The region an S3 store signs for when none is given (object_store's default; moto and
+/// MinIO accept it).
 pub const S3_REGION_DEFAULT: &str = "us-east-1";
 
-/// Options for [`open_store`]; each applies to the schemes named on it.
+/// Options for [`open_store`]; each applies to the schemes named on it. A cloud store
+/// starts from object_store's `from_env()`; a field set here overrides what the
+/// environment says.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
-    /// s3: the server's base URL, for S3-compatible servers (`http://127.0.0.1:9000`).
-    /// Requests are then path style (`{endpoint}/{bucket}/{key}`).
+    /// s3: the server's base URL, for S3-compatible servers (`http://127.0.0.1:9000`);
+    /// overrides `AWS_ENDPOINT_URL`. Requests are path style (`{endpoint}/{bucket}/{key}`)
+    /// unless `AWS_VIRTUAL_HOSTED_STYLE_REQUEST` says otherwise.
     pub s3_endpoint: Option<String>,
-    /// s3: the region to sign for; [`S3_REGION_DEFAULT`] when absent.
+    /// s3: the region to sign for; overrides `AWS_REGION` / `AWS_DEFAULT_REGION`
+    /// ([`S3_REGION_DEFAULT`] when neither is set).
     pub s3_region: Option<String>,
-    /// s3: static credentials. Absent: object_store's own chain (web identity, container,
-    /// instance metadata), which only AWS hosts answer.
+    /// s3: static credentials, overriding `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` /
+    /// `AWS_SESSION_TOKEN`. Absent everywhere: object_store's chain (web identity, ECS
+    /// task role, EKS pod identity, instance metadata).
     pub s3_access_key_id: Option<String>,
     pub s3_secret_access_key: Option<String>,
     pub s3_session_token: Option<String>,
-    /// gs: the service account key file (JSON). Absent: application default credentials.
+    /// gs: the service account key file (JSON); overrides `GOOGLE_SERVICE_ACCOUNT`.
+    /// Absent everywhere: application default credentials.
     pub gcs_service_account_path: Option<String>,
-    /// gs: the XML API base URL; absent: the key file's `gcs_base_url`, else
-    /// [`GCS_BASE_URL_DEFAULT`].
+    /// gs: the XML API base URL; absent: `GOOGLE_BASE_URL`, else the key file's
+    /// `gcs_base_url`, else [`GCS_BASE_URL_DEFAULT`].
     pub gcs_base_url: Option<String>,
-    /// s3, gs: allow `http://` endpoints (a loopback test server).
+    /// s3, gs: allow `http://` endpoints (a loopback test server). Also on when the S3
+    /// endpoint in effect is `http://`.
     pub allow_http: bool,
     /// s3, gs: the HTTP client's per-request timeout (object_store's default: 30 s). The
     /// driver's own call timeout usually fires first.
     pub request_timeout: Option<Duration>,
     /// file: fsync files and directories before a write returns (durable commits).
     pub fsync: bool,
+    /// file: make the directory when it is missing. Off for tools that only read
+    /// (`inspect`, `verify`): a missing directory is then [`StoreUrlError::LocalDirMissing`]
+    /// and nothing is created.
+    pub create_dir: bool,
 }
 
 impl Default for StoreOptions {
@@ -66,62 +87,56 @@ impl Default for StoreOptions {
             allow_http: false,
             request_timeout: None,
             fsync: true,
+            create_dir: true,
         }
     }
 }
 
 impl StoreOptions {
-    /// Options from the environment: `SLOTLOG_S3_ENDPOINT` (or `AWS_ENDPOINT_URL`),
-    /// `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
-    /// `GOOGLE_SERVICE_ACCOUNT` (or `GOOGLE_APPLICATION_CREDENTIALS`),
-    /// `SLOTLOG_GCS_BASE_URL`. `allow_http` is set when an endpoint is `http://`.
+    /// slotlog's own variables: `SLOTLOG_S3_ENDPOINT` (overrides `AWS_ENDPOINT_URL`) and
+    /// `SLOTLOG_GCS_BASE_URL`; `allow_http` is set when either is `http://`. Everything
+    /// else (`AWS_*`, `GOOGLE_*`) object_store reads itself when [`open_store`] builds the
+    /// store, so the options need not carry it.
     pub fn from_env() -> StoreOptions {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let s3_endpoint = var("SLOTLOG_S3_ENDPOINT").or_else(|| var("AWS_ENDPOINT_URL"));
+        let s3_endpoint = var("SLOTLOG_S3_ENDPOINT");
         let gcs_base_url = var("SLOTLOG_GCS_BASE_URL");
         let allow_http = [&s3_endpoint, &gcs_base_url]
             .iter()
             .any(|e| e.as_deref().is_some_and(|e| e.starts_with("http://")));
-        StoreOptions {
-            s3_endpoint,
-            s3_region: var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")),
-            s3_access_key_id: var("AWS_ACCESS_KEY_ID"),
-            s3_secret_access_key: var("AWS_SECRET_ACCESS_KEY"),
-            s3_session_token: var("AWS_SESSION_TOKEN"),
-            gcs_service_account_path: var("GOOGLE_SERVICE_ACCOUNT")
-                .or_else(|| var("GOOGLE_APPLICATION_CREDENTIALS")),
-            gcs_base_url,
-            allow_http,
-            ..StoreOptions::default()
-        }
-    }
-
-    fn client_options(&self) -> ClientOptions {
-        let mut options = ClientOptions::new().with_allow_http(self.allow_http);
-        if let Some(timeout) = self.request_timeout {
-            options = options.with_timeout(timeout);
-        }
-        options
+        StoreOptions { s3_endpoint, gcs_base_url, allow_http, ..StoreOptions::default() }
     }
 }
 
-/// Why a URL could not be opened.
+/// Why a URL could not be opened, or a builder not finished.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum StoreUrlError {
     /// Not a URL at all.
     InvalidUrl { url: String, error: url::ParseError },
-    /// A scheme other than memory, file, s3, gs.
+    /// A scheme neither this crate nor object_store knows.
     UnsupportedScheme { scheme: String },
-    /// `s3://` or `gs://` without a bucket.
+    /// A store object_store knows but this build does not carry (`store`: Azure, a plain
+    /// HTTP store).
+    NotBuiltIn { url: String, store: &'static str },
+    /// An `https://` URL of an S3 bucket (AWS, R2): write it as `s3://bucket/prefix` with
+    /// `AWS_REGION` or `AWS_ENDPOINT_URL` set, so the requests and the conditional deletes
+    /// go to the same place.
+    S3HttpsUrl { url: String },
+    /// `s3://` or `gs://` without a bucket, or a builder without a bucket name.
     MissingBucket { url: String },
     /// `file://` with a host other than `localhost`, or a relative path.
     NotALocalPath { url: String },
     /// The directory of a `file://` URL could not be made.
     LocalDir { path: String, error: std::io::Error },
-    /// An S3 URL needs both halves of a static key, or neither.
+    /// The directory of a `file://` URL does not exist, and the options say not to make it.
+    LocalDirMissing { path: String },
+    /// An S3 store needs both halves of a static key, or neither.
     PartialCredentials,
-    /// The service account key file could not be read as JSON.
+    /// The service account key could not be read as JSON.
     ServiceAccount { path: String, error: String },
+    /// A setting slotlog cannot honour (`what`): S3 Express One Zone, say.
+    Unsupported { what: &'static str },
     /// object_store refused the configuration.
     Build { scheme: &'static str, error: object_store::Error },
 }
@@ -129,19 +144,28 @@ pub enum StoreUrlError {
 impl fmt::Display for StoreUrlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreUrlError::InvalidUrl { url, error } => write!(f, "not a store URL: {url}: {error}"),
+            StoreUrlError::InvalidUrl { url, error } => write!(f, "not a store URL: {url:?}: {error}"),
             StoreUrlError::UnsupportedScheme { scheme } => {
-                write!(f, "unsupported store scheme {scheme:?} (memory, file, s3, gs)")
+                write!(f, "unsupported store scheme {scheme:?} (memory, file, s3, s3a, gs)")
             }
+            StoreUrlError::NotBuiltIn { url, store } => {
+                write!(f, "{url}: {store} is not built into slotlog (memory, file, s3, s3a, gs are)")
+            }
+            StoreUrlError::S3HttpsUrl { url } => write!(
+                f,
+                "{url}: write an S3 bucket as s3://bucket/prefix, with AWS_REGION or AWS_ENDPOINT_URL for where it is"
+            ),
             StoreUrlError::MissingBucket { url } => write!(f, "no bucket in {url}"),
             StoreUrlError::NotALocalPath { url } => write!(f, "not an absolute local path: {url}"),
             StoreUrlError::LocalDir { path, error } => write!(f, "cannot make directory {path}: {error}"),
+            StoreUrlError::LocalDirMissing { path } => write!(f, "no directory {path}"),
             StoreUrlError::PartialCredentials => {
                 write!(f, "an S3 access key id and secret access key go together")
             }
             StoreUrlError::ServiceAccount { path, error } => {
                 write!(f, "cannot read service account key {path}: {error}")
             }
+            StoreUrlError::Unsupported { what } => write!(f, "slotlog does not support {what}"),
             StoreUrlError::Build { scheme, error } => write!(f, "cannot build the {scheme} store: {error}"),
         }
     }
@@ -159,13 +183,19 @@ impl std::error::Error for StoreUrlError {
 }
 
 /// Open the store `url` names. Returns the store, its [`Backend`] (hand both to
-/// [`ObjectStoreBlobs::new`](crate::object_store_blobs::ObjectStoreBlobs::new)) and the
-/// prefix inside the store (no leading or trailing `/`; empty for the whole store).
+/// [`World::open_with`](crate::World::open_with)) and the prefix inside the store (no
+/// leading or trailing `/`; empty for the whole store).
 ///
 /// * `memory://` or `memory://any/prefix`: a new, empty in-memory store on every call.
-/// * `file:///abs/dir`: the directory (made if missing) is the store; prefix empty.
-/// * `s3://bucket/prefix`: options `s3_*`, `allow_http`, `request_timeout`.
-/// * `gs://bucket/prefix`: options `gcs_*`, `allow_http`, `request_timeout`.
+/// * `file:///abs/dir`: the directory (made if missing, when `create_dir`) is the store;
+///   prefix empty.
+/// * `s3://bucket/prefix` or `s3a://bucket/prefix`: `AmazonS3Builder::from_env()`, then
+///   options `s3_*`, `allow_http`, `request_timeout`, then [`s3_store`]'s settings.
+/// * `gs://bucket/prefix`: `GoogleCloudStorageBuilder::from_env()`, then options
+///   `gcs_*`, `allow_http`, `request_timeout`, then [`gcs_store`]'s settings.
+///
+/// Azure and plain HTTP URLs are [`StoreUrlError::NotBuiltIn`]; an `https://` S3 or R2
+/// URL is [`StoreUrlError::S3HttpsUrl`].
 pub fn open_store(
     url: &str,
     options: &StoreOptions,
@@ -173,22 +203,33 @@ pub fn open_store(
     let parsed =
         Url::parse(url).map_err(|error| StoreUrlError::InvalidUrl { url: url.to_string(), error })?;
     match parsed.scheme() {
+        // object_store's parser takes no host on memory URLs; ours carry the prefix there.
         "memory" => {
             let prefix = join_prefix(parsed.host_str().unwrap_or(""), parsed.path());
             Ok((Arc::new(InMemory::new()), Backend::Memory, prefix))
         }
         "file" => open_local(url, &parsed, options),
-        "s3" => {
+        "s3" | "s3a" => {
             let (bucket, prefix) = bucket_and_prefix(url, &parsed)?;
-            let (store, backend) = open_s3(&bucket, options)?;
+            let (store, backend) = s3_store(s3_builder(&bucket, options)?)?;
             Ok((store, backend, prefix))
         }
         "gs" => {
             let (bucket, prefix) = bucket_and_prefix(url, &parsed)?;
-            let (store, backend) = open_gcs(&bucket, options)?;
+            let (store, backend) = gcs_store(gcs_builder(&bucket, options))?;
             Ok((store, backend, prefix))
         }
-        other => Err(StoreUrlError::UnsupportedScheme { scheme: other.to_string() }),
+        other => Err(match ObjectStoreScheme::parse(&parsed) {
+            Ok((ObjectStoreScheme::MicrosoftAzure, _)) => {
+                StoreUrlError::NotBuiltIn { url: url.to_string(), store: "Azure Blob Storage" }
+            }
+            Ok((ObjectStoreScheme::AmazonS3, _)) => StoreUrlError::S3HttpsUrl { url: url.to_string() },
+            Ok((ObjectStoreScheme::Http, _)) => StoreUrlError::NotBuiltIn {
+                url: url.to_string(),
+                store: "a plain HTTP (WebDAV) store, which has no create-if-absent,",
+            },
+            _ => StoreUrlError::UnsupportedScheme { scheme: other.to_string() },
+        }),
     }
 }
 
@@ -222,8 +263,12 @@ fn open_local(
         return Err(not_local());
     }
     let dir = parsed.to_file_path().map_err(|_| not_local())?;
-    std::fs::create_dir_all(&dir)
-        .map_err(|error| StoreUrlError::LocalDir { path: dir.display().to_string(), error })?;
+    if options.create_dir {
+        std::fs::create_dir_all(&dir)
+            .map_err(|error| StoreUrlError::LocalDir { path: dir.display().to_string(), error })?;
+    } else if !dir.is_dir() {
+        return Err(StoreUrlError::LocalDirMissing { path: dir.display().to_string() });
+    }
     let store = LocalFileSystem::new_with_prefix(&dir)
         .map_err(|error| StoreUrlError::Build { scheme: "file", error })?
         .with_fsync(options.fsync);
@@ -235,25 +280,38 @@ fn no_retries() -> RetryConfig {
     RetryConfig { max_retries: 0, ..RetryConfig::default() }
 }
 
-fn open_s3(bucket: &str, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>, Backend), StoreUrlError> {
-    install_crypto_provider();
-    let build = |error| StoreUrlError::Build { scheme: "s3", error };
-    let region = options.s3_region.clone().unwrap_or_else(|| S3_REGION_DEFAULT.to_string());
-    let client_options = options.client_options();
-    let mut builder = AmazonS3Builder::new()
-        .with_bucket_name(bucket)
-        .with_region(&region)
-        .with_conditional_put(S3ConditionalPut::ETagMatch)
-        .with_virtual_hosted_style_request(false)
-        .with_retry(no_retries())
-        .with_client_options(client_options.clone());
-    let bucket_endpoint = match &options.s3_endpoint {
-        Some(endpoint) => {
-            builder = builder.with_endpoint(endpoint);
-            format!("{}/{}", endpoint.trim_end_matches('/'), bucket)
-        }
-        None => format!("https://s3.{region}.amazonaws.com/{bucket}"),
-    };
+/// The client settings the conditional delete's own HTTP client copies from the store's
+/// builder, so both reach the store the same way.
+const CLIENT_KEYS: [ClientConfigKey; 11] = [
+    ClientConfigKey::AllowHttp,
+    ClientConfigKey::AllowInvalidCertificates,
+    ClientConfigKey::NoSystemCertificates,
+    ClientConfigKey::ConnectTimeout,
+    ClientConfigKey::Timeout,
+    ClientConfigKey::ProxyUrl,
+    ClientConfigKey::ProxyCaCertificate,
+    ClientConfigKey::ProxyExcludes,
+    ClientConfigKey::Http1Only,
+    ClientConfigKey::Http2Only,
+    ClientConfigKey::UserAgent,
+];
+
+fn client_options(get: impl Fn(&ClientConfigKey) -> Option<String>) -> ClientOptions {
+    CLIENT_KEYS.iter().fold(ClientOptions::new(), |options, key| match get(key) {
+        Some(value) => options.with_config(*key, value),
+        None => options,
+    })
+}
+
+/// `AmazonS3Builder::from_env()` for `bucket`, with the options on top.
+fn s3_builder(bucket: &str, options: &StoreOptions) -> Result<AmazonS3Builder, StoreUrlError> {
+    let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+    if let Some(endpoint) = &options.s3_endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    if let Some(region) = &options.s3_region {
+        builder = builder.with_region(region);
+    }
     match (&options.s3_access_key_id, &options.s3_secret_access_key) {
         (Some(id), Some(secret)) => {
             builder = builder.with_access_key_id(id).with_secret_access_key(secret);
@@ -264,31 +322,111 @@ fn open_s3(bucket: &str, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>
         (None, None) => {}
         _ => return Err(StoreUrlError::PartialCredentials),
     }
+    if options.allow_http {
+        builder = builder.with_config(AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp), "true");
+    }
+    if let Some(timeout) = options.request_timeout {
+        let value = format!("{}ms", timeout.as_millis());
+        builder = builder.with_config(AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), value);
+    }
+    Ok(builder)
+}
+
+/// Finishes an S3 builder the way slotlog needs it and describes it: object_store's
+/// retries off, conditional puts by ETag, plain HTTP allowed when the endpoint is
+/// `http://`. Start from `AmazonS3Builder::from_env()` (or `new()`), set the bucket with
+/// `with_bucket_name` (not `with_url`: its settings are applied only inside `build`, out
+/// of sight of the conditional delete) and anything else you need; hand the result to
+/// [`World::open_with`](crate::World::open_with).
+pub fn s3_store(builder: AmazonS3Builder) -> Result<(Arc<dyn ObjectStore>, Backend), StoreUrlError> {
+    install_crypto_provider();
+    let build = |error| StoreUrlError::Build { scheme: "s3", error };
+    let get = |key: AmazonS3ConfigKey| builder.get_config_value(&key).filter(|v| !v.is_empty());
+    let bucket = get(AmazonS3ConfigKey::Bucket).ok_or_else(|| StoreUrlError::MissingBucket {
+        url: "the S3 builder (set it with with_bucket_name)".to_string(),
+    })?;
+    if get(AmazonS3ConfigKey::S3Express).is_some_and(|v| v == "true") {
+        return Err(StoreUrlError::Unsupported { what: "S3 Express One Zone (AWS_S3_EXPRESS)" });
+    }
+    let id = get(AmazonS3ConfigKey::AccessKeyId);
+    let secret = get(AmazonS3ConfigKey::SecretAccessKey);
+    if id.is_some() != secret.is_some() {
+        return Err(StoreUrlError::PartialCredentials);
+    }
+    let region = get(AmazonS3ConfigKey::Region).unwrap_or_else(|| S3_REGION_DEFAULT.to_string());
+    // As object_store picks it: the S3-specific endpoint first.
+    let endpoint = get(AmazonS3ConfigKey::S3Endpoint).or_else(|| get(AmazonS3ConfigKey::Endpoint));
+    let virtual_hosted = get(AmazonS3ConfigKey::VirtualHostedStyleRequest).is_some_and(|v| v == "true");
+    let bucket_endpoint = match (&endpoint, virtual_hosted) {
+        (Some(endpoint), true) => endpoint.clone(),
+        (Some(endpoint), false) => format!("{}/{}", endpoint.trim_end_matches('/'), bucket),
+        (None, true) => format!("https://{bucket}.s3.{region}.amazonaws.com"),
+        (None, false) => format!("https://s3.{region}.amazonaws.com/{bucket}"),
+    };
+    let mut builder = builder
+        .with_region(&region)
+        .with_conditional_put(S3ConditionalPut::ETagMatch)
+        .with_retry(no_retries());
+    if endpoint.as_deref().is_some_and(|e| e.starts_with("http://")) {
+        builder = builder.with_config(AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp), "true");
+    }
+    let client_options = client_options(|key| builder.get_config_value(&AmazonS3ConfigKey::Client(*key)));
     let s3 = builder.build().map_err(build)?;
     let backend =
         S3Backend::new(bucket_endpoint, region, s3.credentials().clone(), &client_options).map_err(build)?;
     Ok((Arc::new(s3), Backend::S3(backend)))
 }
 
-fn open_gcs(bucket: &str, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore>, Backend), StoreUrlError> {
-    install_crypto_provider();
-    let build = |error| StoreUrlError::Build { scheme: "gs", error };
-    let client_options = options.client_options();
-    let mut builder = GoogleCloudStorageBuilder::new()
-        .with_bucket_name(bucket)
-        .with_retry(no_retries())
-        .with_client_options(client_options.clone());
-    let mut base_url = options.gcs_base_url.clone();
+/// `GoogleCloudStorageBuilder::from_env()` for `bucket`, with the options on top.
+fn gcs_builder(bucket: &str, options: &StoreOptions) -> GoogleCloudStorageBuilder {
+    let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
     if let Some(path) = &options.gcs_service_account_path {
         builder = builder.with_service_account_path(path);
-        // object_store takes the key file's `gcs_base_url` too; the delete must go there.
-        if base_url.is_none() {
-            base_url = service_account_base_url(path)?;
-        }
     }
     if let Some(base) = &options.gcs_base_url {
         builder = builder.with_base_url(base);
     }
+    if options.allow_http {
+        builder = builder.with_config(GoogleConfigKey::Client(ClientConfigKey::AllowHttp), "true");
+    }
+    if let Some(timeout) = options.request_timeout {
+        let value = format!("{}ms", timeout.as_millis());
+        builder = builder.with_config(GoogleConfigKey::Client(ClientConfigKey::Timeout), value);
+    }
+    builder
+}
+
+/// Finishes a GCS builder the way slotlog needs it and describes it: object_store's
+/// retries off. Set the bucket with `with_bucket_name`; the conditional delete goes to the
+/// builder's base URL, else the service account key's `gcs_base_url`, else
+/// [`GCS_BASE_URL_DEFAULT`], as object_store's own requests do.
+pub fn gcs_store(
+    builder: GoogleCloudStorageBuilder,
+) -> Result<(Arc<dyn ObjectStore>, Backend), StoreUrlError> {
+    install_crypto_provider();
+    let build = |error| StoreUrlError::Build { scheme: "gs", error };
+    let get = |key: GoogleConfigKey| builder.get_config_value(&key).filter(|v| !v.is_empty());
+    let bucket = get(GoogleConfigKey::Bucket).ok_or_else(|| StoreUrlError::MissingBucket {
+        url: "the GCS builder (set it with with_bucket_name)".to_string(),
+    })?;
+    // object_store takes the key's `gcs_base_url` too; the delete must go there.
+    let base_url = match get(GoogleConfigKey::BaseUrl) {
+        Some(base) => Some(base),
+        None => match (get(GoogleConfigKey::ServiceAccount), get(GoogleConfigKey::ServiceAccountKey)) {
+            (Some(path), _) => {
+                let error = |error: String| StoreUrlError::ServiceAccount { path: path.clone(), error };
+                let text = std::fs::read_to_string(&path).map_err(|e| error(e.to_string()))?;
+                key_base_url(&text).map_err(error)?
+            }
+            (None, Some(key)) => key_base_url(&key).map_err(|error| StoreUrlError::ServiceAccount {
+                path: "GOOGLE_SERVICE_ACCOUNT_KEY".into(),
+                error,
+            })?,
+            (None, None) => None,
+        },
+    };
+    let builder = builder.with_retry(no_retries());
+    let client_options = client_options(|key| builder.get_config_value(&GoogleConfigKey::Client(*key)));
     let gcs = builder.build().map_err(build)?;
     let base_url = base_url.unwrap_or_else(|| GCS_BASE_URL_DEFAULT.to_string());
     let backend =
@@ -296,10 +434,9 @@ fn open_gcs(bucket: &str, options: &StoreOptions) -> Result<(Arc<dyn ObjectStore
     Ok((Arc::new(gcs), Backend::Gcs(backend)))
 }
 
-fn service_account_base_url(path: &str) -> Result<Option<String>, StoreUrlError> {
-    let error = |error: String| StoreUrlError::ServiceAccount { path: path.to_string(), error };
-    let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| error(e.to_string()))?;
+/// A service account key's `gcs_base_url`, if it names one.
+fn key_base_url(text: &str) -> Result<Option<String>, String> {
+    let json: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     Ok(json.get("gcs_base_url").and_then(|v| v.as_str()).map(str::to_string))
 }
 
@@ -309,6 +446,15 @@ mod tests {
 
     fn prefix_of(url: &str) -> String {
         open_store(url, &StoreOptions::default()).map(|(_, _, p)| p).unwrap()
+    }
+
+    fn loopback_s3() -> StoreOptions {
+        StoreOptions {
+            s3_endpoint: Some("http://127.0.0.1:1".into()),
+            s3_access_key_id: Some("k".into()),
+            s3_secret_access_key: Some("s".into()),
+            ..StoreOptions::default()
+        }
     }
 
     #[test]
@@ -334,21 +480,88 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_directory_is_an_error_and_is_not_made_unless_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing");
+        let url = Url::from_file_path(&path).unwrap().to_string();
+        let options = StoreOptions { create_dir: false, ..StoreOptions::default() };
+        let error = open_store(&url, &options).expect_err("refused");
+        assert!(matches!(error, StoreUrlError::LocalDirMissing { .. }), "{error}");
+        assert!(!path.exists());
+    }
+
+    #[test]
     fn s3_urls_need_a_bucket_and_whole_credentials() {
-        let options = StoreOptions {
-            s3_endpoint: Some("http://127.0.0.1:1".into()),
-            s3_access_key_id: Some("k".into()),
-            s3_secret_access_key: Some("s".into()),
-            allow_http: true,
-            ..StoreOptions::default()
-        };
+        let options = loopback_s3();
         let (_, backend, prefix) = open_store("s3://bucket/worlds/one/", &options).unwrap();
         assert_eq!(prefix, "worlds/one");
         let Backend::S3(s3) = backend else { panic!("not s3") };
         assert_eq!(s3.bucket_endpoint, "http://127.0.0.1:1/bucket");
+        let (_, backend, prefix) = open_store("s3a://bucket/w", &options).unwrap();
+        assert_eq!((backend.kind(), prefix.as_str()), ("s3", "w"));
         assert!(matches!(open_store("s3:///x", &options), Err(StoreUrlError::MissingBucket { .. })));
         let partial = StoreOptions { s3_secret_access_key: None, ..options };
         assert!(matches!(open_store("s3://b", &partial), Err(StoreUrlError::PartialCredentials)));
+    }
+
+    #[test]
+    fn an_s3_builder_of_ones_own_is_finished_and_its_delete_goes_where_its_requests_go() {
+        let builder = AmazonS3Builder::new()
+            .with_bucket_name("b")
+            .with_region("eu-west-1")
+            .with_access_key_id("k")
+            .with_secret_access_key("s");
+        let (_, backend) = s3_store(builder.clone()).unwrap();
+        let Backend::S3(s3) = backend else { panic!("not s3") };
+        assert_eq!(
+            (s3.bucket_endpoint.as_str(), s3.region.as_str()),
+            ("https://s3.eu-west-1.amazonaws.com/b", "eu-west-1")
+        );
+        let (_, backend) = s3_store(builder.clone().with_virtual_hosted_style_request(true)).unwrap();
+        let Backend::S3(s3) = backend else { panic!("not s3") };
+        assert_eq!(s3.bucket_endpoint, "https://b.s3.eu-west-1.amazonaws.com");
+        let (_, backend) = s3_store(builder.clone().with_endpoint("http://127.0.0.1:9000/")).unwrap();
+        let Backend::S3(s3) = backend else { panic!("not s3") };
+        assert_eq!(s3.bucket_endpoint, "http://127.0.0.1:9000/b");
+        // The bucket must be on the builder itself: a URL is read only inside `build`.
+        let by_url = AmazonS3Builder::new().with_url("s3://b/p");
+        assert!(matches!(s3_store(by_url), Err(StoreUrlError::MissingBucket { .. })));
+        let express = builder.with_config(AmazonS3ConfigKey::S3Express, "true");
+        assert!(matches!(s3_store(express), Err(StoreUrlError::Unsupported { .. })));
+    }
+
+    #[test]
+    fn a_gcs_builder_of_ones_own_is_finished_with_its_base_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key.json");
+        std::fs::write(&key, r#"{"disable_oauth": true, "client_email": "", "private_key": "", "private_key_id": "", "gcs_base_url": "http://127.0.0.1:4443"}"#)
+            .unwrap();
+        let builder = GoogleCloudStorageBuilder::new()
+            .with_bucket_name("b")
+            .with_service_account_path(key.to_str().unwrap());
+        let (_, backend) = gcs_store(builder).unwrap();
+        let Backend::Gcs(gcs) = backend else { panic!("not gcs") };
+        assert_eq!((gcs.base_url.as_str(), gcs.bucket.as_str()), ("http://127.0.0.1:4443", "b"));
+    }
+
+    #[test]
+    fn azure_and_https_urls_are_recognised_and_refused_with_the_way_out() {
+        for url in [
+            "az://container/p",
+            "abfss://c@account.dfs.core.windows.net/p",
+            "https://account.blob.core.windows.net/c/p",
+        ] {
+            let error = open_store(url, &StoreOptions::default()).expect_err("refused");
+            assert!(
+                matches!(error, StoreUrlError::NotBuiltIn { store: "Azure Blob Storage", .. }),
+                "{url}: {error}"
+            );
+        }
+        for url in ["https://b.s3.us-east-1.amazonaws.com/p", "https://s3.us-east-1.amazonaws.com/b/p"] {
+            let error = open_store(url, &StoreOptions::default()).expect_err("refused");
+            assert!(matches!(error, StoreUrlError::S3HttpsUrl { .. }), "{url}: {error}");
+            assert!(error.to_string().contains("s3://bucket/prefix"), "{error}");
+        }
     }
 
     #[test]

@@ -106,16 +106,44 @@ impl World {
     /// (`Error::Prefix`); a store that refuses for good or keeps failing one call
     /// (`Error::Store`); and gives up when `WorldConfig::open_deadline` passes with no
     /// store call answered (`Error::OpenDeadline`). See [`World::open_on`].
+    ///
+    /// The backend is told from the store's name ([`detect_backend`]): memory and a local
+    /// directory as they are, an unknown store as `Backend::Other` (no conditional
+    /// delete). An S3, GCS or Azure store is refused with `Error::UncheckedStore` before
+    /// any call: slotlog cannot see through `dyn ObjectStore` whether object_store retries
+    /// inside a create, and a create retried after it landed answers `AlreadyExists` for
+    /// our own slot (the write would be reported lost while it committed). Build those with
+    /// [`open_store`](crate::store_url::open_store) or finish your builder with
+    /// [`s3_store`](crate::store_url::s3_store) / [`gcs_store`](crate::store_url::gcs_store),
+    /// then call [`World::open_with`].
+    ///
+    /// [`detect_backend`]: crate::object_store_blobs::detect_backend
     #[cfg(feature = "object-store")]
     pub async fn open(
         store: Arc<dyn object_store::ObjectStore>,
         prefix: &str,
         config: WorldConfig,
     ) -> Result<World, Error> {
-        let blobs = crate::object_store_blobs::ObjectStoreBlobs::new(
-            store,
-            crate::object_store_blobs::Backend::Other,
-        );
+        let backend =
+            crate::object_store_blobs::detect_backend(store.as_ref()).map_err(Error::UncheckedStore)?;
+        World::open_with(store, backend, prefix, config).await
+    }
+
+    /// Opens the world under `prefix` in `store` as the `backend` given, with everything
+    /// [`World::open`] says. The backend is trusted: the store must not retry inside
+    /// object_store (a retried create that had landed answers `AlreadyExists` for our own
+    /// slot). Stores from [`open_store`](crate::store_url::open_store),
+    /// [`s3_store`](crate::store_url::s3_store) and [`gcs_store`](crate::store_url::gcs_store)
+    /// have their retries off; a store built with object_store's default `RetryConfig`
+    /// (10 retries) does not, and nothing here can tell.
+    #[cfg(feature = "object-store")]
+    pub async fn open_with(
+        store: Arc<dyn object_store::ObjectStore>,
+        backend: crate::object_store_blobs::Backend,
+        prefix: &str,
+        config: WorldConfig,
+    ) -> Result<World, Error> {
+        let blobs = crate::object_store_blobs::ObjectStoreBlobs::new(store, backend);
         World::open_on(Arc::new(blobs), prefix, config).await
     }
 

@@ -94,6 +94,7 @@ pub enum BlobOutcome {
 /// A failed result. Only [`BlobError::Timeout`] leaves the outcome unknown; the kernel
 /// also treats [`BlobError::Unavailable`] on a slot create as possibly applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum BlobError {
     /// A create found the name taken.
     #[error("the name is taken")]

@@ -161,6 +161,7 @@ impl Default for Config {
 
 /// A configuration value out of its range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     #[error(
         "batch member limits: 1 <= batch_members_max <= batch_members_deep_max <= {}",

@@ -75,6 +75,7 @@ pub enum Input {
 
 /// Why a watch ended. Every end is said; a subscriber is never dropped silently.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum WatchEnd {
     /// The cursor is older than the slots this replica can read a backlog from: the
     /// subscriber must rebuild from a read of the world at `tip`, then watch from there.
@@ -110,6 +111,7 @@ pub enum Effect {
 
 /// A problem the replica worked around.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Warning {
     /// The checkpoint at `key` could not be loaded at open; an older one was used and the
     /// slots after it replayed.

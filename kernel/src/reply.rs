@@ -20,6 +20,7 @@ pub enum WriteOk {
 
 /// A write that did not succeed. Every variant says whether it may still apply.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// Wrong input; never queued, never applied.
     #[error(transparent)]
@@ -45,6 +46,7 @@ pub enum WriteError {
 
 /// Why a replica stopped. Each means the bucket holds something this replica cannot trust.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FailReason {
     /// An object of this world failed to decode.
     #[error("{key} does not decode")]
@@ -75,6 +77,7 @@ pub enum FailReason {
 
 /// How a checkpoint that decodes contradicts the world it was found in.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CheckpointProblem {
     /// It names another world.
     #[error("checkpoint of another world {found}")]
@@ -134,6 +137,7 @@ pub enum Answer {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     #[error(transparent)]
     InvalidPath(PathProblem),

@@ -1,7 +1,9 @@
 //! `slotlog`: run, sweep and list the seeded simulation scenarios.
 
+use clap::builder::{PossibleValue, PossibleValuesParser, RangedU64ValueParser};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use slotlog_kernel::format::SLOT_MEMBERS_MAX;
 use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_scenarios::scenario::{set_defect, Determinism, Overrides, Scenario, DEFECT_NAMES, SCENARIOS};
 use slotlog_scenarios::sweep::{fail_lines, junit, RunLine};
@@ -21,13 +23,67 @@ struct Cli {
     command: Command,
 }
 
+/// Exit codes, as docs/OPERATIONS.md lists them. 0 is success.
+mod exit {
+    /// A failure found: a checker violation, a failed run or sweep, a lost write, a broken
+    /// chain or checkpoint.
+    pub const FOUND: u8 = 1;
+    /// A usage error: an unknown flag or a value out of range (clap's own code).
+    pub const USAGE: u8 = 2;
+    /// The store or the environment refused: a store URL that cannot be opened, missing
+    /// or refused credentials, a missing bucket, directory or world, a store that does not
+    /// answer, a writer whose writes all failed, a file that cannot be read or written.
+    pub const STORE: u8 = 3;
+}
+
+/// The most replicas a simulated world takes.
+const REPLICAS_MAX: u64 = 64;
+/// The most closed-loop writers per replica (simulated) or per process (`writer`).
+const WRITERS_MAX: u64 = 10_000;
+/// The highest open-loop arrival rate, writes per second in total: past this the
+/// simulation's queues only grow.
+const RATE_PER_S_MAX: f64 = 100_000.0;
+/// The longest simulated run, virtual seconds (a day).
+const RUN_DURATION_S_MAX: f64 = 86_400.0;
+/// The longest `writer` run, seconds (a year).
+const WRITER_DURATION_S_MAX: f64 = 31_536_000.0;
+/// The most seeds one sweep runs.
+const SWEEP_SEEDS_MAX: u64 = 10_000_000;
+
+/// A number of seconds or a rate: finite, above zero, at most `max`.
+fn positive_at_most(max: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
+        if !v.is_finite() || v <= 0.0 || v > max {
+            return Err(format!("must be a finite number above 0 and at most {max}"));
+        }
+        Ok(v)
+    }
+}
+
+/// The scenarios by name, each with its description, for `run`'s help and suggestions.
+fn scenario_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(SCENARIOS.iter().map(|s| PossibleValue::new(s.name).help(s.about)))
+}
+
+/// `all`, one scenario, or a comma-separated list of them.
+fn parse_scenarios(names: &str) -> Result<String, String> {
+    match scenarios_named(names) {
+        Some(_) => Ok(names.to_string()),
+        None => {
+            let known: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+            Err(format!("expected all, or scenarios from {}, comma-separated", known.join(", ")))
+        }
+    }
+}
+
 #[derive(clap::Args, Clone, Debug, Default)]
 struct RunFlags {
-    /// Replicas (stores) writing the world.
-    #[arg(long)]
+    /// Replicas (stores) writing the world (1 to 64).
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=REPLICAS_MAX))]
     replicas: Option<usize>,
-    /// Virtual seconds the clients send writes for.
-    #[arg(long)]
+    /// Virtual seconds the clients send writes for (above 0, at most a day).
+    #[arg(long, value_parser = positive_at_most(RUN_DURATION_S_MAX))]
     duration_s: Option<f64>,
     /// Store profile: gcs, gcs-shaped, fast or s3 (S3's store rules at gcs latencies).
     #[arg(long)]
@@ -37,23 +93,23 @@ struct RunFlags {
     /// default elsewhere).
     #[arg(long, value_parser = parse_etag)]
     etag: Option<VersionTokens>,
-    /// Members per batch (fixes the batch size: no growth while deep).
-    #[arg(long)]
+    /// Members per batch (fixes the batch size: no growth while deep; 1 to a slot's most).
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=SLOT_MEMBERS_MAX as u64))]
     batch_max: Option<usize>,
     /// Batches built and staged ahead of the slot create in flight (0 to 3).
-    #[arg(long)]
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(0..=3))]
     ahead: Option<usize>,
-    /// Open-loop arrival rate, writes per second in total.
-    #[arg(long)]
+    /// Open-loop arrival rate, writes per second in total (above 0, at most 100,000).
+    #[arg(long, value_parser = positive_at_most(RATE_PER_S_MAX))]
     rate: Option<f64>,
-    /// Closed-loop writers per replica.
-    #[arg(long)]
+    /// Closed-loop writers per replica (1 to 10,000).
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=WRITERS_MAX))]
     writers: Option<usize>,
     /// Turns between replicas: on (the default) or off, for comparison.
     #[arg(long, value_parser = parse_on_off)]
     turns: Option<bool>,
-    /// Checkpoint every this many slots (the scenario's cadence otherwise).
-    #[arg(long)]
+    /// Checkpoint every this many slots (the scenario's cadence otherwise; at least 1).
+    #[arg(long, value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
     checkpoint_slots: Option<u64>,
     /// Compaction role of the stores that take writes: eager, backstop or off (followers
     /// stay eager).
@@ -132,11 +188,14 @@ enum Command {
         /// File the acknowledged writes are appended to.
         #[arg(long)]
         log: String,
-        #[arg(long, default_value_t = 60.0)]
+        /// Seconds to write for (above 0, at most a year).
+        #[arg(long, default_value_t = 60.0, value_parser = positive_at_most(WRITER_DURATION_S_MAX))]
         duration_s: f64,
-        #[arg(long, default_value_t = 8)]
+        /// Concurrent writers (1 to 10,000).
+        #[arg(long, default_value_t = 8, value_parser = RangedU64ValueParser::<usize>::new().range(1..=WRITERS_MAX))]
         writers: usize,
-        #[arg(long, default_value_t = 500)]
+        /// Paths the writers pick among (at least 1).
+        #[arg(long, default_value_t = 500, value_parser = RangedU64ValueParser::<u32>::new().range(1..=u64::from(u32::MAX)))]
         paths: u32,
         /// UDP port on loopback to hear peers' commit hints on.
         #[arg(long)]
@@ -145,7 +204,7 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         peers: Vec<u16>,
         /// Write a checkpoint every this many slots (default: the kernel's 8,192).
-        #[arg(long)]
+        #[arg(long, value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
         checkpoint_slots: Option<u64>,
     },
     /// Read a world back and check every write the writers logged: prints lost=N.
@@ -177,6 +236,7 @@ enum Command {
     TraceHash { file: std::path::PathBuf },
     /// Run one scenario for one seed and report.
     Run {
+        #[arg(value_parser = scenario_names())]
         scenario: String,
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -196,12 +256,13 @@ enum Command {
     /// Run a scenario, a comma-separated list of them, or `all`, over a range of seeds; exit 1
     /// on any failure.
     Sweep {
+        #[arg(value_parser = parse_scenarios)]
         scenario: String,
-        /// Seeds as A..B, both included.
-        #[arg(long, default_value = "1..200")]
-        seeds: String,
-        /// Threads; defaults to the machine's cores.
-        #[arg(long)]
+        /// Seeds as A..B, both included (at most 10,000,000 of them).
+        #[arg(long, default_value = "1..200", value_parser = parse_seeds)]
+        seeds: std::ops::RangeInclusive<u64>,
+        /// Threads (1 to 1,024); defaults to the machine's cores.
+        #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=1_024))]
         jobs: Option<usize>,
         /// Print one JSON line per run to stdout as it ends (the readable lines go to stderr).
         #[arg(long)]
@@ -249,23 +310,30 @@ fn scenarios_named(names: &str) -> Option<Vec<&'static Scenario>> {
     names.split(',').map(|n| Scenario::find(n.trim())).collect()
 }
 
-fn parse_seeds(s: &str) -> Option<std::ops::RangeInclusive<u64>> {
-    let (a, b) = s.split_once("..")?;
-    let (a, b) = (a.trim().parse().ok()?, b.trim_start_matches('=').trim().parse().ok()?);
-    (a <= b).then_some(a..=b)
+fn parse_seeds(s: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
+    let usage = || format!("expected A..B with A <= B, at most {SWEEP_SEEDS_MAX} seeds");
+    let (a, b) = s.split_once("..").ok_or_else(usage)?;
+    let a: u64 = a.trim().parse().map_err(|_| usage())?;
+    let b: u64 = b.trim_start_matches('=').trim().parse().map_err(|_| usage())?;
+    if a > b || b - a >= SWEEP_SEEDS_MAX {
+        return Err(usage());
+    }
+    Ok(a..=b)
 }
 
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime").block_on(f)
 }
 
+/// A tool's verdict: true passes (0), false is a failure found (1), an error is the store
+/// or the environment refusing (3), said on stderr.
 fn tool_exit(result: Result<bool, String>) -> ExitCode {
     match result {
         Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+        Ok(false) => ExitCode::from(exit::FOUND),
         Err(e) => {
-            eprintln!("{e}");
-            ExitCode::from(2)
+            eprintln!("slotlog: {e}");
+            ExitCode::from(exit::STORE)
         }
     }
 }
@@ -274,7 +342,14 @@ fn tool_exit(result: Result<bool, String>) -> ExitCode {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // `--help` and `--version` come this way too, on stdout.
+            return if e.use_stderr() { ExitCode::from(exit::USAGE) } else { ExitCode::SUCCESS };
+        }
+    };
     match cli.command {
         Command::Writer {
             store,
@@ -298,7 +373,7 @@ fn main() -> ExitCode {
                 peers,
                 checkpoint_slots,
             };
-            tool_exit(block_on(slotlog_scenarios::tools::writer::run(args)).map(|()| true))
+            tool_exit(block_on(slotlog_scenarios::tools::writer::run(args)))
         }
         Command::Verify { store, prefix, logs } => {
             tool_exit(block_on(slotlog_scenarios::tools::verify::run(&store, &prefix, &logs)))
@@ -330,7 +405,7 @@ fn main() -> ExitCode {
                 Ok(text) => text,
                 Err(e) => {
                     eprintln!("cannot read {}: {e}", file.display());
-                    return ExitCode::from(2);
+                    return ExitCode::from(exit::STORE);
                 }
             };
             match slotlog_scenarios::trace::hash_lines(&text) {
@@ -340,7 +415,7 @@ fn main() -> ExitCode {
                 }
                 Err(bad) => {
                     eprintln!("{}: line {} is no trace line: {}", file.display(), bad.line, bad.why);
-                    ExitCode::from(2)
+                    ExitCode::from(exit::FOUND)
                 }
             }
         }
@@ -351,17 +426,14 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Run { scenario, seed, json, check_determinism, trace, flags } => {
-            let Some(s) = Scenario::find(&scenario) else {
-                eprintln!("unknown scenario {scenario:?}; `slotlog list` names them");
-                return ExitCode::from(2);
-            };
+            let s = Scenario::find(&scenario).expect("clap admits only known scenarios");
             let overrides = flags.overrides();
             let (report, determinism) = if let Some(path) = &trace {
                 let file = match std::fs::File::create(path) {
                     Ok(file) => file,
                     Err(e) => {
                         eprintln!("cannot write the trace to {}: {e}", path.display());
-                        return ExitCode::from(2);
+                        return ExitCode::from(exit::STORE);
                     }
                 };
                 let mut out = std::io::BufWriter::new(file);
@@ -374,7 +446,7 @@ fn main() -> ExitCode {
                 let report = run_scenario_traced(s, seed, &overrides, Some(&mut sink));
                 if let Err(e) = written.and_then(|()| out.flush()) {
                     eprintln!("cannot write the trace to {}: {e}", path.display());
-                    return ExitCode::from(2);
+                    return ExitCode::from(exit::STORE);
                 }
                 // A determinism check alongside a trace compares the traced run with a second.
                 let determinism = check_determinism.then(|| Determinism {
@@ -406,18 +478,11 @@ fn main() -> ExitCode {
             if ok {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::FAILURE
+                ExitCode::from(exit::FOUND)
             }
         }
-        Command::Sweep { scenario, seeds, jobs, json, junit: junit_path, flags } => {
-            let Some(list) = scenarios_named(&scenario) else {
-                eprintln!("unknown scenario {scenario:?}; `slotlog list` names them, or use `all`");
-                return ExitCode::from(2);
-            };
-            let Some(range) = parse_seeds(&seeds) else {
-                eprintln!("--seeds takes A..B with A <= B, got {seeds:?}");
-                return ExitCode::from(2);
-            };
+        Command::Sweep { scenario, seeds: range, jobs, json, junit: junit_path, flags } => {
+            let list = scenarios_named(&scenario).expect("clap admits only known scenarios");
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let total = list.len() as u64 * (range.end() - range.start() + 1);
             // The bar only where someone watches: on a terminal. Elsewhere (CI logs, a pipe)
@@ -493,13 +558,13 @@ fn main() -> ExitCode {
                 let xml = junit(&result.lines).to_string().expect("the JUnit report serializes");
                 if let Err(e) = std::fs::write(&path, xml) {
                     eprintln!("cannot write the JUnit report to {}: {e}", path.display());
-                    return ExitCode::from(2);
+                    return ExitCode::from(exit::STORE);
                 }
             }
             if result.failures.is_empty() {
                 ExitCode::SUCCESS
             } else {
-                ExitCode::FAILURE
+                ExitCode::from(exit::FOUND)
             }
         }
     }

@@ -259,7 +259,8 @@ impl Report {
                     Err(WriteError::Busy { .. }) => refused += 1,
                     Err(WriteError::Uncertain { .. }) => uncertain += 1,
                     Err(WriteError::Expired { .. }) => expired += 1,
-                    Err(WriteError::Invalid(_)) | Err(WriteError::Failed(_)) => refused += 1,
+                    // Invalid, failed closed, and any answer the kernel adds later.
+                    Err(_) => refused += 1,
                 },
                 Outcome::Crashed => crashed += 1,
                 Outcome::Unanswered | Outcome::Preloaded => {}

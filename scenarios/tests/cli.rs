@@ -118,3 +118,166 @@ fn run_trace_writes_lines_that_hash_to_the_reported_trace_hash() {
     assert!(trace.lines().all(|l| !l.contains(" event#")), "every event has a name");
     assert_eq!(text(&rehashed.stdout).trim(), report["trace_hash"].as_str().expect("a hash"));
 }
+
+/// Flag values no run may take, each with why: `run` and `sweep` share these flags, so both
+/// are checked against one list.
+const BAD_RUN_FLAGS: &[&[&str]] = &[
+    &["--replicas", "0"],
+    &["--ahead", "9"],
+    &["--batch-max", "0"],
+    &["--writers", "0"],
+    &["--rate", "0"],
+    &["--rate=-5"],
+    &["--rate", "NaN"],
+    &["--rate", "inf"],
+    &["--duration-s", "1e30"],
+    &["--duration-s", "0"],
+    &["--checkpoint-slots", "0"],
+];
+
+/// `writer` values refused before any store is touched.
+const BAD_WRITER_FLAGS: &[&[&str]] = &[
+    &["--duration-s=-1"],
+    &["--duration-s", "1e30"],
+    &["--duration-s", "NaN"],
+    &["--writers", "0"],
+    &["--paths", "0"],
+];
+
+/// The command with the flags appended.
+fn with_flags<'a>(command: &[&'a str], flags: &[&'a str]) -> Vec<&'a str> {
+    command.iter().chain(flags).copied().collect()
+}
+
+/// Exits 2 with clap's usage message, and no panic.
+fn assert_usage_error(args: &[&str]) {
+    let out = slotlog(args);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains("error: "), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+}
+
+#[test]
+fn run_and_sweep_refuse_flag_values_out_of_range_as_usage_errors() {
+    for flags in BAD_RUN_FLAGS {
+        assert_usage_error(&with_flags(&["run", "single"], flags));
+        assert_usage_error(&with_flags(&["sweep", "single", "--seeds", "1..1"], flags));
+    }
+}
+
+#[test]
+fn unknown_scenarios_and_huge_seed_ranges_are_usage_errors_that_name_the_way_out() {
+    let out = slotlog(&["run", "singel"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("single"), "suggests the scenario: {}", text(&out.stderr));
+    assert_usage_error(&["sweep", "singel"]);
+    assert_usage_error(&["sweep", "single", "--seeds", "1..18446744073709551615"]);
+    assert_usage_error(&["sweep", "single", "--seeds", "5..1"]);
+}
+
+#[test]
+fn writer_refuses_bad_values_before_it_touches_the_store() {
+    let dir = temp_path("writer-bad-flags");
+    let url = format!("file://{}", dir.display());
+    let log = temp_path("writer-bad-flags.log");
+    for flags in BAD_WRITER_FLAGS {
+        let log = log.to_str().expect("a UTF-8 path");
+        assert_usage_error(&with_flags(&["writer", "--store", &url, "--log", log], flags));
+        assert!(!dir.exists(), "{flags:?} made the store's directory");
+        assert!(!std::path::Path::new(log).exists(), "{flags:?} made the log");
+    }
+}
+
+#[test]
+fn inspect_and_verify_of_a_missing_directory_fail_and_create_nothing() {
+    let dir = temp_path("no-such-dir");
+    let url = format!("file://{}", dir.display());
+    for args in [vec!["inspect", "--store", &url], vec!["verify", "--store", &url, "--logs", "/dev/null"]] {
+        let out = slotlog(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        assert!(stderr.contains("no directory"), "{args:?}: {stderr}");
+        assert!(!dir.exists(), "{args:?} made {}", dir.display());
+    }
+}
+
+#[test]
+fn inspect_of_an_empty_store_is_an_error_not_a_world() {
+    let dir = temp_path("empty-store");
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let url = format!("file://{}", dir.display());
+    let out = slotlog(&["inspect", "--store", &url]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no world"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_writer_whose_log_cannot_be_appended_fails_with_the_cause() {
+    let dir = temp_path("log-full");
+    let url = format!("file://{}", dir.display());
+    // Every write to /dev/full fails with ENOSPC: a full disk.
+    let out =
+        slotlog(&["writer", "--store", &url, "--log", "/dev/full", "--duration-s", "2", "--writers", "2"]);
+    std::fs::remove_dir_all(&dir).ok();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("cannot append to the log /dev/full"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_writer_against_a_closed_port_fails_within_the_open_deadline_naming_the_cause() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let log = temp_path("closed-port.log");
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_slotlog"))
+        .args(["writer", "--store", "s3://b/p", "--log", log.to_str().expect("a UTF-8 path")])
+        .env("SLOTLOG_S3_ENDPOINT", format!("http://127.0.0.1:{port}"))
+        .env("AWS_ACCESS_KEY_ID", "key")
+        .env("AWS_SECRET_ACCESS_KEY", "secret")
+        .output()
+        .expect("slotlog runs");
+    let elapsed = started.elapsed();
+    std::fs::remove_file(&log).ok();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(elapsed < std::time::Duration::from_secs(30), "took {elapsed:?}, past the open deadline");
+    assert!(stderr.contains("Connection refused"), "{stderr}");
+}
+
+#[test]
+fn moto_a_writer_takes_its_endpoint_and_credentials_from_the_aws_environment() {
+    let (Ok(endpoint), Ok(bucket)) =
+        (std::env::var("SLOTLOG_S3_ENDPOINT"), std::env::var("SLOTLOG_S3_BUCKET"))
+    else {
+        eprintln!("SKIPPED moto_a_writer_takes_its_endpoint_and_credentials_from_the_aws_environment: run under scripts/with-moto.sh");
+        return;
+    };
+    let store = format!("s3://{bucket}/cli-env-{}", std::process::id());
+    let log = temp_path("aws-env.log");
+    let log = log.to_str().expect("a UTF-8 path");
+    let with_aws_env = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_slotlog"))
+            .args(args)
+            .env_remove("SLOTLOG_S3_ENDPOINT")
+            .env("AWS_ENDPOINT_URL", &endpoint)
+            .output()
+            .expect("slotlog runs")
+    };
+    let wrote =
+        with_aws_env(&["writer", "--store", &store, "--log", log, "--duration-s", "2", "--writers", "2"]);
+    assert!(wrote.status.success(), "{}", text(&wrote.stderr));
+    let verified = with_aws_env(&["verify", "--store", &store, "--logs", log]);
+    std::fs::remove_file(log).ok();
+    assert!(verified.status.success(), "{}{}", text(&verified.stdout), text(&verified.stderr));
+    assert!(text(&verified.stdout).contains(" lost=0"), "{}", text(&verified.stdout));
+    let missing = with_aws_env(&[
+        "inspect",
+        "--store",
+        &format!("s3://slotlog-no-such-bucket-{}/w", std::process::id()),
+    ]);
+    assert_eq!(missing.status.code(), Some(3), "{}", text(&missing.stderr));
+    assert!(text(&missing.stderr).contains("bucket does not exist"), "{}", text(&missing.stderr));
+}

@@ -235,6 +235,8 @@ fn to_error(error: BlobError, path: &str) -> object_store::Error {
         BlobError::Unsupported => {
             object_store::Error::NotSupported { source: source("not supported by the model") }
         }
+        // A kind added to the kernel's contract later: what object_store says of the unknown.
+        other => object_store::Error::Generic { store: STORE, source: source(&other.to_string()) },
     }
 }
 

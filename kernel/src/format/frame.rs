@@ -59,6 +59,7 @@ impl core::fmt::Display for Kind {
 
 /// Why bytes are not the object the caller expected. A reader fails closed on any of them.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// Not a slotlog object at all (too short, or no magic).
     #[error("not a slotlog object")]
@@ -95,6 +96,7 @@ pub enum DecodeError {
 /// An object that decodes but is not the one its key names: what [`DecodeError::Misnamed`]
 /// names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum NameRule {
     #[error("body does not hash to its name")]
     BodyNotItsHash,

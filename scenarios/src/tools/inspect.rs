@@ -4,7 +4,7 @@
 use slotlog_kernel::format::{scan_chain, Checkpoint, Keys};
 
 pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
-    let (store, backend, prefix) = super::store(url, prefix)?;
+    let (store, backend, prefix) = super::store(url, prefix, false)?;
     let keys = Keys::new(&prefix);
     let objects = super::read_all(&store, &prefix).await?;
     let mut counts: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
@@ -33,14 +33,13 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
         c.0 += 1;
         c.1 += size;
     }
-    println!("world at {url} prefix {prefix:?} ({} store)", backend.kind());
     let Some((_, marker, _)) = objects.iter().find(|(k, _, _)| *k == keys.marker()) else {
-        println!(
-            "  no marker: not a world{}",
-            if objects.is_empty() { " (empty)" } else { " (foreign objects)" }
-        );
-        return Ok(objects.is_empty());
+        return Err(format!(
+            "no world at {url} prefix {prefix:?}: no marker{}",
+            if objects.is_empty() { ", nothing under the prefix" } else { ", but other objects" }
+        ));
     };
+    println!("world at {url} prefix {prefix:?} ({} store)", backend.kind());
     let log = objects
         .iter()
         .filter(|(k, _, _)| k.starts_with(&keys.log_prefix()))

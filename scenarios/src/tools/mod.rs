@@ -17,11 +17,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The store and the world's key prefix inside it, from `--store URL --prefix P`.
+/// `create_dir`: a `file://` directory that does not exist is made (the writer), or is an
+/// error and nothing is made (the tools that only read).
 pub fn store(
     url: &str,
     prefix: &str,
+    create_dir: bool,
 ) -> Result<(Arc<dyn ObjectStore>, slotlog::object_store_blobs::Backend, String), String> {
-    let (store, backend, base) = open_store(url, &StoreOptions::from_env()).map_err(|e| format!("{e:?}"))?;
+    let options = StoreOptions { create_dir, ..StoreOptions::from_env() };
+    let (store, backend, base) = open_store(url, &options).map_err(|e| e.to_string())?;
     let prefix = [base.as_str(), prefix.trim_matches('/')]
         .iter()
         .filter(|s| !s.is_empty())

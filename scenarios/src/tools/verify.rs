@@ -39,11 +39,13 @@ pub fn parse_log(text: &str) -> Vec<Acked> {
 type Placement = (u64, Option<(u64, Hash32)>);
 
 pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, String> {
-    let (store, _, prefix) = super::store(url, prefix)?;
+    let (store, _, prefix) = super::store(url, prefix, false)?;
     let keys = Keys::new(&prefix);
     let objects = super::read_all(&store, &prefix).await?;
     let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
-    let marker = by_key.get(keys.marker().as_str()).ok_or("the world has no marker")?;
+    let marker = by_key
+        .get(keys.marker().as_str())
+        .ok_or_else(|| format!("no world at {url} prefix {prefix:?}: it has no marker"))?;
     let log = objects
         .iter()
         .filter(|(k, _, _)| k.starts_with(&keys.log_prefix()))

@@ -1,6 +1,12 @@
 //! `slotlog writer`: one process writing a world in a real store, logging every write it
 //! was told is committed, so `verify` can check none was lost. Several writers on one
 //! world pass commit hints to each other over UDP on loopback.
+//!
+//! It never reports success over a failure: a log line it cannot append (disk full) stops
+//! every writer and fails the run, since an acknowledged write missing from the log would
+//! hide a loss from `verify`; a store that stops the world (credentials, a missing bucket,
+//! a failed-closed replica) fails it with the store's words; and a run in which no write
+//! was acknowledged fails with the last failure.
 
 use bytes::Bytes;
 use slotlog::object_store_blobs::ObjectStoreBlobs;
@@ -9,8 +15,13 @@ use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::{Expected, Mutation, Write};
 use slotlog_kernel::{WriteError, WriteOk};
 use std::io::Write as _;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Failed writes said one by one on stderr; the rest are only counted (a flood of
+/// `Busy` from thousands of writers says nothing more).
+const FAILURES_SAID_MAX: u64 = 10;
 
 pub struct WriterArgs {
     pub url: String,
@@ -27,8 +38,29 @@ pub struct WriterArgs {
     pub checkpoint_slots: Option<u64>,
 }
 
-pub async fn run(args: WriterArgs) -> Result<(), String> {
-    let (store, backend, prefix) = super::store(&args.url, &args.prefix)?;
+/// What the writers saw, shared between them.
+#[derive(Default)]
+struct Tally {
+    acked: AtomicU64,
+    uncertain: AtomicU64,
+    failed: AtomicU64,
+    /// Set when the run must end at once; `fatal` says why.
+    stop: AtomicBool,
+    fatal: Mutex<Option<String>>,
+    last_failure: Mutex<Option<String>>,
+}
+
+impl Tally {
+    fn fail_run(&self, why: String) {
+        self.fatal.lock().expect("tally").get_or_insert(why);
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+/// Writes until the duration ends. Ok(true): writes were acknowledged and logged.
+/// Err: why the run failed (the store, the log, or no write acknowledged at all).
+pub async fn run(args: WriterArgs) -> Result<bool, String> {
+    let (store, backend, prefix) = super::store(&args.url, &args.prefix, true)?;
     let blobs = Arc::new(ObjectStoreBlobs::new(store, backend));
     let mut config = WorldConfig::default();
     if let Some(slots) = args.checkpoint_slots {
@@ -36,16 +68,18 @@ pub async fn run(args: WriterArgs) -> Result<(), String> {
         config.kernel.checkpoint_slots = slots;
         config.kernel.checkpoint_jitter_ms = 1_000;
     }
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&args.log)
+        .map_err(|e| format!("cannot open the log {}: {e}", args.log))?;
+    let log = Arc::new(Mutex::new(log));
     let world = World::open_on(blobs, &prefix, config).await.map_err(|e| e.to_string())?;
-    let log = Arc::new(Mutex::new(
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&args.log)
-            .map_err(|e| format!("{}: {e}", args.log))?,
-    ));
     if let Some(port) = args.listen {
-        let socket = Arc::new(std::net::UdpSocket::bind(("127.0.0.1", port)).map_err(|e| e.to_string())?);
+        let socket = Arc::new(
+            std::net::UdpSocket::bind(("127.0.0.1", port))
+                .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?,
+        );
         let peers = args.peers.clone();
         let send = socket.try_clone().map_err(|e| e.to_string())?;
         world.on_commit(move |sequence| {
@@ -64,12 +98,15 @@ pub async fn run(args: WriterArgs) -> Result<(), String> {
             }
         });
     }
+    let started = std::time::Instant::now();
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(args.duration_s);
+    let tally = Arc::new(Tally::default());
     let mut tasks = Vec::new();
     for _ in 0..args.writers {
-        let (world, log, paths) = (world.clone(), log.clone(), args.paths.max(1));
+        let (world, log, tally, paths) = (world.clone(), log.clone(), tally.clone(), args.paths.max(1));
+        let log_path = args.log.clone();
         tasks.push(tokio::spawn(async move {
-            while tokio::time::Instant::now() < deadline {
+            while tokio::time::Instant::now() < deadline && !tally.stop.load(Ordering::Acquire) {
                 let op_id = new_op_id();
                 let n = u32::from_le_bytes(op_id.0[..4].try_into().expect("4 bytes")) % paths;
                 let path = format!("/docs/{n:05}.md");
@@ -81,23 +118,73 @@ pub async fn run(args: WriterArgs) -> Result<(), String> {
                 };
                 let line = match world.write(write).await {
                     Ok(WriteOk::Committed(r)) => {
+                        tally.acked.fetch_add(1, Ordering::Relaxed);
                         format!("acked {op_id} {} {} {} {path}\n", r.sequence, r.version, hash.to_hex())
                     }
-                    Err(Error::Write(WriteError::Uncertain { .. })) => format!("uncertain {op_id}\n"),
+                    Err(Error::Write(WriteError::Uncertain { .. })) => {
+                        tally.uncertain.fetch_add(1, Ordering::Relaxed);
+                        format!("uncertain {op_id}\n")
+                    }
                     Ok(_) => continue,
+                    // The world is gone (stopped by the store, failed closed, closed): no
+                    // later write can pass.
+                    Err(
+                        e @ (Error::Store(_) | Error::Failed(_) | Error::Closed | Error::OpenDeadline { .. }),
+                    ) => {
+                        tally.fail_run(e.to_string());
+                        return;
+                    }
+                    Err(Error::Write(WriteError::Failed(reason))) => {
+                        tally.fail_run(format!("the world failed closed: {reason}"));
+                        return;
+                    }
                     Err(e) => {
-                        eprintln!("write failed: {e}");
+                        let failed = tally.failed.fetch_add(1, Ordering::Relaxed) + 1;
+                        if failed <= FAILURES_SAID_MAX {
+                            eprintln!("write failed: {e}");
+                        }
+                        if failed == FAILURES_SAID_MAX {
+                            eprintln!("(further failed writes are counted, not said)");
+                        }
+                        *tally.last_failure.lock().expect("tally") = Some(e.to_string());
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
                 };
-                log.lock().expect("log").write_all(line.as_bytes()).expect("append to the log");
+                // Never an acknowledged write missing from the log: fail the run instead.
+                if let Err(e) = log.lock().expect("log").write_all(line.as_bytes()) {
+                    tally.fail_run(format!(
+                        "cannot append to the log {log_path}: {e} (write {op_id} is not logged)"
+                    ));
+                    return;
+                }
             }
         }));
     }
     for t in tasks {
-        let _ = t.await;
+        if let Err(e) = t.await {
+            tally.fail_run(format!("a writer task ended abnormally: {e}"));
+        }
     }
     world.close().await;
-    Ok(())
+    let (acked, uncertain, failed) = (
+        tally.acked.load(Ordering::Relaxed),
+        tally.uncertain.load(Ordering::Relaxed),
+        tally.failed.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "writer: acked={acked} uncertain={uncertain} failed={failed} in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(why) = tally.fatal.lock().expect("tally").take() {
+        return Err(why);
+    }
+    if acked == 0 {
+        let last = tally.last_failure.lock().expect("tally").take();
+        return Err(match last {
+            Some(e) => format!("no write was acknowledged: {failed} failed, the last with: {e}"),
+            None => format!("no write was acknowledged ({uncertain} uncertain)"),
+        });
+    }
+    Ok(true)
 }
