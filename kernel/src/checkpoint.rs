@@ -13,6 +13,7 @@ use crate::format::{
 };
 use crate::hash::Hash32;
 use crate::reply::{CheckpointProblem, FailReason};
+use crate::world::merge::SortedMerge;
 use crate::world::{receipts_from, Document, Path, Receipt, StateView, WorldState};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
@@ -204,7 +205,8 @@ pub(crate) struct Restore {
     root: Option<Root>,
     /// Shards not yet read, by name, with their index in the layout.
     shards_wanted: BTreeMap<Hash32, Vec<u32>>,
-    entries: Vec<ShardEntry>,
+    /// The entries of each shard read, each in path order.
+    runs: Vec<Vec<ShardEntry>>,
     history_wanted: BTreeSet<Hash32>,
     history: BTreeMap<Hash32, HistoryBlock>,
     receipts_wanted: BTreeMap<Hash32, ReceiptBlockRef>,
@@ -219,7 +221,7 @@ impl Restore {
             read_history,
             root: None,
             shards_wanted: BTreeMap::new(),
-            entries: Vec::new(),
+            runs: Vec::new(),
             history_wanted: BTreeSet::new(),
             history: BTreeMap::new(),
             receipts_wanted: BTreeMap::new(),
@@ -268,7 +270,7 @@ impl Restore {
             return Err(CheckpointProblem::ShardDisagrees { index: shard.index });
         }
         let mut wanted = Vec::new();
-        for e in shard.entries {
+        for e in &shard.entries {
             // A checkpoint's blocks hold exactly the retained versions: the first block
             // starts at the first retained version.
             if e.history.first().is_some_and(|r| r.first_version != e.entry.first_version) {
@@ -279,8 +281,8 @@ impl Restore {
                     wanted.push(r.block);
                 }
             }
-            self.entries.push(e);
         }
+        self.runs.push(shard.entries);
         Ok(wanted)
     }
 
@@ -310,8 +312,11 @@ impl Restore {
     pub fn finish(self) -> Result<WorldState, CheckpointProblem> {
         debug_assert!(self.is_complete());
         let root = self.root.expect("complete");
-        let mut documents = Vec::with_capacity(self.entries.len());
-        for e in self.entries {
+        let count = self.runs.iter().map(Vec::len).sum();
+        // Shards interleave by path: merged, the documents come in path order, and the
+        // world's index is built in one pass.
+        let mut documents = Vec::with_capacity(count);
+        for e in SortedMerge::new(self.runs, |e: &ShardEntry| e.entry.path.as_str()) {
             let path = e.entry.path.clone();
             let disagrees = || CheckpointProblem::HistoryDisagrees { path: path.clone() };
             let doc = if self.read_history {
@@ -327,7 +332,8 @@ impl Restore {
             } else {
                 Document::stored(e.entry, e.history)
             };
-            documents.push(doc.map_err(|_| disagrees())?);
+            let doc = doc.map_err(|_| disagrees())?;
+            documents.push((path, doc));
         }
         if documents.len() as u64 != root.document_count {
             return Err(CheckpointProblem::RootDisagrees);

@@ -1,9 +1,11 @@
 //! The world: documents by path, versions, policy, receipts, and the rules that decide
 //! what a mutation does (docs/SPEC.md section 1).
 
+mod body_index;
 pub mod document;
 pub mod entry;
 pub mod evaluate;
+pub(crate) mod merge;
 pub mod mutation;
 pub mod path;
 pub mod policy;

@@ -2,6 +2,7 @@
 //! the policy, the committed receipts, and the tip of the chain. Changed only by applying
 //! slots in order, so two replicas that applied the same log hold the same state.
 
+use super::body_index::BodyIndex;
 use super::document::Document;
 use super::entry::{IndexEntry, Receipt, SlotMember};
 use super::path::Path;
@@ -10,7 +11,7 @@ use super::view::StateView;
 use crate::format::Slot;
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 /// Why a slot cannot be applied on this state. Any of these means the log is not the one
 /// this replica holds, or two implementations disagree; the replica fails closed.
@@ -89,7 +90,7 @@ pub struct WorldState {
     /// The receipts held, in sequence order, so those leaving the window go first.
     receipt_order: VecDeque<(u64, OperationId)>,
     /// Current body hash to the documents that hold it.
-    by_hash: BTreeMap<Hash32, BTreeSet<Path>>,
+    bodies: BodyIndex,
     sequence: u64,
     tip_hash: Hash32,
     slots_applied: u64,
@@ -104,7 +105,7 @@ impl WorldState {
             policy: Policy::default(),
             receipts: BTreeMap::new(),
             receipt_order: VecDeque::new(),
-            by_hash: BTreeMap::new(),
+            bodies: BodyIndex::default(),
             sequence: 0,
             tip_hash: marker_hash,
             slots_applied: 0,
@@ -112,42 +113,43 @@ impl WorldState {
     }
 
     /// The state a checkpoint holds: the world through `sequence`, whose slot hashes to
-    /// `tip_hash`, with the receipts of its window.
+    /// `tip_hash`, with the receipts of its window. `documents` come each under its own
+    /// path, in strictly ascending path order, so every map is built in one pass.
     pub fn restore(
         world_id: WorldId,
         sequence: u64,
         tip_hash: Hash32,
         policy: Policy,
-        documents: Vec<Document>,
+        documents: Vec<(Path, Document)>,
         receipts_from_sequence: u64,
         receipts: Vec<Receipt>,
     ) -> Result<WorldState, RestoreProblem> {
         let mut state = WorldState::genesis(world_id, tip_hash);
         state.sequence = sequence;
         state.policy = policy;
-        for doc in documents {
-            let entry = &doc.entry;
-            if entry.modified_sequence > sequence {
-                return Err(RestoreProblem::Document { path: entry.path.clone() });
-            }
-            state.by_hash.entry(entry.body_hash).or_default().insert(entry.path.clone());
-            let path = entry.path.clone();
-            if state.documents.insert(path.clone(), doc).is_some() {
-                return Err(RestoreProblem::Document { path });
+        for (i, (path, doc)) in documents.iter().enumerate() {
+            let after_the_one_before = i == 0 || documents[i - 1].0 < *path;
+            if doc.entry.path != *path || doc.entry.modified_sequence > sequence || !after_the_one_before {
+                return Err(RestoreProblem::Document { path: path.clone() });
             }
         }
+        // Sorted and without duplicates, so collecting is a bulk build.
+        state.documents = documents.into_iter().collect();
+        let bodies = state.documents.values().map(|d| (d.entry.body_hash, d.entry.path.clone())).collect();
+        state.bodies = BodyIndex::build(bodies);
         let mut receipts = receipts;
-        receipts.sort_by_key(|r| r.sequence);
+        receipts.sort_unstable_by_key(|r| r.sequence);
         let expected = receipts_from_sequence..=sequence;
         if !receipts.iter().map(|r| r.sequence).eq(expected)
             || receipts_from_sequence != receipts_from(sequence)
         {
             return Err(RestoreProblem::Receipts);
         }
-        for r in receipts {
-            state.receipt_order.push_back((r.sequence, r.op_id));
-            state.receipts.insert(r.op_id, r);
-        }
+        state.receipt_order = receipts.iter().map(|r| (r.sequence, r.op_id)).collect();
+        // Stable, so of one operation id twice the newer is kept, as inserting in
+        // sequence order would.
+        receipts.sort_by_key(|r| r.op_id);
+        state.receipts = receipts.into_iter().map(|r| (r.op_id, r)).collect();
         Ok(state)
     }
 
@@ -222,7 +224,7 @@ impl WorldState {
 
     /// Documents whose current body has this hash, in path order.
     pub fn paths_with_body(&self, hash: &Hash32) -> impl Iterator<Item = &Path> {
-        self.by_hash.get(hash).into_iter().flat_map(|s| s.iter())
+        self.bodies.paths(hash)
     }
 
     /// Verifies `slot` continues this state's chain and applies every member.
@@ -288,14 +290,9 @@ impl WorldState {
             }
         }
         if let Some(old_hash) = old_hash.filter(|h| *h != entry.body_hash) {
-            if let Some(set) = self.by_hash.get_mut(&old_hash) {
-                set.remove(&entry.path);
-                if set.is_empty() {
-                    self.by_hash.remove(&old_hash);
-                }
-            }
+            self.bodies.remove(&old_hash, &entry.path);
         }
-        self.by_hash.entry(entry.body_hash).or_default().insert(entry.path.clone());
+        self.bodies.insert(entry.body_hash, entry.path.clone());
     }
 }
 

@@ -1,0 +1,135 @@
+//! The body index: which documents' current body has a given hash, in path order (the
+//! hash lookup read, and the committer's "is this body already stored"). Almost every
+//! hash is held by one document, so one path is kept inline and a set only for a hash
+//! several documents share: a document costs one map entry, not a map entry and a set
+//! node of its own (about 300 bytes a document at a million).
+
+use super::path::Path;
+use crate::hash::Hash32;
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BodyIndex {
+    by_hash: BTreeMap<Hash32, Holders>,
+}
+
+/// The documents whose current body has one hash.
+#[derive(Clone, Debug)]
+enum Holders {
+    One(Path),
+    /// At least two.
+    Many(BTreeSet<Path>),
+}
+
+impl BodyIndex {
+    /// The index of these (body hash, path) pairs, in any order, built in one pass.
+    pub fn build(mut pairs: Vec<(Hash32, Path)>) -> BodyIndex {
+        pairs.sort_unstable();
+        let mut grouped: Vec<(Hash32, Holders)> = Vec::with_capacity(pairs.len());
+        for (hash, path) in pairs {
+            match grouped.last_mut() {
+                Some((last, holders)) if *last == hash => holders.insert(path),
+                _ => grouped.push((hash, Holders::One(path))),
+            }
+        }
+        BodyIndex { by_hash: grouped.into_iter().collect() }
+    }
+
+    pub fn insert(&mut self, hash: Hash32, path: Path) {
+        match self.by_hash.entry(hash) {
+            Entry::Vacant(v) => {
+                v.insert(Holders::One(path));
+            }
+            Entry::Occupied(mut o) => o.get_mut().insert(path),
+        }
+    }
+
+    pub fn remove(&mut self, hash: &Hash32, path: &Path) {
+        let Some(holders) = self.by_hash.get_mut(hash) else { return };
+        if holders.remove(path) {
+            self.by_hash.remove(hash);
+        }
+    }
+
+    /// The documents whose current body has this hash, in path order.
+    pub fn paths(&self, hash: &Hash32) -> impl Iterator<Item = &Path> {
+        let (one, many) = match self.by_hash.get(hash) {
+            Some(Holders::One(path)) => (Some(path), None),
+            Some(Holders::Many(set)) => (None, Some(set)),
+            None => (None, None),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+}
+
+impl Holders {
+    fn insert(&mut self, path: Path) {
+        match self {
+            Holders::One(held) if *held == path => {}
+            Holders::One(_) => {
+                let Holders::One(held) = std::mem::replace(self, Holders::Many(BTreeSet::new())) else {
+                    unreachable!("matched One")
+                };
+                *self = Holders::Many(BTreeSet::from([held, path]));
+            }
+            Holders::Many(set) => {
+                set.insert(path);
+            }
+        }
+    }
+
+    /// Removes `path`; true when no document is left.
+    fn remove(&mut self, path: &Path) -> bool {
+        let Holders::Many(set) = self else {
+            return matches!(self, Holders::One(held) if held == path);
+        };
+        set.remove(path);
+        if set.len() == 1 {
+            let last = set.pop_first().expect("one left");
+            *self = Holders::One(last);
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Path {
+        Path::parse(s).expect("path")
+    }
+
+    fn paths(index: &BodyIndex, hash: u8) -> Vec<&str> {
+        index.paths(&Hash32([hash; 32])).map(Path::as_str).collect()
+    }
+
+    #[test]
+    fn a_hash_lists_its_documents_in_path_order() {
+        let mut index = BodyIndex::build(vec![
+            (Hash32([1; 32]), p("/c")),
+            (Hash32([2; 32]), p("/b")),
+            (Hash32([1; 32]), p("/a")),
+        ]);
+        assert_eq!(paths(&index, 1), vec!["/a", "/c"]);
+        assert_eq!(paths(&index, 2), vec!["/b"]);
+        assert!(paths(&index, 3).is_empty());
+        index.insert(Hash32([2; 32]), p("/a"));
+        index.insert(Hash32([2; 32]), p("/b"));
+        assert_eq!(paths(&index, 2), vec!["/a", "/b"]);
+    }
+
+    #[test]
+    fn removing_the_last_document_of_a_hash_forgets_the_hash() {
+        let mut index = BodyIndex::default();
+        index.insert(Hash32([1; 32]), p("/a"));
+        index.insert(Hash32([1; 32]), p("/b"));
+        index.remove(&Hash32([1; 32]), &p("/a"));
+        assert_eq!(paths(&index, 1), vec!["/b"]);
+        index.remove(&Hash32([1; 32]), &p("/x"));
+        assert_eq!(paths(&index, 1), vec!["/b"], "removing a path the hash lacks changes nothing");
+        index.remove(&Hash32([1; 32]), &p("/b"));
+        assert!(index.by_hash.is_empty());
+    }
+}
