@@ -195,6 +195,20 @@ fn fold_receipts(world: &WorldState, objects: &mut Vec<Object>) -> (u64, Vec<Rec
     (from, refs)
 }
 
+/// A root must repeat its checkpoint's world, sequence, anchor and count (SPEC 10.12):
+/// checked by an opener and by an adopting compactor alike.
+pub(crate) fn root_fits(c: &Checkpoint, root: &Root) -> Result<(), CheckpointProblem> {
+    let fits = root.world_id == c.world_id
+        && root.next_sequence == c.next_sequence
+        && root.previous_hash == c.previous_hash
+        && root.document_count == c.document_count;
+    if fits {
+        Ok(())
+    } else {
+        Err(CheckpointProblem::RootDisagrees)
+    }
+}
+
 /// A world being rebuilt from a checkpoint's objects as they arrive, in any order. It
 /// checks that each object is the one its referrer names and that they fit together.
 /// An opening replica leaves history blocks in the bucket (its documents reference them,
@@ -235,14 +249,7 @@ impl Restore {
 
     /// The root arrived: returns the shards and receipt blocks to read next.
     fn on_root(&mut self, root: Root) -> Result<Vec<(ObjectKind, Hash32)>, CheckpointProblem> {
-        let c = &self.checkpoint;
-        if root.world_id != c.world_id
-            || root.next_sequence != c.next_sequence
-            || root.previous_hash != c.previous_hash
-            || root.document_count != c.document_count
-        {
-            return Err(CheckpointProblem::RootDisagrees);
-        }
+        root_fits(&self.checkpoint, &root)?;
         let mut wanted = Vec::new();
         for (index, name) in root.shards.iter().enumerate() {
             let first = !self.shards_wanted.contains_key(name);

@@ -54,14 +54,7 @@ impl Adoption {
     /// The root arrived: it must be the checkpoint's, and its shards that are not among
     /// `known` (the objects of the newest checkpoint adopted or written) are read next.
     pub fn on_root(&mut self, root: Root, known: &BTreeSet<Hash32>) -> Result<(), CheckpointProblem> {
-        let c = &self.checkpoint;
-        if root.world_id != c.world_id
-            || root.next_sequence != c.next_sequence
-            || root.previous_hash != c.previous_hash
-            || root.document_count != c.document_count
-        {
-            return Err(CheckpointProblem::RootDisagrees);
-        }
+        crate::checkpoint::root_fits(&self.checkpoint, &root)?;
         self.names.insert(self.root_name());
         self.names.extend(root.receipts.iter().map(|r| r.block));
         for (index, name) in root.shards.iter().enumerate() {
