@@ -422,3 +422,17 @@ pub fn object_key(kind: ObjectKind, name: &Hash32, keys: &Keys) -> String {
         ObjectKind::Root => keys.root_object(name),
     }
 }
+
+/// The object `bytes` (of `kind`, as its first write stored it) with freshen stamp
+/// `stamp` (SPEC 10.9): other bytes, the same content. None for a content object (history
+/// blocks are never freshened) or bytes that do not decode.
+pub fn restamp(kind: ObjectKind, bytes: &[u8], stamp: u64) -> Option<Bytes> {
+    use crate::format::{ReceiptBlock, Root, Shard};
+    let encoded = match kind {
+        ObjectKind::History => return None,
+        ObjectKind::Receipts => ReceiptBlock::decode(bytes).ok()?.with_stamp(stamp).encode(),
+        ObjectKind::Shard => Shard::decode(bytes).ok()?.with_stamp(stamp).encode(),
+        ObjectKind::Root => Root::decode(bytes).ok()?.with_stamp(stamp).encode(),
+    };
+    Some(Bytes::from(encoded))
+}

@@ -94,6 +94,34 @@ pub struct Config {
     /// about 26 MB: the bound on memory that is not the index or the versions since the
     /// newest checkpoint.
     pub history_blocks_cached_max: usize,
+    /// Whether a replica that wrote a checkpoint then drops what no kept checkpoint needs
+    /// (SPEC 10.15). A backend that cannot condition a delete answers `Unsupported` and
+    /// collection turns itself off; it never deletes unconditionally.
+    pub collect: bool,
+    /// The checkpoint grace (record: 15 minutes, "the checkpoint grace is configurable"):
+    /// a checkpoint stays while its successor is younger, and a shard, root or receipt
+    /// block goes only once older than this at the drop's start. At least
+    /// [`CHECKPOINT_GRACE_MS_MIN`].
+    pub checkpoint_grace_ms: u64,
+    /// A create that finds a shard, root, receipt block or checkpoint already stored and
+    /// older than this rewrites it in place first, so a drop's delete at the generation it
+    /// listed fails (record: 7.5 minutes, fixed so replicas with different graces stay
+    /// fenced). Plus `checkpoint_run_ms_max`, at most the grace.
+    pub freshen_after_ms: u64,
+    /// The longest a checkpoint run may take from its look to its checkpoint create
+    /// (record: "each run is capped at 5 minutes"); a run past it ends without writing.
+    pub checkpoint_run_ms_max: u64,
+    /// Slots covered by the oldest kept checkpoint are deleted once this old at the drop's
+    /// start (record: 24 hours, for the change feed's cursors). At least twice
+    /// `reload_after_ms`.
+    pub slot_retention_ms: u64,
+    /// A replica whose tip has gone unconfirmed this long reloads from the newest
+    /// checkpoint before it trusts a missing slot as the tip (record: 12 hours, half the
+    /// slot retention).
+    pub reload_after_ms: u64,
+    /// Deletes one drop keeps in flight (slots go one at a time, oldest first, so the
+    /// retained log never has a hole).
+    pub collect_deletes_in_flight_max: usize,
     /// Deliberate defects, for proving the simulation catches them. Never set outside tests.
     pub defects: Defects,
 }
@@ -154,10 +182,22 @@ impl Default for Config {
             checkpoint_creates_in_flight_max: 32,
             checkpoint_reads_in_flight_max: 16,
             history_blocks_cached_max: 1_024,
+            collect: true,
+            checkpoint_grace_ms: CHECKPOINT_GRACE_MS_MIN,
+            freshen_after_ms: 450_000,
+            checkpoint_run_ms_max: 300_000,
+            slot_retention_ms: 86_400_000,
+            reload_after_ms: 43_200_000,
+            collect_deletes_in_flight_max: 16,
             defects: Defects::default(),
         }
     }
 }
+
+/// The shortest checkpoint grace a world may set (record: "the store refuses a grace
+/// under 15 minutes"): a compactor that reused bytes just younger than the freshen age
+/// (7.5 minutes) needs the rest of the grace to finish its run (at most 5 minutes).
+pub const CHECKPOINT_GRACE_MS_MIN: u64 = 900_000;
 
 /// A configuration value out of its range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -182,6 +222,12 @@ pub enum ConfigError {
     Reads,
     #[error("checkpoint cadence and creates in flight must be positive")]
     Checkpoints,
+    #[error(
+        "collection limits: checkpoint_grace_ms >= {CHECKPOINT_GRACE_MS_MIN}, freshen_after_ms + \
+         checkpoint_run_ms_max <= checkpoint_grace_ms, 2 * reload_after_ms <= slot_retention_ms, \
+         collect_deletes_in_flight_max > 0"
+    )]
+    Collection,
 }
 
 impl Config {
@@ -224,6 +270,14 @@ impl Config {
         {
             return Err(ConfigError::Checkpoints);
         }
+        if self.checkpoint_grace_ms < CHECKPOINT_GRACE_MS_MIN
+            || self.freshen_after_ms.saturating_add(self.checkpoint_run_ms_max) > self.checkpoint_grace_ms
+            || self.reload_after_ms == 0
+            || self.reload_after_ms.saturating_mul(2) > self.slot_retention_ms
+            || self.collect_deletes_in_flight_max == 0
+        {
+            return Err(ConfigError::Collection);
+        }
         Ok(())
     }
 }
@@ -238,6 +292,24 @@ mod tests {
         assert_eq!(c.validate(), Ok(()));
         assert_eq!((c.batch_members_max, c.batch_members_deep_max, c.batches_ahead_max), (16, 32, 2));
         assert_eq!(c.request_deadline_ms, 10_000);
+    }
+
+    #[test]
+    fn a_grace_under_the_floor_is_refused() {
+        let c = Config { checkpoint_grace_ms: CHECKPOINT_GRACE_MS_MIN - 1, ..Config::default() };
+        assert_eq!(c.validate(), Err(ConfigError::Collection));
+    }
+
+    #[test]
+    fn a_freshen_age_that_leaves_no_room_for_a_run_is_refused() {
+        let c = Config { freshen_after_ms: 700_000, ..Config::default() };
+        assert_eq!(c.validate(), Err(ConfigError::Collection));
+    }
+
+    #[test]
+    fn a_reload_age_over_half_the_slot_retention_is_refused() {
+        let c = Config { reload_after_ms: 43_200_001, ..Config::default() };
+        assert_eq!(c.validate(), Err(ConfigError::Collection));
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub(crate) enum Purpose {
     Feed(crate::feed::FeedCall),
     Body(crate::bodies::BodyCall),
     Compact(crate::compactor::CompactCall),
+    Collect(crate::collector::CollectCall),
     History(crate::history::HistoryCall),
 }
 

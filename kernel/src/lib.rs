@@ -13,13 +13,15 @@
 //!
 //! Modules own one concept each: `format` (bytes on the bucket), `world` (the rules),
 //! `committer` (the write path), `bodies` (body blobs), `open` (cold start), `reads` (the
-//! read path and its probe), `feed` (the change feed), `io` (calls, retries and the
-//! routing of each completion to the owner that made the call).
+//! read path and its probe), `feed` (the change feed), `compactor` (checkpoints),
+//! `collector` (what no kept checkpoint needs), `io` (calls, retries and the routing of
+//! each completion to the owner that made the call).
 
 pub mod blob;
 pub(crate) mod bodies;
 pub(crate) mod body_cache;
 pub mod checkpoint;
+pub(crate) mod collector;
 pub(crate) mod committer;
 pub(crate) mod compactor;
 pub mod config;
@@ -35,6 +37,7 @@ pub(crate) mod reads;
 pub mod replica;
 pub mod reply;
 pub(crate) mod snapshot;
+pub(crate) mod store_clock;
 pub mod time;
 pub mod world;
 
@@ -50,6 +53,7 @@ mod reads_tests;
 mod testkit;
 
 pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
+pub use collector::{Collected, CollectorStats};
 pub use committer::CommitterStats;
 pub use compactor::CompactorStats;
 pub use config::{CompactionRole, Config, ConfigError, Defects};

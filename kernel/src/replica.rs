@@ -5,6 +5,7 @@
 
 use crate::blob::BlobResult;
 use crate::bodies::{Bodies, BodyEvent};
+use crate::collector::{Collector, CollectorStats};
 use crate::committer::{Committer, CommitterStats};
 use crate::compactor::{Compactor, CompactorStats};
 use crate::config::{Config, ConfigError};
@@ -18,6 +19,7 @@ use crate::open::{OpenCall, Opening, Progress};
 use crate::reads::{ReadStats, Reads};
 use crate::reply::{FailReason, Reply, WriteError};
 use crate::snapshot::Snapshot;
+use crate::store_clock::StoreClock;
 use crate::time::Instant;
 use crate::world::{validate, WorldState};
 use rand_chacha::ChaCha8Rng;
@@ -44,6 +46,9 @@ pub struct Replica {
     snapshot: Option<Snapshot>,
     committer: Committer,
     compactor: Compactor,
+    collector: Collector,
+    /// The store's clock as far as its answers tell: ages for collection and freshens.
+    store_clock: StoreClock,
     bodies: Bodies,
     history: History,
     reads: Reads,
@@ -90,6 +95,8 @@ impl Replica {
             bodies: Bodies::new(keys.clone(), config.body_cache_bytes_max),
             history: History::new(keys.clone(), config.history_blocks_cached_max),
             compactor: Compactor::new(&config, keys.clone(), now),
+            collector: Collector::new(&config, keys.clone()),
+            store_clock: StoreClock::default(),
             committer: Committer::new(config, keys.clone(), identity.store_id),
             io,
             opening: Some(opening),
@@ -103,6 +110,7 @@ impl Replica {
         match input {
             Input::Request { id, request } => self.request(now, id, request),
             Input::BlobDone { id, result } => {
+                self.store_clock.observe(&result, now);
                 if let Some((call, result)) = self.io.complete(id, result) {
                     self.blob_done(now, call, result);
                 }
@@ -213,7 +221,14 @@ impl Replica {
                 let sn = self.snapshot.as_ref().expect("the feed calls only once open");
                 self.feed.on_done(now, sn, what, call, result, &mut self.io)
             }
-            Purpose::Compact(what) => self.compactor.on_done(now, what, call, result, &mut self.io),
+            Purpose::Compact(what) => {
+                let store_now_us = self.store_clock.now_us(now);
+                self.compactor.on_done(now, what, call, result, store_now_us, &mut self.io)
+            }
+            Purpose::Collect(what) => {
+                self.collector.on_done(now, what, call, result, &mut self.io);
+                Ok(())
+            }
             Purpose::History(what) => match self.history.on_done(now, what, call, result, &mut self.io) {
                 Ok(Some((name, block))) => {
                     self.compactor.on_history(name, &block);
@@ -270,6 +285,14 @@ impl Replica {
         let Some(sn) = self.snapshot.as_mut() else { return };
         self.committer.pump(now, sn, &mut self.bodies, &mut self.io);
         let compacted = self.compactor.pump(now, sn, &mut self.history, &mut self.io);
+        if let Some(written) = self.compactor.take_written() {
+            // The drop's ages are judged on the store's clock; the create just answered
+            // with a time, so it is known.
+            if let Some(start_us) = self.store_clock.now_us(now) {
+                self.collector.start(start_us, written);
+            }
+        }
+        self.collector.pump(now, &mut self.io);
         let needs_tip = self.committer.needs_tip_since(sn).is_some();
         let creating = self.committer.creating();
         let owners = (&mut self.bodies, &mut self.history);
@@ -326,8 +349,17 @@ impl Replica {
         self.compactor.is_running()
     }
 
+    /// Whether a drop is under way.
+    pub fn is_collecting(&self) -> bool {
+        self.collector.is_running()
+    }
+
     pub fn compactor_stats(&self) -> &CompactorStats {
         &self.compactor.stats
+    }
+
+    pub fn collector_stats(&self) -> &CollectorStats {
+        &self.collector.stats
     }
 
     pub fn read_stats(&self) -> &ReadStats {

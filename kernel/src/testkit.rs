@@ -2,7 +2,7 @@
 //! test can hold, answer with a fault, or let through, and a clock that jumps to the next
 //! wake-up. Pure and deterministic, like the kernel.
 
-use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
 use crate::config::Config;
 use crate::effect::{Effect, Input, Request};
 use crate::format::{decode_body, encode_body, Keys, Slot};
@@ -79,7 +79,23 @@ impl MemStore {
                 }
                 Ok(BlobOutcome::Listed { entries, more })
             }
-            BlobOp::Rewrite { .. } | BlobOp::Delete { .. } => unimplemented!("no test needs them yet"),
+            BlobOp::Rewrite { key, bytes, if_generation } => match self.objects.get(key) {
+                None => Err(BlobError::NotFound),
+                Some((_, g, _)) if Generation::from(*g) != *if_generation => Err(BlobError::PreconditionFailed),
+                Some(_) => {
+                    self.generation += 1;
+                    self.objects.insert(key.clone(), (bytes.clone(), self.generation, now.as_micros()));
+                    Ok(BlobOutcome::Rewritten(meta(key, self.generation, now.as_micros(), bytes.len())))
+                }
+            },
+            BlobOp::Delete { key, if_generation } => match self.objects.get(key) {
+                None => Err(BlobError::NotFound),
+                Some((_, g, _)) if Generation::from(*g) != *if_generation => Err(BlobError::PreconditionFailed),
+                Some(_) => {
+                    self.objects.remove(key);
+                    Ok(BlobOutcome::Deleted)
+                }
+            },
         }
     }
 

@@ -17,8 +17,9 @@ mod adopt;
 #[cfg(test)]
 mod tests;
 
-use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
-use crate::checkpoint::{fold, FoldError, Object, ObjectKind};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
+use crate::checkpoint::{fold, restamp, FoldError, Object, ObjectKind};
+use crate::collector::Written;
 use crate::config::{CompactionRole, Config};
 use crate::format::{Checkpoint, HistoryBlock, HistoryRef, Keys};
 use crate::hash::Hash32;
@@ -61,6 +62,10 @@ pub(crate) enum StepCall {
     CheckpointCreate { next_sequence: u64 },
     /// Read the checkpoint object there: a racer's, or ours after an ambiguous create.
     CheckpointGet { next_sequence: u64 },
+    /// Rewrite a stored object (or the checkpoint object) found old, with a new stamp, at
+    /// the generation its metadata read returned (SPEC 10.15, the freshen).
+    Freshen { kind: ObjectKind, name: Hash32 },
+    CheckpointFreshen { next_sequence: u64 },
 }
 
 /// The calls of looking for a newer checkpoint and adopting it.
@@ -99,6 +104,11 @@ pub struct CompactorStats {
     pub adopted: u64,
     /// Adoptions given up: the checkpoint could not be read whole or did not fit.
     pub adoptions_abandoned: u64,
+    /// Stored objects a run found old and rewrote with a new stamp before using them.
+    pub freshened: u64,
+    /// Runs that reached their checkpoint create later than `checkpoint_run_ms_max` after
+    /// their look, and so ended without it.
+    pub runs_overdue: u64,
 }
 
 impl CompactorStats {
@@ -115,6 +125,8 @@ impl CompactorStats {
             looks,
             adopted,
             adoptions_abandoned,
+            freshened,
+            runs_overdue,
         } = other;
         self.runs += runs;
         self.written += written;
@@ -126,6 +138,8 @@ impl CompactorStats {
         self.looks += looks;
         self.adopted += adopted;
         self.adoptions_abandoned += adoptions_abandoned;
+        self.freshened += freshened;
+        self.runs_overdue += runs_overdue;
     }
 }
 
@@ -191,6 +205,14 @@ pub(crate) struct Compactor {
     run: Option<Run>,
     /// Blocks of the checkpoint just written, for the replica's documents to adopt.
     adopt: Vec<(Path, Vec<HistoryRef>, u64)>,
+    /// Stored objects older than this on the store's clock are freshened before use.
+    freshen_after_us: u64,
+    run_ms_max: Duration,
+    /// When the current run's look began: its checkpoint create must go out within
+    /// `run_ms_max` of it.
+    run_began: Instant,
+    /// The checkpoint this replica's own create just wrote, for the collector.
+    written_out: Option<Written>,
     pub stats: CompactorStats,
 }
 
@@ -221,6 +243,10 @@ impl Compactor {
             gather: None,
             run: None,
             adopt: Vec::new(),
+            freshen_after_us: config.freshen_after_ms * 1_000,
+            run_ms_max: Duration::from_millis(config.checkpoint_run_ms_max),
+            run_began: now,
+            written_out: None,
             stats: CompactorStats::default(),
         }
     }
@@ -277,6 +303,7 @@ impl Compactor {
             if now >= due {
                 self.due_at = None;
                 self.stats.looks += 1;
+                self.run_began = now;
                 self.look = Some(self.newest_next_sequence);
                 self.list_checkpoints(now, None, io);
             }
@@ -378,6 +405,13 @@ impl Compactor {
             io.issue(now, step(what), op, 0);
         }
         if run.queue.is_empty() && run.in_flight.is_empty() && !run.checkpoint_sent {
+            // A run that took longer than its bound may name objects a drop has judged
+            // unused meanwhile (SPEC 10.15): it ends without writing.
+            if now.saturating_since(self.run_began) > self.run_ms_max {
+                self.stats.runs_overdue += 1;
+                self.run = None;
+                return;
+            }
             run.checkpoint_sent = true;
             let next_sequence = run.checkpoint.next_sequence;
             let op = BlobOp::Create {
@@ -395,6 +429,7 @@ impl Compactor {
         what: CompactCall,
         call: Call,
         result: BlobResult,
+        store_now_us: Option<u64>,
         io: &mut Io,
     ) -> Result<(), FailReason> {
         let what = match what {
@@ -408,27 +443,38 @@ impl Compactor {
         };
         match (what, result) {
             (StepCall::Create { name, .. }, Ok(_)) => self.object_stored(name, true),
+            // A content object found stored is done: it is never collected (SPEC 10.15).
+            (StepCall::Create { kind: ObjectKind::History, name }, Err(BlobError::AlreadyExists))
+            | (StepCall::Stat { kind: ObjectKind::History, name }, Ok(_)) => self.object_stored(name, false),
             (
-                StepCall::Create { name, .. } | StepCall::Stat { name, .. },
-                Err(BlobError::AlreadyExists) | Ok(_),
-            ) => self.object_stored(name, false),
-            (StepCall::Create { .. } | StepCall::Stat { .. }, Err(BlobError::Throttled)) => {
-                io.retry_later(now, call)
-            }
-            // Ambiguous: the object is content-addressed, so a metadata read settles it.
-            (StepCall::Create { kind, name }, Err(_)) => {
+                StepCall::Create { .. } | StepCall::Stat { .. } | StepCall::Freshen { .. },
+                Err(BlobError::Throttled),
+            ) => io.retry_later(now, call),
+            // Found stored, or ambiguous: a metadata read says whether it is there and how
+            // old. (Content-addressed, so whatever is there is what we would write.)
+            (StepCall::Create { kind, name }, Err(_)) | (StepCall::Freshen { kind, name }, Err(BlobError::PreconditionFailed)) => {
                 let op = BlobOp::Stat { key: call.op.key().to_string() };
                 io.issue(now, step(StepCall::Stat { kind, name }), op, 0);
             }
-            (StepCall::Stat { kind, name }, Err(BlobError::NotFound)) => {
+            (StepCall::Stat { kind, name }, Ok(BlobOutcome::Stat(meta))) => {
+                self.judge_found(now, kind, name, &meta, store_now_us, io)
+            }
+            (StepCall::Stat { kind, name } | StepCall::Freshen { kind, name }, Err(BlobError::NotFound)) => {
                 let run = self.run.as_ref().expect("running");
                 let bytes = run.in_flight.get(&name).expect("a stat settles an object in flight").clone();
                 let op = BlobOp::Create { key: call.op.key().to_string(), bytes };
                 io.issue(now, step(StepCall::Create { kind, name }), op, call.attempt + 1);
             }
-            (StepCall::Stat { .. }, Err(_)) => io.retry_later(now, call),
+            (StepCall::Stat { .. } | StepCall::Freshen { .. }, Err(_)) => io.retry_later(now, call),
+            (StepCall::Stat { name, .. }, Ok(_)) => self.object_stored(name, false),
+            (StepCall::Freshen { name, .. }, Ok(_)) => {
+                self.stats.freshened += 1;
+                self.object_stored(name, false)
+            }
             (StepCall::CheckpointCreate { next_sequence }, Ok(_)) => {
                 self.stats.written += 1;
+                let names = self.run.as_ref().expect("running").names.clone();
+                self.written_out = Some(Written { next_sequence, names });
                 self.finish(next_sequence, now);
             }
             (StepCall::CheckpointCreate { .. }, Err(BlobError::Throttled)) => io.retry_later(now, call),
@@ -436,11 +482,30 @@ impl Compactor {
                 let op = BlobOp::Get { key: self.keys.checkpoint(next_sequence) };
                 io.issue(now, step(StepCall::CheckpointGet { next_sequence }), op, 0);
             }
-            (StepCall::CheckpointGet { next_sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
+            (StepCall::CheckpointGet { next_sequence }, Ok(BlobOutcome::Got { meta, bytes })) => {
                 self.compare(next_sequence, &bytes)?;
+                if self.is_old(&meta, store_now_us) {
+                    let run = self.run.as_ref().expect("running");
+                    let stamp = fresh_stamp(store_now_us);
+                    let bytes = Bytes::from(run.checkpoint.clone().with_stamp(stamp).encode());
+                    let op = BlobOp::Rewrite { key: meta.key, bytes, if_generation: meta.generation };
+                    io.issue(now, step(StepCall::CheckpointFreshen { next_sequence }), op, 0);
+                } else {
+                    self.stats.identical_races += 1;
+                    self.finish(next_sequence, now);
+                }
+            }
+            (StepCall::CheckpointFreshen { next_sequence }, Ok(_)) => {
+                self.stats.freshened += 1;
                 self.stats.identical_races += 1;
                 self.finish(next_sequence, now);
             }
+            (StepCall::CheckpointFreshen { next_sequence }, Err(e)) if !e.is_transient() => {
+                // Freshened or deleted meanwhile: read what is there now.
+                let op = BlobOp::Get { key: self.keys.checkpoint(next_sequence) };
+                io.issue(now, step(StepCall::CheckpointGet { next_sequence }), op, 0);
+            }
+            (StepCall::CheckpointFreshen { .. }, Err(_)) => io.retry_later(now, call),
             (StepCall::CheckpointGet { next_sequence }, Err(BlobError::NotFound)) => {
                 // An ambiguous create that never landed: the identical bytes again.
                 let bytes = self.run.as_ref().expect("running").checkpoint_bytes.clone();
@@ -452,6 +517,40 @@ impl Compactor {
         }
         self.send(now, io);
         Ok(())
+    }
+
+    /// Whether a stored object is older than the freshen age on the store's clock (an
+    /// unknown clock counts as old: a needless rewrite costs a call, a missed one data).
+    fn is_old(&self, meta: &ObjectMeta, store_now_us: Option<u64>) -> bool {
+        store_now_us.is_none_or(|now_us| now_us.saturating_sub(meta.created_at_us) >= self.freshen_after_us)
+    }
+
+    /// An object of the run found stored: used as it is, or first freshened when old, so
+    /// a drop's delete at the generation it listed fails.
+    fn judge_found(
+        &mut self,
+        now: Instant,
+        kind: ObjectKind,
+        name: Hash32,
+        meta: &ObjectMeta,
+        store_now_us: Option<u64>,
+        io: &mut Io,
+    ) {
+        if !self.is_old(meta, store_now_us) {
+            return self.object_stored(name, false);
+        }
+        let run = self.run.as_ref().expect("running");
+        let first_write = run.in_flight.get(&name).expect("a found object is in flight");
+        let Some(bytes) = restamp(kind, first_write, fresh_stamp(store_now_us)) else {
+            return self.object_stored(name, false);
+        };
+        let op = BlobOp::Rewrite { key: meta.key.clone(), bytes, if_generation: meta.generation.clone() };
+        io.issue(now, step(StepCall::Freshen { kind, name }), op, 0);
+    }
+
+    /// The checkpoint this replica's own create wrote since the last call, for a drop.
+    pub fn take_written(&mut self) -> Option<Written> {
+        self.written_out.take()
     }
 
     fn object_stored(&mut self, name: Hash32, created: bool) {
@@ -488,4 +587,10 @@ impl Compactor {
         self.stored = run.names;
         self.adopt = run.adopt;
     }
+}
+
+/// A freshen's stamp: the store's clock, so each freshen writes other bytes than the one
+/// before (an S3 ETag is the MD5 of the bytes) and never the first write's stamp, 0.
+fn fresh_stamp(store_now_us: Option<u64>) -> u64 {
+    store_now_us.unwrap_or(1).max(1)
 }
