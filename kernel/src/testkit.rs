@@ -81,7 +81,9 @@ impl MemStore {
             }
             BlobOp::Rewrite { key, bytes, if_generation } => match self.objects.get(key) {
                 None => Err(BlobError::NotFound),
-                Some((_, g, _)) if Generation::from(*g) != *if_generation => Err(BlobError::PreconditionFailed),
+                Some((_, g, _)) if Generation::from(*g) != *if_generation => {
+                    Err(BlobError::PreconditionFailed)
+                }
                 Some(_) => {
                     self.generation += 1;
                     self.objects.insert(key.clone(), (bytes.clone(), self.generation, now.as_micros()));
@@ -90,7 +92,9 @@ impl MemStore {
             },
             BlobOp::Delete { key, if_generation } => match self.objects.get(key) {
                 None => Err(BlobError::NotFound),
-                Some((_, g, _)) if Generation::from(*g) != *if_generation => Err(BlobError::PreconditionFailed),
+                Some((_, g, _)) if Generation::from(*g) != *if_generation => {
+                    Err(BlobError::PreconditionFailed)
+                }
                 Some(_) => {
                     self.objects.remove(key);
                     Ok(BlobOutcome::Deleted)

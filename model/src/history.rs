@@ -134,9 +134,23 @@ pub struct NameHistory {
     /// Mutations that did not fit what the name held (a create of a present name, a
     /// rewrite or delete of an absent one, time running back): a store or harness bug.
     incoherent: Vec<(String, NameEvent)>,
+    /// Names under these prefixes keep their bytes, by hash: what a collected slot or
+    /// checkpoint held stays known to the checker after the bucket lets it go.
+    keep_bytes_under: Vec<String>,
+    bytes: BTreeMap<Hash32, Bytes>,
 }
 
 impl NameHistory {
+    /// A history that keeps the bytes of names under `prefixes`.
+    pub fn keeping_bytes_under(prefixes: Vec<String>) -> NameHistory {
+        NameHistory { keep_bytes_under: prefixes, ..NameHistory::default() }
+    }
+
+    /// The bytes a kept name held, by their hash.
+    pub fn bytes_of(&self, hash: &Hash32) -> Option<&Bytes> {
+        self.bytes.get(hash)
+    }
+
     /// Records that the store changed `key` at `at`; `bytes` is what it holds after
     /// (`None` for a delete).
     pub fn record(&mut self, at: Instant, key: &str, change: NameChange, bytes: Option<&[u8]>) {
@@ -146,6 +160,11 @@ impl NameHistory {
             bytes_hash: bytes.map(Hash32::of),
             size: bytes.map_or(0, |b| b.len() as u64),
         };
+        if let (Some(b), Some(h)) = (bytes, event.bytes_hash) {
+            if self.keep_bytes_under.iter().any(|p| key.starts_with(p.as_str())) {
+                self.bytes.entry(h).or_insert_with(|| Bytes::copy_from_slice(b));
+            }
+        }
         let events = match self.by_name.get_mut(key) {
             Some(events) => events,
             None => self.by_name.entry(key.to_owned()).or_default(),

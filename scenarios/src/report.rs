@@ -122,6 +122,35 @@ pub struct Checkpoints {
     pub commit_p99_outside_ms: Option<f64>,
 }
 
+/// What collection deleted and what fenced it (SPEC 10.15).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Collection {
+    /// Drops begun, finished, and given up.
+    pub drops: u64,
+    pub drops_finished: u64,
+    pub drops_abandoned: u64,
+    pub deleted: Deleted,
+    /// Stored objects a checkpoint run found old and rewrote with a new stamp first.
+    pub rewrites: u64,
+    /// Deletes refused because the generation had changed since the listing.
+    pub fenced_deletes: u64,
+    pub bytes_reclaimed: u64,
+    /// Anything a kept checkpoint or retained slot reaches found missing (must be 0).
+    pub reachable_missing: u64,
+    /// Replicas that turned collection off (their backend cannot condition a delete).
+    pub off: u64,
+}
+
+/// Objects deleted, by kind.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Deleted {
+    pub checkpoint: u64,
+    pub root: u64,
+    pub shard: u64,
+    pub receipts: u64,
+    pub slot: u64,
+}
+
 /// Version records the largest replica held (sampled each virtual second).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Memory {
@@ -175,6 +204,7 @@ pub struct Report {
     pub reads: Reads,
     pub watch: Watch,
     pub checkpoints: Checkpoints,
+    pub collection: Collection,
     pub memory: Memory,
     pub store: Store,
     pub trace_hash: String,
@@ -381,6 +411,31 @@ impl Report {
                 model_mismatches: check.checkpoint_mismatches,
                 commit_p99_during_steps_ms: p99_ms(&during_steps),
                 commit_p99_outside_ms: p99_ms(&outside_steps),
+            },
+            collection: {
+                let mut all = slotlog_kernel::CollectorStats::default();
+                let mut rewrites = 0;
+                for r in &result.replicas {
+                    all.add(&r.collector);
+                    rewrites += r.compactor.freshened;
+                }
+                Collection {
+                    drops: all.drops,
+                    drops_finished: all.drops_finished,
+                    drops_abandoned: all.drops_abandoned,
+                    deleted: Deleted {
+                        checkpoint: all.deleted_checkpoints,
+                        root: all.deleted_roots,
+                        shard: all.deleted_shards,
+                        receipts: all.deleted_receipts,
+                        slot: all.deleted_slots,
+                    },
+                    rewrites,
+                    fenced_deletes: all.fenced_deletes,
+                    bytes_reclaimed: all.bytes_reclaimed,
+                    reachable_missing: check.reachable_missing,
+                    off: result.replicas.iter().filter(|r| r.collector.off).count() as u64,
+                }
             },
             memory: Memory {
                 resident_version_records_max: result.memory.resident_version_records_max,

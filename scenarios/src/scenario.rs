@@ -5,7 +5,7 @@ use crate::report::Report;
 use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_model::CheckOptions;
 use slotlog_sim::gcs::{Faults, GcsConfig, ProfileKind, VersionTokens};
-use slotlog_sim::{Arrivals, ClusterConfig, Crashes, Mix, ReadLoad, TraceEvent, WatchLoad, Workload};
+use slotlog_sim::{Arrivals, Bursts, ClusterConfig, Crashes, Mix, ReadLoad, TraceEvent, WatchLoad, Workload};
 
 /// What a run may change from a scenario's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -159,6 +159,11 @@ pub const SCENARIOS: &[Scenario] = &[
         build: compact,
     },
     Scenario {
+        name: "collect",
+        about: "3 stores, gcs profile, grace and cadence at their defaults, 10 s bursts of writes every 30 minutes over 30 virtual hours, crashes: checkpoints, drops and slot collection",
+        build: collect,
+    },
+    Scenario {
         name: "conflicts",
         about: "many writers on a few documents: expected versions, appends, archive and policy flips, parent/child races",
         build: conflicts,
@@ -300,6 +305,8 @@ pub fn run_scenario_traced(
     let options = CheckOptions {
         catalog_staleness_ms: config.kernel.catalog_staleness_ms_max,
         recent_slots_max: config.kernel.recent_slots_max,
+        checkpoint_grace_ms: config.kernel.checkpoint_grace_ms,
+        slot_retention_ms: config.kernel.slot_retention_ms,
     };
     let check =
         slotlog_model::check(&result.history, &result.objects, &result.keys, result.world_id, options);
@@ -443,6 +450,20 @@ fn compact(seed: u64) -> ClusterConfig {
     c.crashes = Some(Crashes { mean_interval_ms: 8_000, down_ms_min: 200, down_ms_max: 2_000 });
     c.reads = some_reads();
     checkpoint_often(&mut c);
+    c
+}
+
+/// Collection over many virtual hours: bursts keep the run cheap (the simulator skips
+/// idle time) while checkpoints age past the grace and slots past the retention.
+fn collect(seed: u64) -> ClusterConfig {
+    let mut workload = Workload::new(Arrivals::Open { rate_per_s: 20.0 }, Mix::creates_and_blind_updates());
+    workload.bursts = Some(Bursts { on_ms: 10_000, off_ms: 30 * 60_000 });
+    let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
+    c.duration_ms = 30 * 3_600_000;
+    c.preload_documents = 200;
+    c.crashes = Some(Crashes { mean_interval_ms: 3 * 3_600_000, down_ms_min: 1_000, down_ms_max: 30_000 });
+    c.clock_skew_ms_max = 100;
+    c.reads = Some(ReadLoad { exact_per_s: 5.0, catalog_per_s: 5.0, exact_on_followers: false });
     c
 }
 

@@ -19,8 +19,8 @@ use slotlog_kernel::reply::{FailReason, Reply};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{evaluate, validate, Evaluation, WorldState, Write};
 use slotlog_kernel::{
-    CommitterStats, CompactorStats, Config, Effect, FeedStats, Identity, Input, ReadStats, Replica, Request,
-    Warning, WatchEnd,
+    CollectorStats, CommitterStats, CompactorStats, Config, Effect, FeedStats, Identity, Input, ReadStats,
+    Replica, Request, Warning, WatchEnd,
 };
 use slotlog_model::{
     ClientOp, History, NameChange, NameHistory, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject,
@@ -122,6 +122,7 @@ pub struct ReplicaReport {
     pub failed: Option<FailReason>,
     pub warnings: Vec<Warning>,
     pub compactor: CompactorStats,
+    pub collector: CollectorStats,
     pub follower: bool,
     pub hints_sent: u64,
 }
@@ -306,6 +307,7 @@ fn run_inner<'a>(
 ) -> RunResult {
     assert!(config.replicas > 0, "a cluster needs a replica that writes");
     let keys = Keys::new(&config.prefix);
+    let kept_prefixes = vec![keys.log_prefix(), keys.checkpoints_prefix(), keys.roots_prefix()];
     let mut seeds = SimRng::derive(config.seed, "slotlog-sim cluster");
     let mut world_bytes = [0u8; 16];
     world_bytes[..8].copy_from_slice(&seeds.next_u64().to_le_bytes());
@@ -325,7 +327,12 @@ fn run_inner<'a>(
         next_ticket: 0,
         nodes: Vec::new(),
         generator: Generator::new(config.workload.clone(), config.seed),
-        history: History { names: Some(NameHistory::default()), ..History::default() },
+        history: History {
+            // Slots, checkpoints and roots keep their bytes: the checker judges the whole
+            // log and what kept checkpoints reach after collection deleted them.
+            names: Some(NameHistory::keeping_bytes_under(kept_prefixes)),
+            ..History::default()
+        },
         writes: Vec::new(),
         writer_node: Vec::new(),
         request_writer: BTreeMap::new(),
@@ -613,6 +620,10 @@ impl Cluster<'_> {
         let node = match writer {
             Some(w) => self.writer_node[w],
             None => {
+                if let Some(start) = self.idle_until() {
+                    self.schedule(start, Event::Arrival { writer: None });
+                    return;
+                }
                 if let Arrivals::Open { rate_per_s } = self.config.workload.arrivals {
                     let gap = self.chaos.exponential(1_000.0 / rate_per_s);
                     self.schedule(self.now + ms(gap), Event::Arrival { writer: None });
@@ -643,6 +654,13 @@ impl Cluster<'_> {
         self.input(node, Input::Request { id: request, request: Request::Write(write) });
     }
 
+    /// Between bursts: when the next one starts.
+    fn idle_until(&self) -> Option<Instant> {
+        let bursts = self.config.workload.bursts?;
+        let now_ms = self.now.as_micros() / 1_000;
+        bursts.next_start_ms(now_ms).map(Instant::from_millis)
+    }
+
     fn read_arrival(&mut self, exact: bool) {
         if self.now >= self.workload_end {
             return;
@@ -650,6 +668,10 @@ impl Cluster<'_> {
         let load = self.config.reads.clone().expect("reads configured");
         let rate = if exact { load.exact_per_s } else { load.catalog_per_s };
         if rate <= 0.0 {
+            return;
+        }
+        if let Some(start) = self.idle_until() {
+            self.schedule(start, Event::ReadArrival { exact });
             return;
         }
         let gap = self.chaos.exponential(1_000.0 / rate);
@@ -1028,6 +1050,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.holds_answered += s.holds_answered;
     t.recoveries_us.extend(s.recoveries_us.iter().copied());
     into.compactor.add(r.compactor_stats());
+    into.collector.add(r.collector_stats());
     let (rs, t) = (r.read_stats(), &mut into.reads);
     t.exact += rs.exact;
     t.catalog += rs.catalog;

@@ -9,4 +9,4 @@ pub(crate) mod rng;
 pub mod workload;
 
 pub use cluster::{run, run_traced, ClusterConfig, Crashes, Hints, ReplicaReport, RunResult, TraceEvent};
-pub use workload::{Arrivals, Generator, Mix, ReadLoad, WatchLoad, Workload};
+pub use workload::{Arrivals, Bursts, Generator, Mix, ReadLoad, WatchLoad, Workload};

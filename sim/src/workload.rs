@@ -111,6 +111,25 @@ pub struct Workload {
     pub hot_paths: Option<u32>,
     /// Parent/child pairs the `parent_child` writes race over.
     pub parent_child_pairs: u32,
+    /// When set, open-loop writes and reads arrive only in bursts, with idle time between
+    /// (which the simulator skips, so hours cost little).
+    pub bursts: Option<Bursts>,
+}
+
+/// Bursts of arrivals: `on_ms` of load, then `off_ms` of none, from time zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bursts {
+    pub on_ms: u64,
+    pub off_ms: u64,
+}
+
+impl Bursts {
+    /// None while a burst is on at `now_ms`; else when the next one starts.
+    pub fn next_start_ms(&self, now_ms: u64) -> Option<u64> {
+        let period = self.on_ms + self.off_ms;
+        let into = now_ms % period;
+        (into >= self.on_ms).then(|| now_ms - into + period)
+    }
 }
 
 impl Workload {
@@ -122,6 +141,7 @@ impl Workload {
             body_bytes_max: 2_048,
             hot_paths: None,
             parent_child_pairs: 8,
+            bursts: None,
         }
     }
 }

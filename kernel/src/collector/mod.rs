@@ -48,11 +48,22 @@ pub(crate) enum Listing {
 pub(crate) enum CollectCall {
     List(Listing),
     /// Read a kept checkpoint, then its root: the objects it uses.
-    ReadCheckpoint { next_sequence: u64 },
-    ReadRoot { name: Hash32 },
+    ReadCheckpoint {
+        next_sequence: u64,
+    },
+    ReadRoot {
+        name: Hash32,
+    },
     /// Delete one object at the generation the drop listed.
-    Delete { kind: Collected, key: String, size: u64 },
+    Delete {
+        kind: Collected,
+        key: String,
+        size: u64,
+    },
 }
+
+/// Reads a content-addressed object's name from its key.
+type NameParser = fn(&Keys, &str) -> Option<Hash32>;
 
 fn prefix(keys: &Keys, listing: Listing) -> String {
     match listing {
@@ -288,7 +299,9 @@ impl Collector {
             (CollectCall::ReadCheckpoint { next_sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 let drop = self.drop.as_mut().expect("a drop");
                 match Checkpoint::decode(&bytes) {
-                    Ok(Checkpoint { root: Some(root), next_sequence: named, .. }) if named == next_sequence => {
+                    Ok(Checkpoint { root: Some(root), next_sequence: named, .. })
+                        if named == next_sequence =>
+                    {
                         drop.used.insert(root);
                         let op = BlobOp::Get { key: self.keys.root_object(&root) };
                         io.issue(now, collect(CollectCall::ReadRoot { name: root }), op, 0);
@@ -330,7 +343,7 @@ impl Collector {
                 }
             }
             Listing::Shards | Listing::Receipts | Listing::Roots => {
-                let (kind, parse): (Collected, fn(&Keys, &str) -> Option<Hash32>) = match stage {
+                let (kind, parse): (Collected, NameParser) = match stage {
                     Listing::Shards => (Collected::Shard, Keys::parse_shard),
                     Listing::Receipts => (Collected::Receipts, Keys::parse_receipts),
                     _ => (Collected::Root, Keys::parse_root),

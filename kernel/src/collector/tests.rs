@@ -26,8 +26,16 @@ struct Bench {
 impl Bench {
     fn new() -> Bench {
         let config = Config::default();
-        let io = Io::new(ChaCha8Rng::seed_from_u64(1), RetryPolicy { base_ms: 20, cap_ms: 1_000, hedge_after_ms: 0 });
-        Bench { store: MemStore::default(), collector: Collector::new(&config, keys()), io, now: Instant::ZERO }
+        let io = Io::new(
+            ChaCha8Rng::seed_from_u64(1),
+            RetryPolicy { base_ms: 20, cap_ms: 1_000, hedge_after_ms: 0 },
+        );
+        Bench {
+            store: MemStore::default(),
+            collector: Collector::new(&config, keys()),
+            io,
+            now: Instant::ZERO,
+        }
     }
 
     /// Writes the checkpoint at `next_sequence` using `shards`, at store time `at_us`:
@@ -66,7 +74,8 @@ impl Bench {
         let root_name = Hash32::of(&root_bytes);
         self.store.put(at, keys().root_object(&root_name), Bytes::from(root_bytes));
         names.insert(root_name);
-        let checkpoint = Checkpoint::full(WorldId([1; 16]), next_sequence, Hash32::ZERO, document_count, root_name);
+        let checkpoint =
+            Checkpoint::full(WorldId([1; 16]), next_sequence, Hash32::ZERO, document_count, root_name);
         self.store.put(at, keys().checkpoint(next_sequence), Bytes::from(checkpoint.encode()));
         names
     }
@@ -151,7 +160,11 @@ fn an_unused_shard_younger_than_the_grace_stays() {
     let names = b.checkpoint(40, &[4], 3 * HOUR_US);
     // Left by a run that has not written its checkpoint yet.
     let orphan = Hash32::of(&[9]);
-    b.store.put(Instant::from_micros(3 * HOUR_US - 10 * MINUTE_US), keys().shard(&orphan), Bytes::from_static(&[9]));
+    b.store.put(
+        Instant::from_micros(3 * HOUR_US - 10 * MINUTE_US),
+        keys().shard(&orphan),
+        Bytes::from_static(&[9]),
+    );
     b.drop_at(3 * HOUR_US, 40, names);
     assert!(b.has(&keys().shard(&orphan)), "10 minutes old: inside the grace");
     assert!(!b.has(&shard(1)));

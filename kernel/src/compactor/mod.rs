@@ -55,17 +55,32 @@ fn adopt(what: AdoptCall) -> Purpose {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum StepCall {
     /// Create one object of the checkpoint if absent.
-    Create { kind: ObjectKind, name: Hash32 },
+    Create {
+        kind: ObjectKind,
+        name: Hash32,
+    },
     /// After an ambiguous create of an object: is it stored? (metadata only)
-    Stat { kind: ObjectKind, name: Hash32 },
+    Stat {
+        kind: ObjectKind,
+        name: Hash32,
+    },
     /// Create the checkpoint object at `checkpoints/<next_sequence>` if absent.
-    CheckpointCreate { next_sequence: u64 },
+    CheckpointCreate {
+        next_sequence: u64,
+    },
     /// Read the checkpoint object there: a racer's, or ours after an ambiguous create.
-    CheckpointGet { next_sequence: u64 },
+    CheckpointGet {
+        next_sequence: u64,
+    },
     /// Rewrite a stored object (or the checkpoint object) found old, with a new stamp, at
     /// the generation its metadata read returned (SPEC 10.15, the freshen).
-    Freshen { kind: ObjectKind, name: Hash32 },
-    CheckpointFreshen { next_sequence: u64 },
+    Freshen {
+        kind: ObjectKind,
+        name: Hash32,
+    },
+    CheckpointFreshen {
+        next_sequence: u64,
+    },
 }
 
 /// The calls of looking for a newer checkpoint and adopting it.
@@ -452,7 +467,8 @@ impl Compactor {
             ) => io.retry_later(now, call),
             // Found stored, or ambiguous: a metadata read says whether it is there and how
             // old. (Content-addressed, so whatever is there is what we would write.)
-            (StepCall::Create { kind, name }, Err(_)) | (StepCall::Freshen { kind, name }, Err(BlobError::PreconditionFailed)) => {
+            (StepCall::Create { kind, name }, Err(_))
+            | (StepCall::Freshen { kind, name }, Err(BlobError::PreconditionFailed)) => {
                 let op = BlobOp::Stat { key: call.op.key().to_string() };
                 io.issue(now, step(StepCall::Stat { kind, name }), op, 0);
             }

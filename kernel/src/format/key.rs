@@ -47,6 +47,14 @@ impl Keys {
         format!("{}checkpoints/{:016x}", self.root, next_sequence)
     }
 
+    pub fn blobs_prefix(&self) -> String {
+        format!("{}blobs/", self.root)
+    }
+
+    pub fn history_prefix(&self) -> String {
+        format!("{}history/", self.root)
+    }
+
     pub fn body(&self, hash: &Hash32) -> String {
         format!("{}blobs/{}", self.root, hash.to_hex())
     }

@@ -11,13 +11,16 @@ mod checkpoints_tests;
 mod names;
 #[cfg(test)]
 mod names_tests;
+mod reach;
+#[cfg(test)]
+mod reach_tests;
 mod reads;
 mod violation;
 mod watches;
 
 pub use violation::{CheckpointField, MemberDiff, Rule, Violation};
 
-use crate::history::{ClientOp, History, Outcome, ReadOutcome, StoredObject};
+use crate::history::{ClientOp, History, NameChange, Outcome, ReadOutcome, StoredObject};
 use crate::{
     ModelInvalid, ModelPolicyBody, ModelReceipt, ModelRejection, ModelWorld, PathProblem, PolicyProblem,
     ReceiptKind, Verdict,
@@ -64,6 +67,9 @@ pub struct CheckReport {
     pub checkpoint_mismatches: u64,
     /// Slot names that held two different sets of bytes over the run (must be 0).
     pub forks: u64,
+    /// Deletes of what a kept checkpoint or retained slot reached, and checkpoints created
+    /// reaching a missing object (must be 0).
+    pub reachable_missing: u64,
     /// Objects and bytes under the world's prefix at the end.
     pub store_objects_end: u64,
     pub store_bytes_end: u64,
@@ -78,11 +84,19 @@ pub struct CheckOptions {
     pub catalog_staleness_ms: u64,
     /// A watch may resync only when its cursor is further back than this many slots.
     pub recent_slots_max: usize,
+    /// The world's checkpoint grace and slot retention (SPEC 10.15).
+    pub checkpoint_grace_ms: u64,
+    pub slot_retention_ms: u64,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
-        CheckOptions { catalog_staleness_ms: 1_000, recent_slots_max: 16_384 }
+        CheckOptions {
+            catalog_staleness_ms: 1_000,
+            recent_slots_max: 16_384,
+            checkpoint_grace_ms: 900_000,
+            slot_retention_ms: 86_400_000,
+        }
     }
 }
 
@@ -178,6 +192,26 @@ fn check_checkpoint_zero(
     }
 }
 
+/// Every slot the run created, as first created, in key order: those collection deleted
+/// as well as those in the bucket (a name created again with other bytes is a fork, which
+/// the name rules report). Without a name history, the bucket's alone.
+fn log_objects(history: &History, objects: &[StoredObject], keys: &Keys) -> Vec<StoredObject> {
+    let prefix = keys.log_prefix();
+    let in_bucket = || objects.iter().filter(|o| o.key.starts_with(&prefix)).cloned().collect();
+    let Some(names) = &history.names else { return in_bucket() };
+    let mut log = Vec::new();
+    for (key, events) in names.names().filter(|(k, _)| k.starts_with(&prefix)) {
+        let first = events.iter().find(|e| e.change == NameChange::Created);
+        let Some(bytes) = first.and_then(|e| names.bytes_of(&e.bytes_hash?)) else {
+            // A history that does not keep slot bytes judges the bucket's log.
+            return in_bucket();
+        };
+        let created_at = first.expect("found").at;
+        log.push(StoredObject { key: key.to_owned(), bytes: bytes.clone(), created_at });
+    }
+    log
+}
+
 /// Checks a run: `objects` is every object under the world's prefix.
 pub fn check(
     history: &History,
@@ -193,7 +227,13 @@ pub fn check(
     };
     if let Some(names) = &history.names {
         names::check(names, objects, keys, &mut r);
+        let ages = reach::Ages {
+            grace_us: options.checkpoint_grace_ms * 1_000,
+            slot_retention_us: options.slot_retention_ms * 1_000,
+        };
+        reach::check(names, keys, ages, &mut r);
     }
+    let log = log_objects(history, objects, keys);
     let Some(marker_obj) = objects.iter().find(|o| o.key == keys.marker()) else {
         if history.ops.iter().any(|op| matches!(op.outcome, Outcome::Answered { result: Ok(_), .. })) {
             r.violation(Violation::NoMarker);
@@ -215,7 +255,7 @@ pub fn check(
     let mut slot_hashes: Vec<Hash32> = Vec::new();
     let mut auditor = WorldState::genesis(world_id, prev_hash);
     let log_prefix = keys.log_prefix();
-    for o in objects.iter().filter(|o| o.key.starts_with(&log_prefix)) {
+    for o in log.iter().filter(|o| o.key.starts_with(&log_prefix)) {
         let Some(sequence) = keys.parse_slot(&o.key) else {
             r.violation(Violation::NotASlotName { key: o.key.clone() });
             continue;

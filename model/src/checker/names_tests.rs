@@ -53,8 +53,10 @@ fn run(changes: &[(&str, u64, NameChange, &str)]) -> super::CheckReport {
     judge(names, &objects)
 }
 
+/// The rules broken, but for collection's (a slot deleted here without a checkpoint
+/// covering it breaks those too; reach_tests judges them).
 fn rules(r: &super::CheckReport) -> Vec<Rule> {
-    r.violations.iter().map(Violation::rule).collect()
+    r.violations.iter().map(Violation::rule).filter(|r| *r != Rule::Reachable).collect()
 }
 
 use NameChange::{Created, Deleted, Rewritten};
@@ -79,7 +81,8 @@ fn a_slot_created_again_with_other_bytes_is_a_fork() {
     ]);
     assert_eq!(r.forks, 1);
     assert_eq!(rules(&r), vec![Rule::SlotFork]);
-    let Violation::SlotForked { at: when, first, other, .. } = &r.violations[0] else { unreachable!() };
+    let fork = r.violations.iter().find(|v| v.rule() == Rule::SlotFork).expect("a fork");
+    let Violation::SlotForked { at: when, first, other, .. } = fork else { unreachable!() };
     assert_eq!((*when, *first, *other), (at(3), Hash32::of(b"a"), Hash32::of(b"b")));
 }
 

@@ -69,6 +69,10 @@ pub enum Rule {
     /// A slot name holds one set of bytes for the whole run: created again only with
     /// the same bytes, never rewritten to others (issue 10's fork).
     SlotFork,
+    /// Nothing a kept checkpoint (the newest three, and any whose successor is younger
+    /// than the grace) or a retained slot reaches is ever missing, and content objects
+    /// are never deleted (SPEC 10.15).
+    Reachable,
     /// The store's name history fits each name (no create of a present name, no rewrite
     /// or delete of an absent one, time never back) and accounts for the bucket's end.
     NameHistory,
@@ -259,6 +263,16 @@ pub enum Violation {
 
     #[error("slot {key} forked: it held bytes {first} and, from {at:?}, bytes {other}")]
     SlotForked { key: String, first: Hash32, other: Hash32, at: Instant },
+    #[error("{key} deleted at {at:?} while kept checkpoint {checkpoint} reaches it")]
+    ReachableDeleted { key: String, checkpoint: String, at: Instant },
+    #[error("kept checkpoint {key} deleted at {at:?}")]
+    KeptCheckpointDeleted { key: String, at: Instant },
+    #[error("slot {key} deleted at {at:?}: younger than the retention, or not covered by the oldest kept checkpoint")]
+    RetainedSlotDeleted { key: String, at: Instant },
+    #[error("content object {key} deleted at {at:?}; content is never collected")]
+    ContentDeleted { key: String, at: Instant },
+    #[error("checkpoint {checkpoint} created at {at:?} reaches {missing}, which is missing")]
+    CheckpointReachesMissing { checkpoint: String, missing: String, at: Instant },
     #[error("the store's history of {key} does not fit it: {change:?} at {at:?}")]
     NameHistoryIncoherent { key: String, change: NameChange, at: Instant },
     #[error("the store's history of {key} does not account for what the bucket holds at the end")]
@@ -364,6 +378,11 @@ impl Violation {
             V::LostWrite { .. } | V::PreloadedMissing { .. } => Rule::LostAcknowledgedWrite,
             V::RealTimeOrder { .. } => Rule::RealTimeOrder,
             V::SlotForked { .. } => Rule::SlotFork,
+            V::ReachableDeleted { .. }
+            | V::KeptCheckpointDeleted { .. }
+            | V::RetainedSlotDeleted { .. }
+            | V::ContentDeleted { .. }
+            | V::CheckpointReachesMissing { .. } => Rule::Reachable,
             V::NameHistoryIncoherent { .. } | V::NameHistoryDisagrees { .. } => Rule::NameHistory,
             V::ExactReadStale { .. } => Rule::ExactReadStale,
             V::CatalogReadStale { .. } => Rule::CatalogLag,

@@ -1,0 +1,127 @@
+//! Collection judged from the store's name history (SPEC 10.15, issue 10): nothing a
+//! kept checkpoint or a retained slot reaches is ever missing. Kept is the spec's rule,
+//! derived here from the store's own times: at any instant, the newest three full
+//! checkpoints present, and any whose successor is younger than the grace. Checked at
+//! every delete (of a kept checkpoint, of an object a kept checkpoint reaches, of a slot
+//! the oldest kept checkpoint does not cover or younger than the retention, of any
+//! content object) and at every checkpoint create (everything it reaches is present).
+//! Knows nothing of the collector's code.
+
+use super::{CheckReport, Violation};
+use crate::history::{NameChange, NameHistory};
+use slotlog_kernel::format::{Checkpoint, Keys, Root};
+use slotlog_kernel::time::Instant;
+
+/// The ages the rules use: the world's configured grace and slot retention.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ages {
+    pub grace_us: u64,
+    pub slot_retention_us: u64,
+}
+
+pub(super) fn check(names: &NameHistory, keys: &Keys, ages: Ages, r: &mut CheckReport) {
+    let judge = Judge { names, keys, ages };
+    let checkpoints: Vec<(u64, &str)> = names
+        .names()
+        .filter_map(|(k, _)| keys.parse_checkpoint(k).filter(|s| *s > 1).map(|s| (s, k)))
+        .collect();
+    for (key, events) in names.names() {
+        for e in events {
+            let found = match e.change {
+                NameChange::Deleted => judge.delete(key, e.at, &checkpoints),
+                NameChange::Created if keys.parse_checkpoint(key).is_some_and(|s| s > 1) => {
+                    judge.reaches(key, e.at).err().map(|missing| Violation::CheckpointReachesMissing {
+                        checkpoint: key.to_owned(),
+                        missing,
+                        at: e.at,
+                    })
+                }
+                _ => None,
+            };
+            if let Some(v) = found {
+                r.reachable_missing += 1;
+                r.violation(v);
+            }
+        }
+    }
+}
+
+struct Judge<'a> {
+    names: &'a NameHistory,
+    keys: &'a Keys,
+    ages: Ages,
+}
+
+impl Judge<'_> {
+    /// The violation, if deleting `key` at `at` took something still needed.
+    fn delete(&self, key: &str, at: Instant, checkpoints: &[(u64, &str)]) -> Option<Violation> {
+        let keys = self.keys;
+        let just_before = Instant::from_micros(at.as_micros().saturating_sub(1));
+        let kept = self.kept(just_before, checkpoints);
+        let owned = || key.to_owned();
+        if key.starts_with(&keys.history_prefix()) || key.starts_with(&keys.blobs_prefix()) {
+            return Some(Violation::ContentDeleted { key: owned(), at });
+        }
+        if let Some(sequence) = keys.parse_checkpoint(key) {
+            let needed = sequence == 1 || kept.iter().any(|(_, k)| *k == key);
+            return needed.then(|| Violation::KeptCheckpointDeleted { key: owned(), at });
+        }
+        if let Some(first) = keys.parse_slot(key) {
+            let created = self.names.held_at(key, just_before).map_or(at, |e| e.at);
+            let young = created.as_micros() + self.ages.slot_retention_us > at.as_micros();
+            let covered = kept.first().is_some_and(|(s, _)| first < *s);
+            return (young || !covered).then(|| Violation::RetainedSlotDeleted { key: owned(), at });
+        }
+        for (_, checkpoint) in &kept {
+            if let Ok(reached) = self.reaches(checkpoint, just_before) {
+                if reached.iter().any(|k| k == key) {
+                    let checkpoint = (*checkpoint).to_owned();
+                    return Some(Violation::ReachableDeleted { key: owned(), checkpoint, at });
+                }
+            }
+        }
+        None
+    }
+
+    /// The kept full checkpoints present at `at`, oldest first.
+    fn kept<'k>(&self, at: Instant, checkpoints: &[(u64, &'k str)]) -> Vec<(u64, &'k str)> {
+        let mut present: Vec<(u64, &str, Instant)> = checkpoints
+            .iter()
+            .filter_map(|(s, k)| self.names.held_at(k, at).map(|e| (*s, *k, e.at)))
+            .collect();
+        present.sort_by_key(|(s, _, _)| *s);
+        let n = present.len();
+        (0..n)
+            .filter(|&i| {
+                let newest_three = i + 3 >= n;
+                let successor_young = present
+                    .get(i + 1)
+                    .is_some_and(|(_, _, t)| t.as_micros() + self.ages.grace_us > at.as_micros());
+                newest_three || successor_young
+            })
+            .map(|i| (present[i].0, present[i].1))
+            .collect()
+    }
+
+    /// The keys checkpoint `key` reaches at `at` (its root, the root's shards and receipt
+    /// blocks), or the first of them missing then.
+    fn reaches(&self, key: &str, at: Instant) -> Result<Vec<String>, String> {
+        let held = |k: &str| {
+            let event = self.names.held_at(k, at).ok_or_else(|| k.to_owned())?;
+            let hash = event.bytes_hash.expect("a present name has bytes");
+            Ok::<_, String>(self.names.bytes_of(&hash).cloned())
+        };
+        let Some(bytes) = held(key)? else { return Ok(vec![]) };
+        let Some(root_name) = Checkpoint::decode(&bytes).ok().and_then(|c| c.root) else { return Ok(vec![]) };
+        let root_key = self.keys.root_object(&root_name);
+        let Some(root_bytes) = held(&root_key)? else { return Ok(vec![]) };
+        let Ok(root) = Root::decode(&root_bytes) else { return Ok(vec![]) };
+        let mut reached = vec![root_key];
+        reached.extend(root.shards.iter().map(|s| self.keys.shard(s)));
+        reached.extend(root.receipts.iter().map(|b| self.keys.receipts(&b.block)));
+        if let Some(missing) = reached.iter().find(|k| self.names.held_at(k, at).is_none()) {
+            return Err(missing.clone());
+        }
+        Ok(reached)
+    }
+}
