@@ -149,6 +149,11 @@ pub struct Defects {
     pub exact_read_skips_probe: bool,
     /// Answer catalog reads from the snapshot at hand, however old.
     pub catalog_ignores_staleness: bool,
+    /// Acknowledge a slot's members without the post-create check against collection.
+    pub skip_post_create_check: bool,
+    /// A freshen rewrites the stored bytes unchanged (on S3 the ETag stays, so a drop's
+    /// delete at the listed ETag still succeeds).
+    pub freshen_keeps_bytes: bool,
 }
 
 impl Default for Config {

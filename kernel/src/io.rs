@@ -69,6 +69,8 @@ pub(crate) struct Io {
     pub rng: ChaCha8Rng,
     policy: RetryPolicy,
     pub hedges_sent: u64,
+    /// The store's clock, learnt from every answer (SPEC 10.15).
+    pub store_clock: crate::store_clock::StoreClock,
 }
 
 impl Io {
@@ -86,6 +88,7 @@ impl Io {
             rng,
             policy,
             hedges_sent: 0,
+            store_clock: Default::default(),
         }
     }
 

@@ -36,6 +36,9 @@ pub(crate) enum ProbeCall {
     TipStat { sequence: u64 },
     /// Read the slot the stat found at this name.
     SlotGet { sequence: u64 },
+    /// The next name was absent while a peer's hint says the world is past it: list the
+    /// first name from there, to tell a race from a tip collection has passed.
+    TipList { sequence: u64 },
 }
 
 /// The most entries one lookup, listing or hash lookup returns.
@@ -322,11 +325,37 @@ impl Reads {
                 self.probe = Probe::Idle;
                 // Absent at the next name when the stat was sent: the snapshot was the tip
                 // then. (If the world moved on meanwhile, the newer state is unconfirmed.)
-                if sequence == sn.world.next_sequence() {
+                if sequence == sn.world.next_sequence() && sn.behind_hints() {
+                    self.probe = Probe::Stat { sequence };
+                    let op = BlobOp::List {
+                        prefix: self.keys.log_prefix(),
+                        start_after: Some(self.keys.slot(sequence - 1)),
+                        limit: 1,
+                    };
+                    io.issue(now, Purpose::Probe(ProbeCall::TipList { sequence }), op, 0);
+                } else if sequence == sn.world.next_sequence() {
                     sn.confirm_current(call.issued_at);
-                    // A hint past a tip the store just showed cannot be met: forget it
-                    // rather than probe again and again.
-                    sn.hinted = sn.hinted.min(sn.world.sequence());
+                }
+            }
+            (ProbeCall::TipList { sequence }, Ok(BlobOutcome::Listed { entries, .. })) => {
+                self.probe = Probe::Idle;
+                let first = entries.first().and_then(|e| self.keys.parse_slot(&e.key));
+                match first {
+                    // A later slot is there and the next is not: collection deleted the
+                    // slots after this replica's tip (SPEC 10.15). Reopen.
+                    Some(found) if found > sequence && sequence == sn.world.next_sequence() => {
+                        return Err(FailReason::BelowCollection { next: sequence, found });
+                    }
+                    // The next slot landed meanwhile: the next probe reads it.
+                    Some(_) => {}
+                    // Nothing past the tip when the listing was sent: a hint past a tip
+                    // the store just showed cannot be met; forget it rather than probe
+                    // again and again.
+                    None if sequence == sn.world.next_sequence() => {
+                        sn.confirm_current(call.issued_at);
+                        sn.hinted = sn.hinted.min(sn.world.sequence());
+                    }
+                    None => {}
                 }
             }
             (ProbeCall::TipStat { sequence }, Ok(_)) => {

@@ -19,7 +19,6 @@ use crate::open::{OpenCall, Opening, Progress};
 use crate::reads::{ReadStats, Reads};
 use crate::reply::{FailReason, Reply, WriteError};
 use crate::snapshot::Snapshot;
-use crate::store_clock::StoreClock;
 use crate::time::Instant;
 use crate::world::{validate, WorldState};
 use rand_chacha::ChaCha8Rng;
@@ -47,8 +46,6 @@ pub struct Replica {
     committer: Committer,
     compactor: Compactor,
     collector: Collector,
-    /// The store's clock as far as its answers tell: ages for collection and freshens.
-    store_clock: StoreClock,
     bodies: Bodies,
     history: History,
     reads: Reads,
@@ -56,6 +53,8 @@ pub struct Replica {
     /// Watches asked for while the world was still opening.
     early_watches: Vec<(RequestId, u64, u32)>,
     watches_max: usize,
+    /// A snapshot unconfirmed this long is not trusted (SPEC 10.15, the reload rule).
+    reload_after: core::time::Duration,
     failed: Option<FailReason>,
 }
 
@@ -92,11 +91,11 @@ impl Replica {
             reads: Reads::new(&config, keys.clone()),
             feed: Feed::new(&config, keys.clone()),
             watches_max: config.watches_max,
+            reload_after: core::time::Duration::from_millis(config.reload_after_ms),
             bodies: Bodies::new(keys.clone(), config.body_cache_bytes_max),
             history: History::new(keys.clone(), config.history_blocks_cached_max),
             compactor: Compactor::new(&config, keys.clone(), now),
             collector: Collector::new(&config, keys.clone()),
-            store_clock: StoreClock::default(),
             committer: Committer::new(config, keys.clone(), identity.store_id),
             io,
             opening: Some(opening),
@@ -107,10 +106,11 @@ impl Replica {
     }
 
     pub fn handle(&mut self, now: Instant, input: Input) {
+        self.check_confirmed(now);
         match input {
             Input::Request { id, request } => self.request(now, id, request),
             Input::BlobDone { id, result } => {
-                self.store_clock.observe(&result, now);
+                self.io.store_clock.observe(&result, now);
                 if let Some((call, result)) = self.io.complete(id, result) {
                     self.blob_done(now, call, result);
                 }
@@ -135,6 +135,7 @@ impl Replica {
 
     /// Call at (or after) the instant [`Replica::poll_timeout`] named.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.check_confirmed(now);
         self.io.reissue_due(now);
         self.committer.expire(now, &mut self.io);
         self.reads.expire(now, &mut self.io);
@@ -222,7 +223,7 @@ impl Replica {
                 self.feed.on_done(now, sn, what, call, result, &mut self.io)
             }
             Purpose::Compact(what) => {
-                let store_now_us = self.store_clock.now_us(now);
+                let store_now_us = self.io.store_clock.now_us(now);
                 self.compactor.on_done(now, what, call, result, store_now_us, &mut self.io)
             }
             Purpose::Collect(what) => {
@@ -288,7 +289,7 @@ impl Replica {
         if let Some(written) = self.compactor.take_written() {
             // The drop's ages are judged on the store's clock; the create just answered
             // with a time, so it is known.
-            if let Some(start_us) = self.store_clock.now_us(now) {
+            if let Some(start_us) = self.io.store_clock.now_us(now) {
                 self.collector.start(start_us, written);
             }
         }
@@ -301,6 +302,19 @@ impl Replica {
         self.feed.deliver(now, sn, &mut self.io);
         if let Err(reason) = compacted.and(served) {
             self.fail(reason);
+        }
+    }
+
+    /// The reload rule: a replica back after its snapshot went unconfirmed past the
+    /// reload age (a suspended VM, a pause of hours) may hold a world whose next slots
+    /// collection deleted, so it would take a missing slot for the tip and serve or build
+    /// on a stale world. It answers nothing from it and fails closed asking to be reopened
+    /// from the newest checkpoint, before it takes the input that woke it.
+    fn check_confirmed(&mut self, now: Instant) {
+        let Some(sn) = &self.snapshot else { return };
+        let unconfirmed = now.saturating_since(sn.confirmed_at);
+        if self.failed.is_none() && unconfirmed > self.reload_after {
+            self.fail(FailReason::Unconfirmed { unconfirmed_ms: unconfirmed.as_millis() as u64 });
         }
     }
 

@@ -73,6 +73,21 @@ pub enum FailReason {
     /// A checkpoint that decodes but does not belong to this world's marker.
     #[error("{key}: {problem}")]
     CheckpointMismatch { key: String, problem: CheckpointProblem },
+    /// This replica's slot create landed more than the reload age after the slot it built
+    /// on, so it may sit in a name collection freed, below the real tip (SPEC 10.15). Its
+    /// members were answered `Uncertain`; reopen from the newest checkpoint.
+    #[error("{key} landed at store time {landed_us} µs, long after its base at {base_us} µs: possibly below collection")]
+    CreateBelowCollection { key: String, base_us: u64, landed_us: u64 },
+    /// The snapshot went unconfirmed longer than the reload age: slots past it may have
+    /// been collected, so a missing slot no longer proves the tip (SPEC 10.15). Nothing
+    /// was answered from it; reopen from the newest checkpoint.
+    #[error("unconfirmed for {unconfirmed_ms} ms, past the reload age: reopen from the newest checkpoint")]
+    Unconfirmed { unconfirmed_ms: u64 },
+    /// The slot after this replica's tip is gone while a later one is there: collection
+    /// passed the tip (a replica stopped for longer than the slot retention). Reopen from
+    /// the newest checkpoint (SPEC 10.15).
+    #[error("slot {next} is gone but slot {found} is there: collection passed this replica's tip; reopen")]
+    BelowCollection { next: u64, found: u64 },
 }
 
 /// How a checkpoint that decodes contradicts the world it was found in.

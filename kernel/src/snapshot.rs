@@ -18,6 +18,8 @@ pub(crate) struct SlotSpan {
     pub last: u64,
     pub hash: Hash32,
     pub store_id: StoreId,
+    /// The store's creation time of the slot, when this replica created it.
+    pub created_at_us: Option<u64>,
     /// When this replica installed it.
     pub installed_at: Instant,
 }
@@ -53,6 +55,10 @@ impl RecentSlots {
         self.spans.range(i..)
     }
 
+    fn newest_mut(&mut self) -> Option<&mut SlotSpan> {
+        self.spans.back_mut()
+    }
+
     /// The oldest indexed slot.
     pub fn oldest(&self) -> Option<&SlotSpan> {
         self.spans.front()
@@ -83,6 +89,9 @@ pub(crate) struct Snapshot {
     pub fresh: Vec<Receipt>,
     /// The highest sequence a peer said it committed through (its hints).
     pub hinted: u64,
+    /// The latest instant the state (or an older one of this snapshot) was known to be
+    /// the tip: how long the replica has gone unconfirmed (SPEC 10.15, the reload rule).
+    pub confirmed_at: Instant,
 }
 
 impl Snapshot {
@@ -93,6 +102,7 @@ impl Snapshot {
             current_since: Some(current_since),
             fresh: Vec::new(),
             hinted: 0,
+            confirmed_at: current_since,
         }
     }
 
@@ -115,10 +125,18 @@ impl Snapshot {
             last: slot.last_sequence(),
             hash,
             store_id: slot.store_id,
+            created_at_us: None,
             installed_at: now,
         });
         self.fresh.extend(slot.members.iter().map(|m| m.receipt.clone()));
         Ok(Installed::Applied)
+    }
+
+    /// Notes the store's creation time of the slot at `first`, the newest installed.
+    pub fn note_created(&mut self, first: u64, created_at_us: u64) {
+        if let Some(span) = self.recent.newest_mut().filter(|s| s.first == first) {
+            span.created_at_us = Some(created_at_us);
+        }
     }
 
     /// The state is known to have been the tip at `at`.
@@ -126,6 +144,7 @@ impl Snapshot {
         if self.current_since.is_none_or(|t| t < at) {
             self.current_since = Some(at);
         }
+        self.confirmed_at = self.confirmed_at.max(at);
     }
 
     /// Whether a peer said the world is past this snapshot.
@@ -144,7 +163,14 @@ mod tests {
     use super::*;
 
     fn span(first: u64, last: u64) -> SlotSpan {
-        SlotSpan { first, last, hash: Hash32::ZERO, store_id: StoreId(0), installed_at: Instant::ZERO }
+        SlotSpan {
+            first,
+            last,
+            hash: Hash32::ZERO,
+            store_id: StoreId(0),
+            created_at_us: None,
+            installed_at: Instant::ZERO,
+        }
     }
 
     #[test]

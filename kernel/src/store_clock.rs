@@ -40,6 +40,12 @@ impl StoreClock {
     pub fn now_us(&self, now: Instant) -> Option<u64> {
         self.seen.map(|(store_us, at)| store_us + now.saturating_since(at).as_micros() as u64)
     }
+
+    /// The newest store time seen, as it was: no local time added, so it holds however
+    /// the replica's own clock behaved since.
+    pub fn seen_us(&self) -> Option<u64> {
+        self.seen.map(|(store_us, _)| store_us)
+    }
 }
 
 #[cfg(test)]

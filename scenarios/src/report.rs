@@ -139,6 +139,13 @@ pub struct Collection {
     pub reachable_missing: u64,
     /// Replicas that turned collection off (their backend cannot condition a delete).
     pub off: u64,
+    /// Slot creates that landed too long after their base, refused before any member
+    /// was acknowledged (the post-create check), and the forks they left, caught.
+    pub stalled_creates_refused: u64,
+    pub forks_refused: u64,
+    /// Replicas reopened from the newest checkpoint after going unconfirmed past the
+    /// reload age (SPEC 10.15).
+    pub reloads: u64,
 }
 
 /// Objects deleted, by kind.
@@ -255,6 +262,7 @@ impl Report {
         wall_s: f64,
         repro: String,
     ) -> Report {
+        // A latency past an hour (a client of a paused replica) counts as an hour.
         let histogram = || Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
         let mut latency = histogram();
         let (mut during_steps, mut outside_steps) = (histogram(), histogram());
@@ -277,13 +285,13 @@ impl Report {
                             acked_in_window += 1;
                         }
                         let us = at.saturating_since(op.invoked_at).as_micros() as u64;
-                        latency.record(us.max(1)).expect("latency within bounds");
+                        latency.saturating_record(us.max(1));
                         let side = if steps.overlaps(op.invoked_at, *at) {
                             &mut during_steps
                         } else {
                             &mut outside_steps
                         };
-                        side.record(us.max(1)).expect("latency within bounds");
+                        side.saturating_record(us.max(1));
                     }
                     Err(WriteError::Rejected { .. }) => rejected += 1,
                     Err(WriteError::Busy { .. }) => refused += 1,
@@ -435,6 +443,13 @@ impl Report {
                     bytes_reclaimed: all.bytes_reclaimed,
                     reachable_missing: check.reachable_missing,
                     off: result.replicas.iter().filter(|r| r.collector.off).count() as u64,
+                    stalled_creates_refused: result
+                        .replicas
+                        .iter()
+                        .map(|r| r.stats.stalled_creates_refused)
+                        .sum(),
+                    forks_refused: check.forks_refused,
+                    reloads: result.replicas.iter().map(|r| u64::from(r.reloads)).sum(),
                 }
             },
             memory: Memory {

@@ -5,7 +5,9 @@ use crate::report::Report;
 use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_model::CheckOptions;
 use slotlog_sim::gcs::{Faults, GcsConfig, ProfileKind, VersionTokens};
-use slotlog_sim::{Arrivals, Bursts, ClusterConfig, Crashes, Mix, ReadLoad, TraceEvent, WatchLoad, Workload};
+use slotlog_sim::{
+    Arrivals, Bursts, ClusterConfig, Crashes, Mix, Pause, ReadLoad, Stall, TraceEvent, WatchLoad, Workload,
+};
 
 /// What a run may change from a scenario's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -32,8 +34,14 @@ pub struct Overrides {
 }
 
 /// The deliberate defects by the names the hidden `--defect` flag takes.
-pub const DEFECT_NAMES: &[&str] =
-    &["ack-before-confirm", "skip-ambiguous-read", "exact-read-skips-probe", "catalog-ignores-staleness"];
+pub const DEFECT_NAMES: &[&str] = &[
+    "ack-before-confirm",
+    "skip-ambiguous-read",
+    "exact-read-skips-probe",
+    "catalog-ignores-staleness",
+    "skip-post-create-check",
+    "freshen-keeps-bytes",
+];
 
 /// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
 pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
@@ -42,6 +50,8 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
         "skip-ambiguous-read" => &mut defects.skip_ambiguous_read,
         "exact-read-skips-probe" => &mut defects.exact_read_skips_probe,
         "catalog-ignores-staleness" => &mut defects.catalog_ignores_staleness,
+        "skip-post-create-check" => &mut defects.skip_post_create_check,
+        "freshen-keeps-bytes" => &mut defects.freshen_keeps_bytes,
         _ => return false,
     };
     *flag = true;
@@ -49,8 +59,14 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
 }
 
 fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
-    let on =
-        [d.ack_before_confirm, d.skip_ambiguous_read, d.exact_read_skips_probe, d.catalog_ignores_staleness];
+    let on = [
+        d.ack_before_confirm,
+        d.skip_ambiguous_read,
+        d.exact_read_skips_probe,
+        d.catalog_ignores_staleness,
+        d.skip_post_create_check,
+        d.freshen_keeps_bytes,
+    ];
     DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }
 
@@ -464,6 +480,10 @@ fn collect(seed: u64) -> ClusterConfig {
     c.crashes = Some(Crashes { mean_interval_ms: 3 * 3_600_000, down_ms_min: 1_000, down_ms_max: 30_000 });
     c.clock_skew_ms_max = 100;
     c.reads = Some(ReadLoad { exact_per_s: 5.0, catalog_per_s: 5.0, exact_on_followers: false });
+    // A replica paused past the reload age, and one stalled at a slot create long enough
+    // for the slot it wanted to be committed by a peer, covered and collected (24 h).
+    c.pause = Some(Pause { node: 1, at_ms: 2 * 3_600_000, for_ms: 13 * 3_600_000 });
+    c.stall = Some(Stall { node: 2, after_ms: 3_600_000, for_ms: 26 * 3_600_000 });
     c
 }
 

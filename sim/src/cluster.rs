@@ -8,6 +8,7 @@
 //! order). The same (configuration, seed, code) gives the same trace hash on every machine.
 
 use crate::gcs::{GcsConfig, PlannedReply, SimGcs, StoreStats};
+use crate::pause::{Pause, Paused, Stall};
 use crate::rng::SimRng;
 use crate::workload::{Arrivals, Generator, ReadLoad, WatchLoad, Workload};
 use bytes::Bytes;
@@ -77,6 +78,9 @@ pub struct ClusterConfig {
     pub preload_documents: usize,
     pub preload_members_per_slot: usize,
     pub crashes: Option<Crashes>,
+    /// A replica paused once for a long time, and one stalled at a slot create.
+    pub pause: Option<Pause>,
+    pub stall: Option<Stall>,
     /// Each replica's clock runs ahead of true time by up to this much.
     pub clock_skew_ms_max: u64,
     /// After the clients stop, how long the run may take to settle every write.
@@ -101,6 +105,8 @@ impl ClusterConfig {
             preload_documents: 0,
             preload_members_per_slot: SLOT_MEMBERS_MAX,
             crashes: None,
+            pause: None,
+            stall: None,
             clock_skew_ms_max: 0,
             settle_ms_max: 60_000,
             prefix: "worlds/sim".to_string(),
@@ -123,6 +129,12 @@ pub struct ReplicaReport {
     pub warnings: Vec<Warning>,
     pub compactor: CompactorStats,
     pub collector: CollectorStats,
+    /// Times the replica failed closed asking to be reopened (a create refused below
+    /// collection) and was.
+    pub reopened: u32,
+    /// Times the replica came back unconfirmed past the reload age and was reopened from
+    /// the newest checkpoint (the reload rule).
+    pub reloads: u32,
     pub follower: bool,
     pub hints_sent: u64,
 }
@@ -186,6 +198,18 @@ enum Event {
     Restart {
         node: usize,
     },
+    /// A replica stops taking input and sending calls for `for_ms`, then resumes.
+    Pause {
+        node: usize,
+        for_ms: u64,
+    },
+    Resume {
+        node: usize,
+    },
+    /// A replica that failed closed asking to be reopened is stopped and started again.
+    Reopen {
+        node: usize,
+    },
     WatchStart {
         watcher: usize,
     },
@@ -226,12 +250,16 @@ struct Node {
     incarnation: u32,
     /// The replica's clock minus true time.
     skew_us: u64,
+    /// True time the replica's clock did not see: it was suspended (a stall), and a
+    /// monotonic clock does not count a suspend.
+    frozen_us: u64,
     /// True time of the wake-up scheduled for the replica, if any.
     wake_at: Option<Instant>,
     requests: BTreeMap<RequestId, InFlight>,
     report: ReplicaReport,
     /// Since when the replica has been writing a checkpoint.
     checkpointing_since: Option<Instant>,
+    paused: Paused,
 }
 
 struct Watcher {
@@ -353,10 +381,12 @@ fn run_inner<'a>(
             replica: None,
             incarnation: 0,
             skew_us,
+            frozen_us: 0,
             wake_at: None,
             requests: BTreeMap::new(),
             report,
             checkpointing_since: None,
+            paused: Paused::default(),
         });
         c.start_node(n);
     }
@@ -385,6 +415,9 @@ fn run_inner<'a>(
                 c.schedule(at, Event::WatchStart { watcher });
             }
         }
+    }
+    if let Some(p) = config.pause {
+        c.schedule(Instant::from_millis(p.at_ms), Event::Pause { node: p.node, for_ms: p.for_ms });
     }
     if let Some(cr) = &config.crashes {
         let first = Instant::ZERO + ms(c.chaos.exponential(cr.mean_interval_ms as f64));
@@ -427,12 +460,15 @@ impl Cluster<'_> {
     }
 
     fn kernel_now(&self, node: usize) -> Instant {
-        Instant::from_micros(self.now.as_micros() + self.nodes[node].skew_us)
+        let n = &self.nodes[node];
+        Instant::from_micros(self.now.as_micros() + n.skew_us - n.frozen_us)
     }
 
+    /// Replicas clients can reach: running and not paused (a load balancer stops sending
+    /// to one that stopped answering).
     fn live(&self, writers_only: bool) -> Vec<usize> {
         let n = if writers_only { self.config.replicas } else { self.nodes.len() };
-        (0..n).filter(|&i| self.nodes[i].replica.is_some()).collect()
+        (0..n).filter(|&i| self.nodes[i].replica.is_some() && !self.nodes[i].paused.is_paused()).collect()
     }
 
     fn pick(&mut self, from: &[usize]) -> Option<usize> {
@@ -559,6 +595,17 @@ impl Cluster<'_> {
                     self.input(node, Input::BlobDone { id, result });
                 }
             }
+            Event::Wake { node, .. } if self.nodes[node].paused.is_paused() => {
+                self.nodes[node].wake_at = None;
+            }
+            Event::Pause { node, for_ms } => self.pause(node, for_ms),
+            Event::Resume { node } => self.resume(node),
+            Event::Reopen { node } => {
+                if self.nodes[node].replica.is_some() {
+                    self.take_down(node);
+                    self.schedule(self.now, Event::Restart { node });
+                }
+            }
             Event::Wake { node, .. } => {
                 self.nodes[node].wake_at = None;
                 let now = self.kernel_now(node);
@@ -597,8 +644,13 @@ impl Cluster<'_> {
         }
     }
 
-    /// Hands a live replica an input and carries out what it emits.
+    /// Hands a live replica an input and carries out what it emits; a paused one keeps
+    /// it for when it resumes.
     fn input(&mut self, node: usize, input: Input) {
+        if self.nodes[node].paused.is_paused() {
+            self.nodes[node].paused.inputs.push_back(input);
+            return;
+        }
         let now = self.kernel_now(node);
         if let Some(r) = self.nodes[node].replica.as_mut() {
             r.handle(now, input);
@@ -748,12 +800,21 @@ impl Cluster<'_> {
         }
         let next = self.now + ms(self.chaos.exponential(cr.mean_interval_ms as f64));
         self.schedule(next, Event::Crash);
+        // A paused replica is not crashed: the pause is the fault it is there to show.
         let live = self.live(false);
         if live.len() < 2 {
             return;
         }
         let node = self.pick(&live).expect("live");
         self.trace(&[5, node as u64], "crash");
+        self.take_down(node);
+        let down = cr.down_ms_min + self.chaos.below(cr.down_ms_max - cr.down_ms_min + 1);
+        self.schedule(self.now + core::time::Duration::from_millis(down), Event::Restart { node });
+    }
+
+    /// Stops a replica: what it held is gone, what it was asked and never answered ends
+    /// as crashed.
+    fn take_down(&mut self, node: usize) {
         self.end_checkpoint_span(node);
         let n = &mut self.nodes[node];
         let replica = n.replica.take().expect("live");
@@ -776,8 +837,36 @@ impl Cluster<'_> {
                 }
             }
         }
-        let down = cr.down_ms_min + self.chaos.below(cr.down_ms_max - cr.down_ms_min + 1);
-        self.schedule(self.now + core::time::Duration::from_millis(down), Event::Restart { node });
+    }
+
+    /// Stops a live replica for `for_ms`: its inputs wait, its calls are held.
+    fn pause(&mut self, node: usize, for_ms: u64) {
+        if self.nodes[node].replica.is_none() || self.nodes[node].paused.is_paused() {
+            return;
+        }
+        self.trace(&[12, node as u64, for_ms], "pause");
+        let until = self.now + core::time::Duration::from_millis(for_ms);
+        self.nodes[node].paused.until = Some(until);
+        self.schedule(until, Event::Resume { node });
+    }
+
+    /// The replica goes on where it stopped: the calls it was sending go out, then what
+    /// reached it meanwhile arrives in order, then its clock is read.
+    fn resume(&mut self, node: usize) {
+        self.trace(&[13, node as u64], "resume");
+        let paused = std::mem::take(&mut self.nodes[node].paused);
+        self.nodes[node].paused.stalled = paused.stalled;
+        for (id, op) in paused.calls {
+            self.submit(node, id, op);
+        }
+        for input in paused.inputs {
+            self.input(node, input);
+        }
+        let now = self.kernel_now(node);
+        if let Some(r) = self.nodes[node].replica.as_mut() {
+            r.handle_timeout(now);
+            self.drain(node);
+        }
     }
 
     fn end_checkpoint_span(&mut self, node: usize) {
@@ -796,7 +885,17 @@ impl Cluster<'_> {
                 Effect::Committed { sequence } => self.hint(node, sequence),
                 Effect::Failed(reason) => {
                     self.trace(&[8, node as u64], &format!("{reason:?}"));
-                    self.nodes[node].report.failed = Some(reason);
+                    if matches!(reason, FailReason::Unconfirmed { .. } | FailReason::BelowCollection { .. }) {
+                        self.nodes[node].report.reloads += 1;
+                        self.schedule(self.now, Event::Reopen { node });
+                    } else if matches!(reason, FailReason::CreateBelowCollection { .. }) {
+                        // What the replica asks for: its operator (here, the harness)
+                        // reopens it from the newest checkpoint.
+                        self.nodes[node].report.reopened += 1;
+                        self.schedule(self.now, Event::Reopen { node });
+                    } else {
+                        self.nodes[node].report.failed = Some(reason);
+                    }
                 }
                 Effect::Changes { id, events } => self.changes(node, id, events),
                 Effect::WatchEnded { id, end } => self.watch_ended(node, id, end),
@@ -814,11 +913,9 @@ impl Cluster<'_> {
         }
         // A wake-up whose time no longer matches `wake_at` is stale and does nothing.
         let n = &self.nodes[node];
-        let at = n
-            .replica
-            .as_ref()
-            .and_then(|r| r.poll_timeout())
-            .map(|t| Instant::from_micros(t.as_micros().saturating_sub(n.skew_us)).max(self.now));
+        let at = n.replica.as_ref().and_then(|r| r.poll_timeout()).map(|t| {
+            Instant::from_micros((t.as_micros() + n.frozen_us).saturating_sub(n.skew_us)).max(self.now)
+        });
         if at != n.wake_at {
             let incarnation = n.incarnation;
             self.nodes[node].wake_at = at;
@@ -846,6 +943,20 @@ impl Cluster<'_> {
     }
 
     fn submit(&mut self, node: usize, id: BlobOpId, op: BlobOp) {
+        if let Some(s) = self.config.stall.filter(|s| s.node == node && !self.nodes[node].paused.stalled) {
+            let slot_create =
+                matches!(&op, BlobOp::Create { key, .. } if self.keys.parse_slot(key).is_some());
+            if slot_create && self.now >= Instant::from_millis(s.after_ms) {
+                self.nodes[node].paused.stalled = true;
+                self.pause(node, s.for_ms);
+                // Suspended: its clock resumes where it stopped.
+                self.nodes[node].frozen_us += s.for_ms * 1_000;
+            }
+        }
+        if self.nodes[node].paused.is_paused() {
+            self.nodes[node].paused.calls.push((id, op));
+            return;
+        }
         let plan = self.gcs.submit(self.now, &op);
         self.next_ticket += 1;
         let ticket = self.next_ticket;
@@ -1049,6 +1160,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.hold_ms_total += s.hold_ms_total;
     t.holds_answered += s.holds_answered;
     t.recoveries_us.extend(s.recoveries_us.iter().copied());
+    t.stalled_creates_refused += s.stalled_creates_refused;
     into.compactor.add(r.compactor_stats());
     into.collector.add(r.collector_stats());
     let (rs, t) = (r.read_stats(), &mut into.reads);

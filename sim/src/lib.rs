@@ -5,8 +5,10 @@
 pub mod cluster;
 pub mod gcs;
 pub(crate) mod math;
+pub mod pause;
 pub(crate) mod rng;
 pub mod workload;
 
 pub use cluster::{run, run_traced, ClusterConfig, Crashes, Hints, ReplicaReport, RunResult, TraceEvent};
+pub use pause::{Pause, Stall};
 pub use workload::{Arrivals, Bursts, Generator, Mix, ReadLoad, WatchLoad, Workload};

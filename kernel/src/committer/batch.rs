@@ -56,6 +56,9 @@ pub(super) struct Batch {
     pub bodies_waiting: BTreeSet<Hash32>,
     /// When this batch's first slot create was sent.
     pub first_create_at: Option<Instant>,
+    /// The newest store time this replica had seen when it was sent: a store time no
+    /// later than the send, whatever the replica's own clock did meanwhile.
+    pub sent_store_us: Option<u64>,
 }
 
 impl Batch {
@@ -69,6 +72,7 @@ impl Batch {
             slot: None,
             bodies_waiting: BTreeSet::new(),
             first_create_at: None,
+            sent_store_us: None,
         }
     }
 

@@ -4,13 +4,14 @@
 
 use super::batch::answer_batch;
 use super::catch_up::CatchUp;
+use super::reply;
 use super::{CommitCall, Committer, RECOVERIES_REMEMBERED_MAX};
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use crate::effect::Effect;
 use crate::format::Slot;
 use crate::hash::Hash32;
 use crate::io::{Call, Io, Purpose};
-use crate::reply::FailReason;
+use crate::reply::{FailReason, WriteError};
 use crate::snapshot::{Installed, Snapshot};
 use crate::time::Instant;
 
@@ -56,6 +57,9 @@ impl Committer {
         }
         let op = BlobOp::Create { key: self.keys.slot(sequence), bytes: enc.bytes.clone() };
         head.first_create_at.get_or_insert(now);
+        if head.sent_store_us.is_none() {
+            head.sent_store_us = io.store_clock.seen_us();
+        }
         self.head_call = true;
         io.issue(now, Purpose::Commit(CommitCall::SlotCreate { sequence }), op, 0);
         if self.config.defects.ack_before_confirm {
@@ -77,7 +81,13 @@ impl Committer {
         debug_assert!(self.head_call);
         debug_assert_eq!(self.head_sequence(), Some(sequence));
         match result {
-            Ok(_) => self.commit_head(now, sn, io),
+            Ok(outcome) => {
+                let landed_us = match outcome {
+                    BlobOutcome::Created(meta) => Some(meta.created_at_us),
+                    _ => None,
+                };
+                self.commit_head(now, sn, landed_us, io)?
+            }
             // The name is already installed: the slot there is known, no read needed.
             Err(BlobError::AlreadyExists) if sequence <= sn.world.sequence() => {
                 let theirs =
@@ -85,7 +95,7 @@ impl Committer {
                 let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
                 self.lost_at.get_or_insert(now);
                 match theirs {
-                    Some((hash, _)) if Some(hash) == ours => self.commit_head(now, sn, io),
+                    Some((hash, _)) if Some(hash) == ours => self.commit_head(now, sn, None, io)?,
                     Some((_, last)) => self.lost(last, now, sn, io),
                     // Older than the index: read it to learn whose it is, and where it ends.
                     None => self.read_slot(now, sequence, io),
@@ -99,7 +109,7 @@ impl Committer {
             Err(_) => {
                 self.stats.creates_ambiguous += 1;
                 if self.config.defects.skip_ambiguous_read {
-                    self.commit_head(now, sn, io);
+                    self.commit_head(now, sn, None, io)?;
                 } else {
                     self.read_slot(now, sequence, io);
                 }
@@ -124,10 +134,10 @@ impl Committer {
     ) -> Result<(), FailReason> {
         debug_assert!(self.head_call);
         match result {
-            Ok(BlobOutcome::Got { bytes, .. }) => {
+            Ok(BlobOutcome::Got { meta, bytes }) => {
                 let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
                 if ours == Some(Hash32::of(&bytes)) {
-                    self.commit_head(now, sn, io);
+                    self.commit_head(now, sn, Some(meta.created_at_us), io)?;
                 } else {
                     self.install_peer_slot(now, sn, sequence, &bytes, io)?;
                 }
@@ -146,10 +156,20 @@ impl Committer {
         Ok(())
     }
 
-    /// The head's slot is in the log: install it and answer its members.
-    fn commit_head(&mut self, now: Instant, sn: &mut Snapshot, io: &mut Io) {
+    /// The head's slot is in the log: install it and answer its members. `landed_us` is
+    /// the store's creation time of the slot, when the answer carried it.
+    fn commit_head(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        landed_us: Option<u64>,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
         // A name found taken was ours after all: no loss to recover from.
         self.lost_at = None;
+        if let Some(landed_us) = landed_us {
+            self.check_not_below_collection(sn, landed_us, io)?;
+        }
         let mut head = self.pipeline.pop_front().expect("a head to commit");
         let enc = head.slot.clone().expect("a committed head has a slot");
         match sn.install(&enc.slot, enc.hash, now) {
@@ -163,8 +183,46 @@ impl Committer {
         self.turns.start_hold(now, sn, &mut self.stats);
         self.stats.slots_won += 1;
         self.stats.members_committed += enc.slot.members.len() as u64;
+        if let Some(landed_us) = landed_us {
+            sn.note_created(enc.slot.first_sequence, landed_us);
+        }
         answer_batch(&mut head, &mut self.deadlines, io);
         io.effects.push_back(Effect::Committed { sequence: enc.slot.last_sequence() });
+        Ok(())
+    }
+
+    /// The post-create check (SPEC 10.15): a slot created more than `reload_after_ms`
+    /// after the slot it builds on (on the store's clock) may have landed in a name
+    /// collection freed, below the log's real tip: a fork. Its members are answered
+    /// `Uncertain`, never acknowledged, and the replica fails closed so it reopens from
+    /// the newest checkpoint. The base is the later of the store's creation time of the
+    /// slot built on (when this replica created it) and the newest store time it had seen
+    /// when it sent the create: store times both, so a local clock that stopped during a
+    /// suspend cannot move them.
+    fn check_not_below_collection(
+        &mut self,
+        sn: &Snapshot,
+        landed_us: u64,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        if self.config.defects.skip_post_create_check {
+            return Ok(());
+        }
+        let head = self.pipeline.front_mut().expect("a head to commit");
+        let sequence = head.slot.as_ref().expect("a created head has a slot").slot.first_sequence;
+        let built_on = sn.recent.holding(sequence - 1).filter(|s| s.last + 1 == sequence);
+        let built_on_us = built_on.and_then(|s| s.created_at_us);
+        let Some(base_us) = built_on_us.max(head.sent_store_us) else { return Ok(()) };
+        if landed_us.saturating_sub(base_us) <= self.config.reload_after_ms * 1_000 {
+            return Ok(());
+        }
+        self.stats.stalled_creates_refused += 1;
+        for b in head.built.iter_mut().filter(|b| !b.pending.answered) {
+            b.pending.answered = true;
+            self.deadlines.remove(&(b.pending.deadline, b.pending.request));
+            reply(io, b.pending.request, Err(WriteError::Uncertain { op_id: b.pending.op_id }));
+        }
+        Err(FailReason::CreateBelowCollection { key: self.keys.slot(sequence), base_us, landed_us })
     }
 
     /// A peer's slot holds the name the head wanted: install it and requeue every batch.

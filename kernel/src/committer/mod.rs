@@ -92,6 +92,9 @@ pub struct CommitterStats {
     pub holds_answered: u64,
     /// Time from each lost create to this store's next create, microseconds (newest kept).
     pub recoveries_us: VecDeque<u64>,
+    /// Slot creates that landed too long after their base and were refused before any
+    /// member was acknowledged (SPEC 10.15, the post-create check).
+    pub stalled_creates_refused: u64,
 }
 
 pub(crate) struct Committer {
@@ -177,7 +180,16 @@ impl Committer {
         }
         let mut all: Vec<Pending> = self.queue.drain(..).collect();
         for batch in self.pipeline.drain(..) {
-            all.extend(batch.built.into_iter().map(|b| b.pending));
+            // A slot create was sent: it may land after this, so its members are not
+            // known to have failed.
+            let sent = batch.first_create_at.is_some();
+            for b in batch.built.into_iter().filter(|b| !b.pending.answered) {
+                if sent {
+                    reply(io, b.pending.request, Err(WriteError::Uncertain { op_id: b.pending.op_id }));
+                } else {
+                    all.push(b.pending);
+                }
+            }
             all.extend(batch.unbuilt);
         }
         for p in all.into_iter().filter(|p| !p.answered) {

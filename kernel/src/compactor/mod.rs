@@ -223,6 +223,8 @@ pub(crate) struct Compactor {
     /// Stored objects older than this on the store's clock are freshened before use.
     freshen_after_us: u64,
     run_ms_max: Duration,
+    /// The deliberate defect: a freshen writes the first write's bytes again.
+    freshen_keeps_bytes: bool,
     /// When the current run's look began: its checkpoint create must go out within
     /// `run_ms_max` of it.
     run_began: Instant,
@@ -260,6 +262,7 @@ impl Compactor {
             adopt: Vec::new(),
             freshen_after_us: config.freshen_after_ms * 1_000,
             run_ms_max: Duration::from_millis(config.checkpoint_run_ms_max),
+            freshen_keeps_bytes: config.defects.freshen_keeps_bytes,
             run_began: now,
             written_out: None,
             stats: CompactorStats::default(),
@@ -502,7 +505,7 @@ impl Compactor {
                 self.compare(next_sequence, &bytes)?;
                 if self.is_old(&meta, store_now_us) {
                     let run = self.run.as_ref().expect("running");
-                    let stamp = fresh_stamp(store_now_us);
+                    let stamp = if self.freshen_keeps_bytes { 0 } else { fresh_stamp(store_now_us) };
                     let bytes = Bytes::from(run.checkpoint.clone().with_stamp(stamp).encode());
                     let op = BlobOp::Rewrite { key: meta.key, bytes, if_generation: meta.generation };
                     io.issue(now, step(StepCall::CheckpointFreshen { next_sequence }), op, 0);
@@ -557,7 +560,8 @@ impl Compactor {
         }
         let run = self.run.as_ref().expect("running");
         let first_write = run.in_flight.get(&name).expect("a found object is in flight");
-        let Some(bytes) = restamp(kind, first_write, fresh_stamp(store_now_us)) else {
+        let stamp = if self.freshen_keeps_bytes { 0 } else { fresh_stamp(store_now_us) };
+        let Some(bytes) = restamp(kind, first_write, stamp) else {
             return self.object_stored(name, false);
         };
         let op = BlobOp::Rewrite { key: meta.key.clone(), bytes, if_generation: meta.generation.clone() };

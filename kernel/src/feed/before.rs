@@ -320,6 +320,7 @@ impl Before {
                 last: read.last,
                 hash: read.hash,
                 store_id: read.store_id,
+                created_at_us: None,
                 installed_at: now,
             });
             verified.push((first, read.receipts));

@@ -67,6 +67,8 @@ pub struct CheckReport {
     pub checkpoint_mismatches: u64,
     /// Slot names that held two different sets of bytes over the run (must be 0).
     pub forks: u64,
+    /// Forks whose members were never acknowledged: a stale create its writer caught.
+    pub forks_refused: u64,
     /// Deletes of what a kept checkpoint or retained slot reached, and checkpoints created
     /// reaching a missing object (must be 0).
     pub reachable_missing: u64,
@@ -226,7 +228,13 @@ pub fn check(
         ..CheckReport::default()
     };
     if let Some(names) = &history.names {
-        names::check(names, objects, keys, &mut r);
+        let acked = history
+            .ops
+            .iter()
+            .filter(|op| matches!(op.outcome, Outcome::Answered { result: Ok(WriteOk::Committed(_)), .. }))
+            .map(|op| op.op_id)
+            .collect();
+        names::check(names, objects, keys, &acked, &mut r);
         let ages = reach::Ages {
             grace_us: options.checkpoint_grace_ms * 1_000,
             slot_retention_us: options.slot_retention_ms * 1_000,

@@ -6,12 +6,22 @@
 use super::{CheckReport, Violation};
 use crate::history::{NameChange, NameHistory, StoredObject};
 use slotlog_kernel::format::Keys;
+use slotlog_kernel::format::Slot;
 use slotlog_kernel::hash::Hash32;
-use std::collections::BTreeMap;
+use slotlog_kernel::ids::OperationId;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Judges `names` (recorded by the harness) against the bucket's end state `objects`
-/// (every object under the world's prefix) and fills the store totals.
-pub(super) fn check(names: &NameHistory, objects: &[StoredObject], keys: &Keys, r: &mut CheckReport) {
+/// (every object under the world's prefix) and fills the store totals. A fork none of
+/// whose members was acknowledged (`acked` holds every acknowledged operation id) was
+/// caught by its writer: counted as refused, not as a violation.
+pub(super) fn check(
+    names: &NameHistory,
+    objects: &[StoredObject],
+    keys: &Keys,
+    acked: &BTreeSet<OperationId>,
+    r: &mut CheckReport,
+) {
     let log_prefix = keys.log_prefix();
     let root = keys.root();
     for (key, events) in names.names() {
@@ -22,8 +32,14 @@ pub(super) fn check(names: &NameHistory, objects: &[StoredObject], keys: &Keys, 
         let mut held = events.iter().filter_map(|e| e.bytes_hash.map(|h| (h, e.at)));
         let Some((first, _)) = held.next() else { continue };
         if let Some((other, at)) = held.find(|(h, _)| *h != first) {
-            r.forks += 1;
-            r.violation(Violation::SlotForked { key: key.to_owned(), first, other, at });
+            let slot = names.bytes_of(&other).and_then(|b| Slot::decode(b).ok());
+            let refused = slot.is_some_and(|s| s.members.iter().all(|m| !acked.contains(&m.receipt.op_id)));
+            if refused {
+                r.forks_refused += 1;
+            } else {
+                r.forks += 1;
+                r.violation(Violation::SlotForked { key: key.to_owned(), first, other, at });
+            }
         }
     }
     for (key, event) in names.incoherent() {
