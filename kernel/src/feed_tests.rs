@@ -377,3 +377,19 @@ fn a_cursor_before_the_checkpoint_past_the_reach_resyncs() {
     h.settle();
     assert_eq!(h.ended.get(&late), Some(&WatchEnd::Resync { cursor: 9, tip: 14 }));
 }
+
+#[test]
+fn a_slot_before_the_checkpoint_its_listing_skipped_is_read_directly_and_served() {
+    let (mut store, receipts) = store_with_checkpoint_at_11();
+    // The listing before the checkpoint leaves slot 9 out (a listing is not a snapshot).
+    store.hidden.insert(keys().slot(9), 1);
+    let mut h = cold_start(Config::default(), store);
+    let mark = h.log.len();
+    let w = h.watch(7, 100);
+    h.settle();
+    assert_eq!(events(&h, w), receipts[7..], "8 to 12, in order, none twice");
+    assert!(!h.ended.contains_key(&w), "no resync: the skipped name was read directly");
+    assert!(slot_gets(&h.log[mark..]).contains(&keys().slot(9)));
+    assert_eq!(log_lists(&h.log[mark..]), 1, "one listing, then a direct read");
+    assert_eq!(h.replica.feed_stats().slots_verified_before_checkpoint, 3);
+}

@@ -3,7 +3,7 @@
 //! lets each make the progress it can without the bucket. Owners report a reason to fail
 //! closed; only the replica acts on it.
 
-use crate::blob::BlobResult;
+use crate::blob::{BlobOutcome, BlobResult};
 use crate::bodies::{Bodies, BodyEvent};
 use crate::collector::{Collector, CollectorStats};
 use crate::committer::{Committer, CommitterStats};
@@ -109,7 +109,12 @@ impl Replica {
         self.check_confirmed(now);
         match input {
             Input::Request { id, request } => self.request(now, id, request),
-            Input::BlobDone { id, result } => {
+            Input::BlobDone { id, mut result } => {
+                // A page may come in any order (a local directory is walked unsorted):
+                // every owner sees its entries in key order.
+                if let Ok(BlobOutcome::Listed { entries, .. }) = &mut result {
+                    entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+                }
                 self.io.store_clock.observe(&result, now);
                 if let Some((call, result)) = self.io.complete(id, result) {
                     self.blob_done(now, call, result);

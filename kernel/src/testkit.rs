@@ -32,6 +32,11 @@ pub fn keys() -> Keys {
 pub struct MemStore {
     pub objects: BTreeMap<String, (Bytes, u64, u64)>,
     generation: u64,
+    /// Keys listings leave out, with how many more listings that reach them leave them
+    /// out: a listing is not a snapshot (SPEC 7, "A listing is a hint").
+    pub hidden: BTreeMap<String, u32>,
+    /// Pages come in reverse key order, as a local directory's unsorted walk may.
+    pub unsorted: bool,
 }
 
 impl MemStore {
@@ -75,7 +80,14 @@ impl MemStore {
                         more = true;
                         break;
                     }
+                    if let Some(n) = self.hidden.get_mut(k).filter(|n| **n > 0) {
+                        *n -= 1;
+                        continue;
+                    }
                     entries.push(meta(k, *g, *t, b.len()));
+                }
+                if self.unsorted {
+                    entries.reverse();
                 }
                 Ok(BlobOutcome::Listed { entries, more })
             }

@@ -48,6 +48,10 @@ pub struct Store {
     pub unavailable: u64,
     pub timeouts: u64,
     pub late_creates: u64,
+    /// Listing entries the store left out (made while their listing was in flight), and
+    /// pages it handed out unsorted.
+    pub list_entries_missed: u64,
+    pub list_pages_unsorted: u64,
     /// How version tokens were made: generation or content.
     pub etag: String,
     /// Objects and bytes under the world's prefix at the end, and the most objects the
@@ -470,6 +474,8 @@ impl Report {
                 unavailable: result.store.unavailable,
                 timeouts: result.store.timeouts,
                 late_creates: result.store.late_creates,
+                list_entries_missed: result.store.list_entries_missed,
+                list_pages_unsorted: result.store.list_pages_unsorted,
                 etag: config.gcs.rules.tokens.to_string(),
                 objects_end: check.store_objects_end,
                 bytes_end: check.store_bytes_end,
@@ -547,8 +553,17 @@ impl Report {
         }
         let st = &self.store;
         s += &format!(
-            "  store    creates {}  gets {}  stats {}  lists {}  throttled {}  unavailable {}  timeouts {} (late creates {})\n",
-            st.creates, st.gets, st.stats, st.lists, st.throttled, st.unavailable, st.timeouts, st.late_creates
+            "  store    creates {}  gets {}  stats {}  lists {} (entries missed {}, pages unsorted {})  throttled {}  unavailable {}  timeouts {} (late creates {})\n",
+            st.creates,
+            st.gets,
+            st.stats,
+            st.lists,
+            st.list_entries_missed,
+            st.list_pages_unsorted,
+            st.throttled,
+            st.unavailable,
+            st.timeouts,
+            st.late_creates
         );
         s += &format!(
             "           rewrites {}  deletes {}  conflicts {}  etag {}  objects {} ({} bytes) at the end, {} at most  forks {}\n",

@@ -4,7 +4,7 @@
 use crate::report::Report;
 use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_model::CheckOptions;
-use slotlog_sim::gcs::{Faults, GcsConfig, ProfileKind, VersionTokens};
+use slotlog_sim::gcs::{Faults, GcsConfig, Listings, ProfileKind, VersionTokens};
 use slotlog_sim::{
     Arrivals, Bursts, ClusterConfig, Crashes, Mix, Pause, ReadLoad, Stall, TraceEvent, WatchLoad, Workload,
 };
@@ -201,7 +201,7 @@ impl Scenario {
             c.duration_ms = (d * 1_000.0) as u64;
         }
         if let Some(p) = o.profile {
-            c.gcs = GcsConfig { faults: c.gcs.faults, ..GcsConfig::of(p) };
+            c.gcs = GcsConfig { faults: c.gcs.faults, listings: c.gcs.listings, ..GcsConfig::of(p) };
         }
         if let Some(e) = o.etag {
             c.gcs = c.gcs.with_tokens(e);
@@ -441,7 +441,7 @@ fn faults(seed: u64) -> ClusterConfig {
         ..Mix::default()
     };
     let workload = Workload::new(Arrivals::Open { rate_per_s: 120.0 }, mix);
-    let gcs = GcsConfig::of(ProfileKind::Gcs).with_faults(Faults::high());
+    let gcs = GcsConfig::of(ProfileKind::Gcs).with_faults(Faults::high()).with_listings(Listings::local());
     let mut c = ClusterConfig::new(seed, 3, gcs, workload);
     c.duration_ms = 20_000;
     c.preload_documents = 200;
@@ -492,7 +492,8 @@ fn crash(seed: u64) -> ClusterConfig {
         Arrivals::Open { rate_per_s: 150.0 },
         Mix { create: 30, blind_update: 50, expected_update: 10, append: 10, ..Mix::default() },
     );
-    let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
+    let gcs = GcsConfig::of(ProfileKind::Gcs).with_listings(Listings::local());
+    let mut c = ClusterConfig::new(seed, 3, gcs, workload);
     c.duration_ms = 20_000;
     c.preload_documents = 200;
     c.crashes = Some(Crashes { mean_interval_ms: 2_000, down_ms_min: 200, down_ms_max: 3_000 });

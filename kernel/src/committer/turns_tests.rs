@@ -10,7 +10,9 @@ use crate::effect::Input;
 use crate::format::Slot;
 use crate::hash::Hash32;
 use crate::ids::{OperationId, RequestId};
+use crate::reply::FailReason;
 use crate::testkit::{is_body_create, is_slot_create, is_slot_stat, keys, publish, Harness, Peer};
+use crate::world::ApplyError;
 use crate::world::Expected;
 use bytes::Bytes;
 use core::time::Duration;
@@ -554,6 +556,46 @@ fn a_catch_up_past_one_listing_lists_on_after_the_last_name() {
     h.settle();
     assert_eq!(h.receipt(r).sequence, 71);
     assert_eq!(slot_creates_sent(&h), vec![keys().slot(1), keys().slot(71)]);
+}
+
+/// A loser whose slot 1 lost to a peer that has since committed through slot 4; the
+/// hint is in, and every call but the probe's stats and later creates is delivered.
+fn lost_to_a_peer_through_4(hide: impl FnOnce(&mut Harness)) -> (Harness, RequestId) {
+    let mut h = Harness::opened(turns_on());
+    let r = own_write_at_its_create(&mut h, 1);
+    let mut peer = Peer::following(&h);
+    for op in 101..=104 {
+        peer_commits(&mut peer, &mut h, &[op]);
+    }
+    hide(&mut h);
+    follow(&mut h, 4);
+    h.deliver_all_but(|op| is_slot_stat(op) || (is_slot_create(op) && op.key() != keys().slot(1)));
+    (h, r)
+}
+
+#[test]
+fn a_name_a_catch_up_listing_skipped_is_read_directly_and_installed() {
+    let (mut h, r) = lost_to_a_peer_through_4(|h| {
+        h.store.hidden.insert(keys().slot(3), 1);
+    });
+    assert!(h.failures.is_empty(), "{:?}", h.failures);
+    assert_eq!(h.replica.world().expect("open").sequence(), 4);
+    assert_eq!(h.log.iter().filter(|op| is_get_of(3)(op)).count(), 1, "read once, directly");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(5)]);
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 5);
+}
+
+#[test]
+fn a_name_a_catch_up_listing_skipped_that_reads_absent_is_a_break() {
+    let (h, _) = lost_to_a_peer_through_4(|h| {
+        h.store.objects.remove(&keys().slot(3));
+        h.failure_expected = true;
+    });
+    assert_eq!(h.failures, vec![FailReason::Apply(ApplyError::Gap { expected: 3, found: 4 })]);
+    let relist = BlobOp::List { prefix: keys().log_prefix(), start_after: Some(keys().slot(2)), limit: 64 };
+    assert!(h.log.contains(&relist), "listed once more from the missing name first");
+    assert!(pending_slot_creates(&h).is_empty(), "nothing written past the break");
 }
 
 #[test]

@@ -305,8 +305,12 @@ impl Before {
             };
             if read.hash != self.expect {
                 if read.last + 1 < oldest {
-                    // A slot between them is gone: the chain cannot be followed past here.
-                    self.raise_floor(oldest);
+                    // A slot between them starts at `read.last + 1` and no listing gave it
+                    // (a listing is not a snapshot): read that name directly. Absent, it
+                    // is gone (`on_gone`) and the chain cannot be followed past here.
+                    self.listed.insert(first);
+                    self.read.insert(first, read);
+                    self.listed.insert(self.read[&first].last + 1);
                     break;
                 }
                 return Err(refused());

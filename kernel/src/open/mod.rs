@@ -1,15 +1,19 @@
 //! Opening a world: read the marker (or create it at genesis), then find the newest
 //! checkpoint (or create checkpoint zero) and load it (`load`), then list the log from the
-//! checkpoint's next sequence and apply every slot in order. A checkpoint that cannot be
+//! checkpoint's next sequence and apply every slot in order (`replay`, where a gap in a
+//! listing is settled by reading the missing name). A checkpoint that cannot be
 //! loaded costs only replay: the opening falls back to the next older one, with a warning,
 //! and fails closed only when none loads.
 
 mod load;
+mod replay;
+#[cfg(test)]
+mod replay_tests;
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use crate::checkpoint::ObjectKind;
 use crate::config::Config;
-use crate::format::{Checkpoint, DecodeError, Keys, Marker, Slot};
+use crate::format::{Checkpoint, DecodeError, Keys, Marker};
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::io::{Call, Io, Purpose};
@@ -19,7 +23,8 @@ use crate::time::Instant;
 use crate::world::WorldState;
 use bytes::Bytes;
 use load::Load;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use replay::Replay;
+use std::collections::BTreeSet;
 
 pub(crate) struct Opening {
     keys: Keys,
@@ -45,17 +50,8 @@ pub(crate) struct Opening {
     list_page_max: u32,
     recent_slots_max: usize,
     world: Option<Snapshot>,
-    /// Listed slot names not yet asked for.
-    to_fetch: VecDeque<u64>,
-    /// Slots read but not yet applied (they arrive out of order).
-    fetched: BTreeMap<u64, Bytes>,
-    gets_in_flight: usize,
-    /// The last key the listing returned, and whether more may follow.
-    list_after: Option<String>,
-    listing: bool,
-    list_done: bool,
-    /// When the last listing call was sent: the log was read through its tip as of then.
-    last_list_at: Instant,
+    /// The log past the checkpoint, once the checkpoint is known.
+    replay: Option<Replay>,
 }
 
 /// The full checkpoint an opening loaded.
@@ -89,6 +85,14 @@ pub(crate) enum OpenCall {
     },
     LogList,
     ReplayGet {
+        sequence: u64,
+    },
+    /// Read a name replay needs that no listing gave, while a later name was listed.
+    GapGet {
+        sequence: u64,
+    },
+    /// That read found nothing: list once more from the name before confirming a break.
+    GapList {
         sequence: u64,
     },
 }
@@ -128,13 +132,7 @@ impl Opening {
             list_page_max: config.list_page_max,
             recent_slots_max: config.recent_slots_max,
             world: None,
-            to_fetch: VecDeque::new(),
-            fetched: BTreeMap::new(),
-            gets_in_flight: 0,
-            list_after: None,
-            listing: false,
-            list_done: false,
-            last_list_at: now,
+            replay: None,
         }
     }
 
@@ -154,7 +152,15 @@ impl Opening {
             | OpenCall::CheckpointCreate
             | OpenCall::CheckpointGet
             | OpenCall::CheckpointObject { .. } => self.on_checkpoint_call(now, what, call, result, io),
-            OpenCall::LogList | OpenCall::ReplayGet { .. } => self.on_log_call(now, what, call, result, io),
+            OpenCall::LogList
+            | OpenCall::ReplayGet { .. }
+            | OpenCall::GapGet { .. }
+            | OpenCall::GapList { .. } => {
+                let (Some(replay), Some(sn)) = (self.replay.as_mut(), self.world.as_mut()) else {
+                    return Progress::Working;
+                };
+                replay.on_done(now, what, (call, result), sn, io)
+            }
         };
         match done {
             Ok(()) => self.finished(),
@@ -271,7 +277,6 @@ impl Opening {
                         let load = self.load.take().expect("loading");
                         let next_sequence = load.next_sequence();
                         let previous_hash = load.previous_hash();
-                        self.list_after = Some(self.keys.slot(next_sequence - 1));
                         self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
                         self.loaded = Some(Loaded { next_sequence, previous_hash, names: load.names });
                         self.list_next(now, io);
@@ -281,49 +286,6 @@ impl Opening {
                         self.fall_back(key, reason, now, io)?;
                     }
                 }
-            }
-            _ => io.retry_later(now, call),
-        }
-        Ok(())
-    }
-
-    /// List the log past the checkpoint and apply each slot in order.
-    fn on_log_call(
-        &mut self,
-        now: Instant,
-        what: OpenCall,
-        call: Call,
-        result: BlobResult,
-        io: &mut Io,
-    ) -> Result<(), FailReason> {
-        match (what, result) {
-            (OpenCall::LogList, Ok(BlobOutcome::Listed { entries, more })) => {
-                self.listing = false;
-                self.last_list_at = call.issued_at;
-                for e in &entries {
-                    match self.keys.parse_slot(&e.key) {
-                        Some(0) => {
-                            let error = DecodeError::Shape(crate::format::ShapeRule::SlotAtSequenceZero);
-                            return Err(decode_failure(e.key.clone(), error));
-                        }
-                        Some(sequence) => self.to_fetch.push_back(sequence),
-                        None => return Err(decode_failure(e.key.clone(), DecodeError::Foreign)),
-                    }
-                }
-                if let Some(last) = entries.last() {
-                    self.list_after = Some(last.key.clone());
-                }
-                self.list_done = !more;
-                self.fetch_more(now, io);
-            }
-            (OpenCall::ReplayGet { sequence }, Ok(BlobOutcome::Got { bytes, .. })) => {
-                self.gets_in_flight -= 1;
-                self.fetched.insert(sequence, bytes);
-                self.apply_ready(now)?;
-                self.fetch_more(now, io);
-            }
-            (OpenCall::ReplayGet { sequence }, Err(BlobError::NotFound)) => {
-                return Err(FailReason::SlotVanished { sequence });
             }
             _ => io.retry_later(now, call),
         }
@@ -401,59 +363,26 @@ impl Opening {
         Ok(())
     }
 
+    /// Starts replaying the log past the checkpoint the world stands at.
     fn list_next(&mut self, now: Instant, io: &mut Io) {
-        self.listing = true;
-        let op = BlobOp::List {
-            prefix: self.keys.log_prefix(),
-            start_after: self.list_after.clone(),
-            limit: self.list_page_max,
-        };
-        io.issue(now, Purpose::Open(OpenCall::LogList), op, 0);
-    }
-
-    fn fetch_more(&mut self, now: Instant, io: &mut Io) {
-        while self.gets_in_flight < self.replay_gets_max {
-            let Some(sequence) = self.to_fetch.pop_front() else { break };
-            self.gets_in_flight += 1;
-            let op = BlobOp::Get { key: self.keys.slot(sequence) };
-            io.issue(now, Purpose::Open(OpenCall::ReplayGet { sequence }), op, 0);
-        }
-        // List the next page once this one is nearly read, so the gets keep flowing.
-        if !self.list_done && !self.listing && self.to_fetch.len() < self.replay_gets_max {
-            self.list_next(now, io);
-        }
-    }
-
-    /// Applies fetched slots that continue the chain.
-    fn apply_ready(&mut self, now: Instant) -> Result<(), FailReason> {
-        let sn = self.world.as_mut().expect("marker read before the log");
-        while let Some(bytes) = self.fetched.remove(&sn.world.next_sequence()) {
-            let sequence = sn.world.next_sequence();
-            let slot = Slot::decode_at(sequence, &bytes)
-                .map_err(|error| FailReason::Decode { key: self.keys.slot(sequence), error })?;
-            sn.install(&slot, Hash32::of(&bytes), now).map_err(FailReason::Apply)?;
-        }
-        // Nobody watches a world that is still opening.
-        sn.fresh.clear();
-        Ok(())
+        let after = self.loaded.as_ref().map(|l| self.keys.slot(l.next_sequence - 1));
+        let limits = (self.replay_gets_max, self.list_page_max);
+        self.replay = Some(Replay::start(self.keys.clone(), after, limits, now, io));
     }
 
     fn finished(&mut self) -> Progress {
-        let done =
-            self.world.is_some() && self.list_done && self.to_fetch.is_empty() && self.gets_in_flight == 0;
-        if !done {
+        let (Some(replay), Some(sn)) = (self.replay.as_ref(), self.world.as_ref()) else {
+            return Progress::Working;
+        };
+        if !replay.is_done() {
             return Progress::Working;
         }
-        if let Some((&sequence, _)) = self.fetched.first_key_value() {
-            // A listed slot that does not continue the chain: a gap in the log.
-            let expected = self.world.as_ref().expect("checked").world.next_sequence();
-            return Progress::Failed(FailReason::Apply(crate::world::ApplyError::Gap {
-                expected,
-                found: sequence,
-            }));
+        if let Err(reason) = replay.leftover(sn) {
+            return Progress::Failed(reason);
         }
+        let last_list_at = replay.last_list_at;
         let mut sn = self.world.take().expect("checked");
-        sn.current_since = Some(self.last_list_at);
+        sn.current_since = Some(last_list_at);
         Progress::Open(Box::new(sn))
     }
 }

@@ -1,12 +1,18 @@
 //! `slotlog inspect`: what a world in a store holds, verified: the chain from the marker,
 //! and every checkpoint against the chain.
 
-use slotlog_kernel::format::{scan_chain, Checkpoint, Keys};
+use slotlog_kernel::format::{Checkpoint, Keys};
 
 pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
     let (store, backend, prefix) = super::store(url, prefix, false)?;
     let keys = Keys::new(&prefix);
-    let objects = super::read_all(&store, &prefix).await?;
+    let mut objects = super::read_all(&store, &prefix).await?;
+    // A listing is a hint: settle its gaps before judging the chain (`settle`).
+    let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).map(|(_, b, _)| b.clone());
+    let scan = match &marker {
+        Some(marker) => Some(super::settle::settle_log(&store, &keys, marker, &mut objects).await?),
+        None => None,
+    };
     let mut counts: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
     for (key, _, size) in &objects {
         let rest = key.strip_prefix(keys.root()).unwrap_or(key);
@@ -33,18 +39,13 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
         c.0 += 1;
         c.1 += size;
     }
-    let Some((_, marker, _)) = objects.iter().find(|(k, _, _)| *k == keys.marker()) else {
+    let (Some(marker), Some(scan)) = (marker, scan) else {
         return Err(format!(
             "no world at {url} prefix {prefix:?}: no marker{}",
             if objects.is_empty() { ", nothing under the prefix" } else { ", but other objects" }
         ));
     };
     println!("world at {url} prefix {prefix:?} ({} store)", backend.kind());
-    let log = objects
-        .iter()
-        .filter(|(k, _, _)| k.starts_with(&keys.log_prefix()))
-        .map(|(k, b, _)| (k.as_str(), &b[..]));
-    let scan = scan_chain(&keys, marker, log);
     let members: usize = scan.slots.iter().map(|(s, _)| s.members.len()).sum();
     println!("  world id    {}", scan.world_id.map_or("?".into(), |w| w.to_string()));
     println!("  tip         sequence {} ({} slots, {} members)", scan.tip, scan.slots.len(), members);
@@ -64,7 +65,7 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
             Err(e) => println!("  checkpoint  {key}: does not decode: {e}"),
         }
     }
-    let checkpoints = super::checkpoint_problems(&keys, marker, &objects, &scan);
+    let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &scan);
     match checkpoints.as_slice() {
         [] => println!("  checkpoints verified against the chain"),
         problems => problems.iter().for_each(|p| println!("  checkpoints BAD: {p}")),

@@ -3,6 +3,7 @@
 
 pub mod bench_cold_start;
 pub mod inspect;
+pub mod settle;
 pub mod verify;
 pub mod writer;
 

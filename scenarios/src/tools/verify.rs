@@ -4,7 +4,7 @@
 //! world the chain makes up to it, and every acknowledged version reads back with its body
 //! hash.
 
-use slotlog_kernel::format::{decode_body, scan_chain, Keys};
+use slotlog_kernel::format::{decode_body, Keys};
 use slotlog_kernel::hash::Hash32;
 use std::collections::BTreeMap;
 
@@ -41,16 +41,16 @@ type Placement = (u64, Option<(u64, Hash32)>);
 pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, String> {
     let (store, _, prefix) = super::store(url, prefix, false)?;
     let keys = Keys::new(&prefix);
-    let objects = super::read_all(&store, &prefix).await?;
-    let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
-    let marker = by_key
-        .get(keys.marker().as_str())
-        .ok_or_else(|| format!("no world at {url} prefix {prefix:?}: it has no marker"))?;
-    let log = objects
+    let mut objects = super::read_all(&store, &prefix).await?;
+    let marker = objects
         .iter()
-        .filter(|(k, _, _)| k.starts_with(&keys.log_prefix()))
-        .map(|(k, b, _)| (k.as_str(), &b[..]));
-    let scan = scan_chain(&keys, marker, log);
+        .find(|(k, _, _)| *k == keys.marker())
+        .map(|(_, b, _)| b.clone())
+        .ok_or_else(|| format!("no world at {url} prefix {prefix:?}: it has no marker"))?;
+    // A listing is a hint: settle its gaps, and read the bodies it missed (`settle`).
+    let scan = super::settle::settle_log(&store, &keys, &marker, &mut objects).await?;
+    super::settle::settle_bodies(&store, &keys, &scan, &mut objects).await?;
+    let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
     let mut in_log: BTreeMap<String, Vec<Placement>> = BTreeMap::new();
     for (slot, _) in &scan.slots {
         for m in &slot.members {
@@ -95,7 +95,7 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
     if let Some(p) = &scan.problem {
         eprintln!("chain broken after sequence {}: {p:?}", scan.tip);
     }
-    let checkpoints = super::checkpoint_problems(&keys, marker, &objects, &scan);
+    let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &scan);
     for p in &checkpoints {
         eprintln!("checkpoint: {p}");
     }

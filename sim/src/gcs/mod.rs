@@ -25,23 +25,26 @@
 pub mod envelope;
 pub mod faults;
 pub mod latency;
+pub mod listing;
 pub mod objects;
 pub mod profile;
 #[cfg(test)]
 mod testkit;
 
 use bytes::Bytes;
-use slotlog_kernel::blob::{BlobError, BlobOp, BlobResult, ObjectMeta};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
 use slotlog_kernel::time::Instant;
 
 pub use envelope::{Envelope, WriteRate};
 pub use faults::{Faults, SPIKE_FACTOR_MIN};
 pub use latency::LatencyModel;
+pub use listing::Listings;
 pub use objects::{Objects, StoreRules, UnknownVersionTokens, VersionTokens};
 pub use profile::{OpKind, Profile, ProfileKind, UnknownProfile};
 
 use crate::rng::SimRng;
 use faults::Injected;
+use listing::Walks;
 
 /// When a caller gives up: the record's clients use a 2 s deadline on object calls.
 pub const CLIENT_TIMEOUT_MS_DEFAULT: u64 = 2_000;
@@ -55,6 +58,7 @@ const LATENCY_US_MIN: u64 = 2;
 /// every trace).
 const RNG_CONTEXT_LATENCY: &str = "slotlog-sim gcs 2025 latency";
 const RNG_CONTEXT_FAULTS: &str = "slotlog-sim gcs 2025 faults";
+const RNG_CONTEXT_LISTINGS: &str = "slotlog-sim gcs 2026 listings";
 
 /// How the simulated bucket behaves.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -70,6 +74,8 @@ pub struct GcsConfig {
     pub client_timeout_ms: u64,
     /// What the store does with each operation (per-name limit, tokens, S3's 409).
     pub rules: StoreRules,
+    /// How listings stray from snapshots ([`listing`]).
+    pub listings: Listings,
 }
 
 impl GcsConfig {
@@ -82,7 +88,13 @@ impl GcsConfig {
             envelope: (kind == ProfileKind::Gcs).then(Envelope::default),
             client_timeout_ms: CLIENT_TIMEOUT_MS_DEFAULT,
             rules: if kind == ProfileKind::S3 { StoreRules::s3() } else { StoreRules::gcs() },
+            listings: if kind == ProfileKind::Gcs { Listings::rare() } else { Listings::snapshots() },
         }
+    }
+
+    /// The same store with listings that stray as `listings` says.
+    pub fn with_listings(self, listings: Listings) -> Self {
+        GcsConfig { listings, ..self }
     }
 
     pub fn with_faults(self, faults: Faults) -> Self {
@@ -103,6 +115,7 @@ impl GcsConfig {
         }
         assert!(self.client_timeout_ms > 0, "client timeout must be positive");
         self.rules.validate();
+        self.listings.validate();
     }
 }
 
@@ -156,6 +169,10 @@ pub struct StoreStats {
     pub late_creates: u64,
     /// Latency spikes applied to operations that ran their normal course.
     pub spikes: u64,
+    /// Listing entries left out because they were made while their listing was in
+    /// flight, and pages handed out unsorted ([`listing`]).
+    pub list_entries_missed: u64,
+    pub list_pages_unsorted: u64,
 }
 
 impl StoreStats {
@@ -180,6 +197,8 @@ pub struct SimGcs {
     write_rate: WriteRate,
     latency_rng: SimRng,
     fault_rng: SimRng,
+    listing_rng: SimRng,
+    walks: Walks,
     stats: StoreStats,
     /// The latest apply instant, to hold the embedder to time order.
     applied_latest: Instant,
@@ -194,6 +213,8 @@ impl SimGcs {
             write_rate: WriteRate::default(),
             latency_rng: SimRng::derive(seed, RNG_CONTEXT_LATENCY),
             fault_rng: SimRng::derive(seed, RNG_CONTEXT_FAULTS),
+            listing_rng: SimRng::derive(seed, RNG_CONTEXT_LISTINGS),
+            walks: Walks::default(),
             stats: StoreStats::default(),
             applied_latest: Instant::ZERO,
         }
@@ -206,6 +227,23 @@ impl SimGcs {
     /// Decide what happens to `op`, issued by a client at `now`. Does not change the
     /// objects (a get peeks at the object's current size for its download time).
     pub fn submit(&mut self, now: Instant, op: &BlobOp) -> Plan {
+        let mut plan = self.plan(now, op);
+        if let (BlobOp::List { .. }, Some(apply_at)) = (op, plan.apply_at) {
+            if !self.config.listings.is_snapshot() {
+                // The walk takes its time: the store answers that much later.
+                let walk_us = Walks::walk_us(&self.config.listings, &mut self.listing_rng);
+                let apply_at = Instant::from_micros(apply_at.as_micros() + walk_us);
+                plan.apply_at = Some(apply_at);
+                if plan.reply == PlannedReply::Applied {
+                    plan.reply_at = Instant::from_micros(plan.reply_at.as_micros() + walk_us);
+                }
+                self.walks.sent(now, apply_at);
+            }
+        }
+        plan
+    }
+
+    fn plan(&mut self, now: Instant, op: &BlobOp) -> Plan {
         let kind = OpKind::of(op);
         self.stats.count_submit(kind);
         let now_us = now.as_micros();
@@ -276,7 +314,19 @@ impl SimGcs {
     pub fn apply(&mut self, at: Instant, op: &BlobOp) -> BlobResult {
         assert!(at >= self.applied_latest, "applies out of time order");
         self.applied_latest = at;
-        let result = self.objects.apply(at, op);
+        let mut result = self.objects.apply(at, op);
+        if !self.config.listings.is_snapshot() {
+            match (op, &mut result) {
+                (BlobOp::Create { key, .. }, Ok(_)) => self.walks.created(at.as_micros(), key),
+                (BlobOp::List { .. }, Ok(BlobOutcome::Listed { entries, .. })) => {
+                    let (missed, unsorted) =
+                        self.walks.page(&self.config.listings, &mut self.listing_rng, at, entries);
+                    self.stats.list_entries_missed += missed;
+                    self.stats.list_pages_unsorted += u64::from(unsorted);
+                }
+                _ => {}
+            }
+        }
         match result {
             Err(BlobError::Throttled) => {
                 self.stats.throttled += 1;
