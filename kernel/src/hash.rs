@@ -15,11 +15,19 @@ impl Hash32 {
 
     pub fn to_hex(&self) -> String {
         let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push(char::from_digit((b >> 4) as u32, 16).expect("nibble"));
-            s.push(char::from_digit((b & 15) as u32, 16).expect("nibble"));
-        }
+        self.push_hex(&mut s);
         s
+    }
+
+    /// Appends the 64 lowercase hex digits of [`Hash32::to_hex`] to `out` (object keys are
+    /// built this way, without a `String` of their own for the digits).
+    pub fn push_hex(&self, out: &mut String) {
+        let mut digits = [0u8; 64];
+        for (pair, b) in digits.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = HEX_DIGITS[usize::from(b >> 4)];
+            pair[1] = HEX_DIGITS[usize::from(b & 15)];
+        }
+        out.push_str(core::str::from_utf8(&digits).expect("hex digits are ASCII"));
     }
 
     /// Parses exactly 64 lowercase hex digits.
@@ -37,6 +45,9 @@ impl Hash32 {
         Some(Hash32(out))
     }
 }
+
+/// Lowercase hex digits by value.
+pub(crate) const HEX_DIGITS: [u8; 16] = *b"0123456789abcdef";
 
 fn lower_hex_digit(c: u8) -> Option<u8> {
     match c {
