@@ -1029,13 +1029,13 @@ fn record_name(history: &mut History, at: Instant, op: &BlobOp, result: &BlobRes
     let Some(names) = history.names.as_mut() else { return };
     match (op, result) {
         (BlobOp::Create { key, bytes }, Ok(BlobOutcome::Created(_))) => {
-            names.record(at, key, NameChange::Created, Some(bytes))
+            names.record_held(at, key, NameChange::Created, Some(bytes))
         }
         (BlobOp::Rewrite { key, bytes, .. }, Ok(BlobOutcome::Rewritten(_))) => {
-            names.record(at, key, NameChange::Rewritten, Some(bytes))
+            names.record_held(at, key, NameChange::Rewritten, Some(bytes))
         }
         (BlobOp::Delete { key, .. }, Ok(BlobOutcome::Deleted)) => {
-            names.record(at, key, NameChange::Deleted, None)
+            names.record_held(at, key, NameChange::Deleted, None)
         }
         _ => {}
     }
