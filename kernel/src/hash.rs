@@ -3,8 +3,31 @@
 use core::fmt;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Hash32(pub [u8; 32]);
+
+/// Byte order (the order of the hex names), compared as four big-endian words: the same
+/// order as the bytes' own, without a `memcmp` call per comparison (hashes key the
+/// body index, the body cache and the body states).
+impl Ord for Hash32 {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        let word = |h: &Hash32, i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&h.0[8 * i..8 * i + 8]);
+            u64::from_be_bytes(w)
+        };
+        (0..4)
+            .map(|i| word(self, i).cmp(&word(other, i)))
+            .find(|o| o.is_ne())
+            .unwrap_or(core::cmp::Ordering::Equal)
+    }
+}
+
+impl PartialOrd for Hash32 {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 impl Hash32 {
     pub const ZERO: Hash32 = Hash32([0; 32]);
@@ -15,11 +38,19 @@ impl Hash32 {
 
     pub fn to_hex(&self) -> String {
         let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push(char::from_digit((b >> 4) as u32, 16).expect("nibble"));
-            s.push(char::from_digit((b & 15) as u32, 16).expect("nibble"));
-        }
+        self.push_hex(&mut s);
         s
+    }
+
+    /// Appends the 64 lowercase hex digits of [`Hash32::to_hex`] to `out` (object keys are
+    /// built this way, without a `String` of their own for the digits).
+    pub fn push_hex(&self, out: &mut String) {
+        let mut digits = [0u8; 64];
+        for (pair, b) in digits.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = HEX_DIGITS[usize::from(b >> 4)];
+            pair[1] = HEX_DIGITS[usize::from(b & 15)];
+        }
+        out.push_str(core::str::from_utf8(&digits).expect("hex digits are ASCII"));
     }
 
     /// Parses exactly 64 lowercase hex digits.
@@ -38,6 +69,9 @@ impl Hash32 {
     }
 }
 
+/// Lowercase hex digits by value.
+pub(crate) const HEX_DIGITS: [u8; 16] = *b"0123456789abcdef";
+
 fn lower_hex_digit(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
@@ -54,13 +88,42 @@ impl fmt::Display for Hash32 {
 
 impl fmt::Debug for Hash32 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Hash32({})", &self.to_hex()[..12])
+        // The first 12 hex digits, as `&self.to_hex()[..12]`, without building all 64.
+        let mut digits = [0u8; 12];
+        for (pair, b) in digits.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = HEX_DIGITS[usize::from(b >> 4)];
+            pair[1] = HEX_DIGITS[usize::from(b & 15)];
+        }
+        write!(f, "Hash32({})", core::str::from_utf8(&digits).expect("hex digits are ASCII"))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hashes_order_as_their_bytes_do() {
+        let mut hashes: Vec<Hash32> = (0u8..40).map(|i| Hash32::of(&[i])).collect();
+        hashes.push(Hash32::ZERO);
+        hashes.push(Hash32([0xff; 32]));
+        let mut edge = [0u8; 32];
+        edge[31] = 1;
+        hashes.push(Hash32(edge));
+        edge[8] = 1;
+        hashes.push(Hash32(edge));
+        for a in &hashes {
+            for b in &hashes {
+                assert_eq!(a.cmp(b), a.0.cmp(&b.0), "{a:?} against {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn debug_shows_the_first_twelve_hex_digits() {
+        let h = Hash32::of(b"hello");
+        assert_eq!(format!("{h:?}"), format!("Hash32({})", &h.to_hex()[..12]));
+    }
 
     #[test]
     fn hex_round_trips_and_refuses_uppercase() {

@@ -125,7 +125,7 @@ pub struct NameEvent {
 /// accounts for the bucket at the end) and later rules ask it what a name held when.
 #[derive(Clone, Debug, Default)]
 pub struct NameHistory {
-    by_name: BTreeMap<String, Vec<NameEvent>>,
+    by_name: BTreeMap<String, NameLog>,
     /// Objects and bytes present now, and the most objects present at any instant.
     objects_now: u64,
     bytes_now: u64,
@@ -138,6 +138,15 @@ pub struct NameHistory {
     /// checkpoint held stays known to the checker after the bucket lets it go.
     keep_bytes_under: Vec<String>,
     bytes: BTreeMap<Hash32, Bytes>,
+}
+
+/// One name's events, and the bytes it holds after the last of them (the store's own
+/// `Bytes`, shared, not copied), so the end of a run is compared byte for byte without
+/// hashing every object again.
+#[derive(Clone, Debug, Default)]
+struct NameLog {
+    events: Vec<NameEvent>,
+    held: Option<Bytes>,
 }
 
 impl NameHistory {
@@ -154,21 +163,29 @@ impl NameHistory {
     /// Records that the store changed `key` at `at`; `bytes` is what it holds after
     /// (`None` for a delete).
     pub fn record(&mut self, at: Instant, key: &str, change: NameChange, bytes: Option<&[u8]>) {
+        self.record_held(at, key, change, bytes.map(Bytes::copy_from_slice).as_ref());
+    }
+
+    /// [`NameHistory::record`] with the store's own `Bytes`, kept (not copied) as what the
+    /// name holds.
+    pub fn record_held(&mut self, at: Instant, key: &str, change: NameChange, bytes: Option<&Bytes>) {
         let event = NameEvent {
             at,
             change,
-            bytes_hash: bytes.map(Hash32::of),
+            bytes_hash: bytes.map(|b| Hash32::of(b)),
             size: bytes.map_or(0, |b| b.len() as u64),
         };
         if let (Some(b), Some(h)) = (bytes, event.bytes_hash) {
             if self.keep_bytes_under.iter().any(|p| key.starts_with(p.as_str())) {
-                self.bytes.entry(h).or_insert_with(|| Bytes::copy_from_slice(b));
+                self.bytes.entry(h).or_insert_with(|| b.clone());
             }
         }
-        let events = match self.by_name.get_mut(key) {
-            Some(events) => events,
+        let log = match self.by_name.get_mut(key) {
+            Some(log) => log,
             None => self.by_name.entry(key.to_owned()).or_default(),
         };
+        log.held = bytes.cloned();
+        let events = &mut log.events;
         let before = events.last().copied();
         let present = before.is_some_and(|e| e.change != NameChange::Deleted);
         let coherent = match change {
@@ -192,12 +209,18 @@ impl NameHistory {
 
     /// Every name ever mutated, in key order, with its events in order.
     pub fn names(&self) -> impl Iterator<Item = (&str, &[NameEvent])> + '_ {
-        self.by_name.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
+        self.by_name.iter().map(|(k, v)| (k.as_str(), v.events.as_slice()))
+    }
+
+    /// Every name ever mutated, in key order, with its events in order and the bytes it
+    /// holds after the last of them (`None` once deleted).
+    pub fn names_held(&self) -> impl Iterator<Item = (&str, &[NameEvent], Option<&Bytes>)> + '_ {
+        self.by_name.iter().map(|(k, v)| (k.as_str(), v.events.as_slice(), v.held.as_ref()))
     }
 
     /// One name's events in order (empty if it was never written).
     pub fn events(&self, key: &str) -> &[NameEvent] {
-        self.by_name.get(key).map_or(&[], Vec::as_slice)
+        self.by_name.get(key).map_or(&[], |log| log.events.as_slice())
     }
 
     /// The event that made what `key` held at `at` (inclusive), if it held anything.

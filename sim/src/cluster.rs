@@ -291,7 +291,7 @@ struct Cluster<'a> {
     request_writer: BTreeMap<RequestId, usize>,
     watchers: Vec<Watcher>,
     next_request: u64,
-    trace: blake3::Hasher,
+    trace: TraceHasher,
     /// Where each traced event also goes, when the caller asked to see them.
     trace_sink: Option<&'a mut (dyn FnMut(&TraceEvent<'_>) + 'a)>,
     workload_end: Instant,
@@ -317,6 +317,46 @@ impl TraceEvent<'_> {
             hasher.update(&p.to_le_bytes());
         }
         hasher.update(self.text.as_bytes());
+    }
+}
+
+/// The run's trace hasher: the same bytes [`TraceEvent::hash_into`] feeds, gathered in a
+/// buffer and handed to BLAKE3 in large pieces. A hash does not depend on how its input
+/// is split, and one `update` of 64 KiB costs far less than thousands of 8-byte ones (and
+/// takes BLAKE3's many-chunk SIMD path).
+#[derive(Default)]
+struct TraceHasher {
+    hasher: blake3::Hasher,
+    buffer: Vec<u8>,
+}
+
+/// Bytes gathered before they go to the hasher.
+const TRACE_BUFFER_BYTES_MAX: usize = 64 * 1024;
+
+impl TraceHasher {
+    /// Appends an event's time and numbers; its text follows through `fmt::Write`.
+    fn begin(&mut self, at_us: u64, parts: &[u64]) {
+        if self.buffer.len() >= TRACE_BUFFER_BYTES_MAX {
+            self.hasher.update(&self.buffer);
+            self.buffer.clear();
+        }
+        self.buffer.extend_from_slice(&at_us.to_le_bytes());
+        for p in parts {
+            self.buffer.extend_from_slice(&p.to_le_bytes());
+        }
+    }
+
+    fn finalize(mut self) -> Hash32 {
+        self.hasher.update(&self.buffer);
+        self.buffer.clear();
+        Hash32(*self.hasher.finalize().as_bytes())
+    }
+}
+
+impl core::fmt::Write for TraceHasher {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.buffer.extend_from_slice(s.as_bytes());
+        Ok(())
     }
 }
 
@@ -366,7 +406,7 @@ fn run_inner<'a>(
         request_writer: BTreeMap::new(),
         watchers: Vec::new(),
         next_request: 0,
-        trace: blake3::Hasher::new(),
+        trace: TraceHasher::default(),
         trace_sink,
         workload_end: Instant::from_millis(config.duration_ms),
         memory: MemorySamples::default(),
@@ -452,10 +492,20 @@ impl Cluster<'_> {
     }
 
     fn trace(&mut self, parts: &[u64], text: &str) {
-        let event = TraceEvent { at_us: self.now.as_micros(), parts, text };
-        event.hash_into(&mut self.trace);
+        self.trace_fmt(parts, format_args!("{text}"));
+    }
+
+    /// Traces an event whose text is formatted straight into the trace buffer: the same
+    /// bytes as `format!` and [`TraceEvent::hash_into`], without a `String` per event.
+    fn trace_fmt(&mut self, parts: &[u64], text: core::fmt::Arguments<'_>) {
+        use core::fmt::Write as _;
+        let at_us = self.now.as_micros();
+        self.trace.begin(at_us, parts);
+        let text_from = self.trace.buffer.len();
+        self.trace.write_fmt(text).expect("formatting into a buffer cannot fail");
         if let Some(sink) = self.trace_sink.as_mut() {
-            sink(&event);
+            let text = std::str::from_utf8(&self.trace.buffer[text_from..]).expect("only text is written");
+            sink(&TraceEvent { at_us, parts, text });
         }
     }
 
@@ -884,7 +934,7 @@ impl Cluster<'_> {
                 Effect::Reply { id, reply } => self.answer(node, id, reply),
                 Effect::Committed { sequence } => self.hint(node, sequence),
                 Effect::Failed(reason) => {
-                    self.trace(&[8, node as u64], &format!("{reason:?}"));
+                    self.trace_fmt(&[8, node as u64], format_args!("{reason:?}"));
                     if matches!(reason, FailReason::Unconfirmed { .. } | FailReason::BelowCollection { .. }) {
                         self.nodes[node].report.reloads += 1;
                         self.schedule(self.now, Event::Reopen { node });
@@ -900,7 +950,7 @@ impl Cluster<'_> {
                 Effect::Changes { id, events } => self.changes(node, id, events),
                 Effect::WatchEnded { id, end } => self.watch_ended(node, id, end),
                 Effect::Warning(warning) => {
-                    self.trace(&[9, node as u64], &format!("{warning:?}"));
+                    self.trace_fmt(&[9, node as u64], format_args!("{warning:?}"));
                     self.nodes[node].report.warnings.push(warning);
                 }
             }
@@ -986,7 +1036,7 @@ impl Cluster<'_> {
         };
         match (what, reply) {
             (InFlight::Write(index), Reply::Write(result)) => {
-                self.trace(&[10, node as u64, request.0], &format!("{result:?}"));
+                self.trace_fmt(&[10, node as u64, request.0], format_args!("{result:?}"));
                 let write = &self.writes[index - self.config.preload_documents];
                 self.generator.observe(write, &result);
                 self.history.ops[index].outcome = Outcome::Answered { at: self.now, result };
@@ -999,7 +1049,7 @@ impl Cluster<'_> {
                     Ok(ok) => (ok.at_sequence, std::mem::discriminant(&ok.answer)),
                     Err(_) => (u64::MAX, std::mem::discriminant(&slotlog_kernel::Answer::NotFound)),
                 };
-                self.trace(&[14, node as u64, request.0, at], &format!("{kind:?}"));
+                self.trace_fmt(&[14, node as u64, request.0, at], format_args!("{kind:?}"));
                 self.history.reads[index].outcome = ReadOutcome::Answered { at: self.now, result };
             }
             (what, reply) => panic!("replica {node} answered {what:?} with {reply:?}"),
@@ -1025,7 +1075,7 @@ impl Cluster<'_> {
         let Some(InFlight::Watch { watcher, session }) = self.nodes[node].requests.remove(&id) else {
             panic!("an end for {id:?}, which is no watch on replica {node}");
         };
-        self.trace(&[16, node as u64, id.0], &format!("{end:?}"));
+        self.trace_fmt(&[16, node as u64, id.0], format_args!("{end:?}"));
         if let WatchEnd::Resync { tip, .. } = end {
             // The subscriber rebuilds from a read of the world, then watches from its tip.
             self.watchers[watcher].seen = tip;
@@ -1095,7 +1145,7 @@ impl Cluster<'_> {
             world_id: self.world_id,
             workload_end: self.workload_end,
             end: self.now,
-            trace_hash: Hash32(*self.trace.finalize().as_bytes()),
+            trace_hash: self.trace.finalize(),
             replicas,
             store: *self.gcs.stats(),
             unsettled,
@@ -1112,13 +1162,13 @@ fn record_name(history: &mut History, at: Instant, op: &BlobOp, result: &BlobRes
     let Some(names) = history.names.as_mut() else { return };
     match (op, result) {
         (BlobOp::Create { key, bytes }, Ok(BlobOutcome::Created(_))) => {
-            names.record(at, key, NameChange::Created, Some(bytes))
+            names.record_held(at, key, NameChange::Created, Some(bytes))
         }
         (BlobOp::Rewrite { key, bytes, .. }, Ok(BlobOutcome::Rewritten(_))) => {
-            names.record(at, key, NameChange::Rewritten, Some(bytes))
+            names.record_held(at, key, NameChange::Rewritten, Some(bytes))
         }
         (BlobOp::Delete { key, .. }, Ok(BlobOutcome::Deleted)) => {
-            names.record(at, key, NameChange::Deleted, None)
+            names.record_held(at, key, NameChange::Deleted, None)
         }
         _ => {}
     }

@@ -170,9 +170,93 @@ pub fn decode_raw_schema<'a>(
     Ok((schema, &bytes[HEADER_LEN..body_end]))
 }
 
+/// The same bytes as `encode_raw(kind, &postcard::to_allocvec(value))`, with the payload
+/// encoded in place behind the header (one buffer, no copy of the payload).
 pub fn encode_value<T: Serialize>(kind: Kind, value: &T) -> Vec<u8> {
-    let payload = postcard::to_allocvec(value).expect("postcard encodes every slotlog type");
-    encode_raw(kind, &payload)
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(&MAGIC);
+    out.push(kind as u8);
+    out.extend_from_slice(&SCHEMA.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    let mut out =
+        postcard::serialize_with_flavor(value, Appended(out)).expect("postcard encodes every slotlog type");
+    let len = u32::try_from(out.len() - HEADER_LEN).expect("payload longer than 4 GiB");
+    out[HEADER_LEN - 4..HEADER_LEN].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// A postcard output that appends to a `Vec`. Postcard hands most values over as a few
+/// bytes at a time (varints, tags), so short pieces are pushed byte by byte rather than
+/// through a `memcpy` call each.
+struct Appended(Vec<u8>);
+
+/// Pieces up to this long are pushed byte by byte.
+const PIECE_PUSHED_BYTES_MAX: usize = 16;
+
+impl postcard::ser_flavors::Flavor for Appended {
+    type Output = Vec<u8>;
+
+    #[inline]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        if data.len() <= PIECE_PUSHED_BYTES_MAX {
+            self.0.reserve(data.len());
+            for &b in data {
+                self.0.push(b);
+            }
+        } else {
+            self.0.extend_from_slice(data);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.push(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<Vec<u8>> {
+        Ok(self.0)
+    }
+}
+
+/// A postcard output that writes nothing and only compares with `expected`: the canonical
+/// check re-encodes a decoded value this way, without allocating its encoding.
+struct SameAs<'a> {
+    expected: &'a [u8],
+    at: usize,
+    differs: bool,
+}
+
+impl postcard::ser_flavors::Flavor for SameAs<'_> {
+    type Output = bool;
+
+    #[inline]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        let end = self.at + data.len();
+        if self.expected.get(self.at..end) != Some(data) {
+            self.differs = true;
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        self.at = end;
+        Ok(())
+    }
+
+    #[inline]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        if self.expected.get(self.at) != Some(&data) {
+            self.differs = true;
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        self.at += 1;
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<bool> {
+        Ok(self.at == self.expected.len())
+    }
 }
 
 pub fn decode_value<T: DeserializeOwned + Serialize>(kind: Kind, bytes: &[u8]) -> Result<T, DecodeError> {
@@ -185,11 +269,17 @@ pub fn decode_payload<T: DeserializeOwned + Serialize>(payload: &[u8]) -> Result
     if !rest.is_empty() {
         return Err(DecodeError::Trailing { bytes: rest.len() });
     }
-    // One value, one byte form: postcard reads an overlong varint, so re-encode and compare.
-    if postcard::to_allocvec(&value).map_err(|_| DecodeError::Malformed)? != payload {
-        return Err(DecodeError::NotCanonical);
+    // One value, one byte form: postcard reads an overlong varint, so re-encode and compare
+    // (byte by byte as the encoding is made, stopping at the first difference).
+    let mut serializer = postcard::Serializer { output: SameAs { expected: payload, at: 0, differs: false } };
+    let outcome = value.serialize(&mut serializer);
+    let same = serializer.output;
+    match outcome {
+        Err(_) if same.differs => Err(DecodeError::NotCanonical),
+        Err(_) => Err(DecodeError::Malformed),
+        Ok(()) if same.at != payload.len() => Err(DecodeError::NotCanonical),
+        Ok(()) => Ok(value),
     }
-    Ok(value)
 }
 
 #[cfg(test)]
@@ -234,6 +324,28 @@ mod tests {
         let mut bytes = encode_raw(Kind::Body, b"abcdef");
         bytes[HEADER_LEN + 2] ^= 1;
         assert!(matches!(decode_raw(Kind::Body, &bytes), Err(DecodeError::Checksum { .. })));
+    }
+
+    #[test]
+    fn a_value_encodes_as_its_postcard_payload_in_a_frame() {
+        let value = (7u64, u64::MAX, String::from("/docs/a.md"), vec![1u8; 40], Some(300u32));
+        let payload = postcard::to_allocvec(&value).expect("encodes");
+        assert_eq!(encode_value(Kind::Slot, &value), encode_raw(Kind::Slot, &payload));
+        assert_eq!(
+            decode_value::<(u64, u64, String, Vec<u8>, Option<u32>)>(
+                Kind::Slot,
+                &encode_value(Kind::Slot, &value)
+            ),
+            Ok(value)
+        );
+    }
+
+    #[test]
+    fn a_payload_not_in_its_canonical_form_is_refused() {
+        // 5 as an overlong two-byte varint, then as the one byte postcard writes.
+        assert_eq!(decode_payload::<u64>(&[0x85, 0x00]), Err(DecodeError::NotCanonical));
+        assert_eq!(decode_payload::<u64>(&[0x05]), Ok(5));
+        assert_eq!(decode_payload::<u64>(&[0x05, 0x00]), Err(DecodeError::Trailing { bytes: 1 }));
     }
 
     #[test]

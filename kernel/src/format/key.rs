@@ -1,6 +1,6 @@
 //! The object key scheme (SPEC 2). Every key of a world lives under its prefix.
 
-use crate::hash::Hash32;
+use crate::hash::{Hash32, HEX_DIGITS};
 
 /// Builds and parses a world's object keys.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +35,7 @@ impl Keys {
     }
 
     pub fn slot(&self, first_sequence: u64) -> String {
-        format!("{}log/{:016x}", self.root, first_sequence)
+        self.sequence_key("log/", first_sequence)
     }
 
     pub fn checkpoints_prefix(&self) -> String {
@@ -44,7 +44,7 @@ impl Keys {
 
     /// A checkpoint is named by its next sequence, the first one it does not cover.
     pub fn checkpoint(&self, next_sequence: u64) -> String {
-        format!("{}checkpoints/{:016x}", self.root, next_sequence)
+        self.sequence_key("checkpoints/", next_sequence)
     }
 
     pub fn blobs_prefix(&self) -> String {
@@ -56,7 +56,7 @@ impl Keys {
     }
 
     pub fn body(&self, hash: &Hash32) -> String {
-        format!("{}blobs/{}", self.root, hash.to_hex())
+        self.hash_key("blobs/", hash)
     }
 
     pub fn roots_prefix(&self) -> String {
@@ -65,7 +65,7 @@ impl Keys {
 
     /// A root is named by its content hash (SPEC 10.9).
     pub fn root_object(&self, hash: &Hash32) -> String {
-        format!("{}roots/{}", self.root, hash.to_hex())
+        self.hash_key("roots/", hash)
     }
 
     pub fn shards_prefix(&self) -> String {
@@ -74,13 +74,13 @@ impl Keys {
 
     /// A shard is named by its content hash (SPEC 10.9).
     pub fn shard(&self, hash: &Hash32) -> String {
-        format!("{}shards/{}", self.root, hash.to_hex())
+        self.hash_key("shards/", hash)
     }
 
     /// A history block is named by the hash of its bytes. Never listed: history blocks
     /// are never collected, so there is no parser.
     pub fn history(&self, hash: &Hash32) -> String {
-        format!("{}history/{}", self.root, hash.to_hex())
+        self.hash_key("history/", hash)
     }
 
     pub fn receipts_prefix(&self) -> String {
@@ -89,7 +89,31 @@ impl Keys {
 
     /// A receipt block is named by its content hash (SPEC 10.9).
     pub fn receipts(&self, hash: &Hash32) -> String {
-        format!("{}receipts/{}", self.root, hash.to_hex())
+        self.hash_key("receipts/", hash)
+    }
+
+    /// `<root><dir><64 hex digits>`, built in one allocation (keys are made for every
+    /// body and slot call, so this is on the simulator's hot path).
+    fn hash_key(&self, dir: &str, hash: &Hash32) -> String {
+        let mut key = String::with_capacity(self.root.len() + dir.len() + 64);
+        key.push_str(&self.root);
+        key.push_str(dir);
+        hash.push_hex(&mut key);
+        key
+    }
+
+    /// `<root><dir><16 hex digits>`: the same as `format!("{root}{dir}{sequence:016x}")`.
+    fn sequence_key(&self, dir: &str, sequence: u64) -> String {
+        let mut digits = [0u8; SEQUENCE_DIGITS];
+        for (i, d) in digits.iter_mut().enumerate() {
+            let shift = 4 * (SEQUENCE_DIGITS - 1 - i);
+            *d = HEX_DIGITS[((sequence >> shift) & 15) as usize];
+        }
+        let mut key = String::with_capacity(self.root.len() + dir.len() + SEQUENCE_DIGITS);
+        key.push_str(&self.root);
+        key.push_str(dir);
+        key.push_str(core::str::from_utf8(&digits).expect("hex digits are ASCII"));
+        key
     }
 
     /// The content hash a root key names, or None for a key that is not a root name.
@@ -180,6 +204,19 @@ mod tests {
         assert_eq!(k.parse_shard(&format!("worlds/w1/shards/{}", hex.to_uppercase())), None);
         assert_eq!(k.parse_shard(&format!("worlds/w1/shards/{hex}0")), None);
         assert_eq!(k.parse_shard(&format!("worlds/w1/shards/{}", &hex[1..])), None);
+    }
+
+    #[test]
+    fn keys_spell_sequences_and_hashes_as_format_does() {
+        let k = Keys::new("worlds/w1");
+        for sequence in [0, 1, 0xabc, 0x0123_4567_89ab_cdef, u64::MAX] {
+            assert_eq!(k.slot(sequence), format!("worlds/w1/log/{sequence:016x}"));
+            assert_eq!(k.checkpoint(sequence), format!("worlds/w1/checkpoints/{sequence:016x}"));
+        }
+        let h = Hash32::of(b"object");
+        let hex: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(h.to_hex(), hex);
+        assert_eq!(k.body(&h), format!("worlds/w1/blobs/{hex}"));
     }
 
     #[test]

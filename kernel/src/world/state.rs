@@ -280,15 +280,20 @@ impl WorldState {
             self.policy = Policy { version: m.receipt.version, rules: rules.clone() };
         }
         let Some(entry) = &m.entry else { return };
-        let old_hash = self.documents.get(&entry.path).map(|d| d.entry.body_hash);
-        match self.documents.get_mut(&entry.path) {
-            Some(doc) => doc.apply(entry.clone(), m.version.clone()),
+        // One search of the path map for both the old body and the change.
+        let old_hash = match self.documents.get_mut(&entry.path) {
+            Some(doc) => {
+                let old_hash = doc.entry.body_hash;
+                doc.apply(entry.clone(), m.version.clone());
+                Some(old_hash)
+            }
             None => {
                 let doc = Document::held(entry.clone(), m.version.clone())
                     .expect("a checked member starts a document at version 1");
                 self.documents.insert(entry.path.clone(), doc);
+                None
             }
-        }
+        };
         if let Some(old_hash) = old_hash.filter(|h| *h != entry.body_hash) {
             self.bodies.remove(&old_hash, &entry.path);
         }

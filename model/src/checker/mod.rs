@@ -242,7 +242,8 @@ pub fn check(
         reach::check(names, keys, ages, &mut r);
     }
     let log = log_objects(history, objects, keys);
-    let Some(marker_obj) = objects.iter().find(|o| o.key == keys.marker()) else {
+    let marker_key = keys.marker();
+    let Some(marker_obj) = objects.iter().find(|o| o.key == marker_key) else {
         if history.ops.iter().any(|op| matches!(op.outcome, Outcome::Answered { result: Ok(_), .. })) {
             r.violation(Violation::NoMarker);
         }
@@ -296,11 +297,12 @@ pub fn check(
                 r.violation(Violation::SlotCreatedEarly { sequence });
             }
         }
-        if let Err(error) = auditor.apply_slot(&slot, Hash32::of(&o.bytes)) {
+        let slot_hash = Hash32::of(&o.bytes);
+        if let Err(error) = auditor.apply_slot(&slot, slot_hash) {
             r.violation(Violation::KernelCannotApply { sequence, error });
             break;
         }
-        prev_hash = Hash32::of(&o.bytes);
+        prev_hash = slot_hash;
         next = slot.last_sequence() + 1;
         slots.push((slot, o.created_at));
         slot_hashes.push(prev_hash);

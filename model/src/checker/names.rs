@@ -5,9 +5,9 @@
 
 use super::{CheckReport, Violation};
 use crate::history::{NameChange, NameHistory, StoredObject};
+use bytes::Bytes;
 use slotlog_kernel::format::Keys;
 use slotlog_kernel::format::Slot;
-use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::OperationId;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -51,20 +51,24 @@ pub(super) fn check(
             });
         }
     }
-    // The history's last word on each name under the world is what the bucket holds.
-    let mut last: BTreeMap<&str, (Hash32, u64)> = BTreeMap::new();
-    for (key, events) in names.names() {
+    // The history's last word on each name under the world is what the bucket holds:
+    // the same bytes (compared whole; the store usually hands back the very `Bytes` the
+    // history kept, so most comparisons end at the pointer) created at the same instant.
+    let mut last: BTreeMap<&str, (&Bytes, u64)> = BTreeMap::new();
+    for (key, events, held) in names.names_held() {
         if !key.starts_with(root) {
             continue;
         }
         if let Some(e) = events.last().filter(|e| e.change != NameChange::Deleted) {
-            let hash = e.bytes_hash.expect("a present name has bytes");
-            last.insert(key, (hash, e.at.as_micros()));
+            let bytes = held.expect("a present name has bytes");
+            last.insert(key, (bytes, e.at.as_micros()));
         }
     }
     for o in objects {
-        let stored = (Hash32::of(&o.bytes), o.created_at.as_micros());
-        if last.remove(o.key.as_str()) != Some(stored) {
+        let agrees = last
+            .remove(o.key.as_str())
+            .is_some_and(|(bytes, at)| at == o.created_at.as_micros() && same_bytes(bytes, &o.bytes));
+        if !agrees {
             r.violation(Violation::NameHistoryDisagrees { key: o.key.clone() });
         }
     }
@@ -72,4 +76,9 @@ pub(super) fn check(
         r.violation(Violation::NameHistoryDisagrees { key: key.to_owned() });
     }
     r.store_objects_max = Some(names.objects_max());
+}
+
+/// Equal bytes; shared `Bytes` are equal without reading them.
+fn same_bytes(a: &Bytes, b: &Bytes) -> bool {
+    (a.as_ptr() == b.as_ptr() && a.len() == b.len()) || a == b
 }
