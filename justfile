@@ -28,6 +28,8 @@ sim SCENARIO="single" SEED="1": build
 #   light    seeds 1..150     8 x 150 = 1,200 runs   3.62 x 150 = 543 s
 #   cheap    seeds 151..400   3 x 250 =   750 runs   0.54 x 250 = 134 s
 #   heavy    seeds 1..40      3 x  40 =   120 runs   6.95 x  40 = 278 s
+#   collect  seeds 1..10      1 x  10 =    10 runs   about 4 s each = 40 s (30 virtual
+#            hours each: checkpoints, drops, slot collection, a pause and a stall)
 # (Before: light 1..200 and heavy 1..40, 1,720 runs in about 1,000 s of CPU with the same
 # code, 1,114 s before the simulator's speed-ups.) `just soak` sweeps all over 5,000.
 # The driver under madsim is `just madsim-sweep` (its own build, ~3 min).
@@ -37,6 +39,7 @@ test: build
     {{slotlog}} sweep {{light}} --seeds 1..150
     {{slotlog}} sweep {{cheap}} --seeds 151..400
     {{slotlog}} sweep {{heavy}} --seeds 1..40
+    {{slotlog}} sweep collect --seeds 1..10
 
 # Unit, property and cross-crate tests; the S3 tests skip unless SLOTLOG_S3_ENDPOINT is
 # set (`scripts/with-moto.sh just unit` sets it).

@@ -65,3 +65,12 @@ fn a_catalog_read_from_a_snapshot_older_than_a_second_is_caught() {
     let (scenario, seed, violation) = found.expect("the checker catches a catalog read past its bound");
     eprintln!("catalog_ignores_staleness caught by {scenario} seed {seed}: {violation}");
 }
+
+#[test]
+fn acknowledging_a_slot_created_below_collection_is_caught() {
+    // The stalled writer's create lands in a name collection freed; without the
+    // post-create check its members are acknowledged and lost with the fork.
+    let found = first_failure(Defects { skip_post_create_check: true, ..Defects::default() }, &["collect"]);
+    let (scenario, seed, violation) = found.expect("the checker catches an acknowledged fork");
+    eprintln!("skip_post_create_check caught by {scenario} seed {seed}: {violation}");
+}

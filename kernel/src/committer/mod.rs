@@ -179,10 +179,11 @@ impl Committer {
             return;
         }
         let mut all: Vec<Pending> = self.queue.drain(..).collect();
+        // The head's create was sent and not answered as lost: it may land after this,
+        // so its members are not known to have failed.
+        let mut head_unsettled = self.head_call && self.lost_at.is_none();
         for batch in self.pipeline.drain(..) {
-            // A slot create was sent: it may land after this, so its members are not
-            // known to have failed.
-            let sent = batch.first_create_at.is_some();
+            let sent = std::mem::take(&mut head_unsettled) && batch.first_create_at.is_some();
             for b in batch.built.into_iter().filter(|b| !b.pending.answered) {
                 if sent {
                     reply(io, b.pending.request, Err(WriteError::Uncertain { op_id: b.pending.op_id }));

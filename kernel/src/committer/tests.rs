@@ -2,7 +2,7 @@
 //! driven through `testkit`. A peer is simulated by writing its slots straight into the
 //! store (`testkit::Peer`).
 
-use crate::blob::{BlobError, BlobOp};
+use crate::blob::{BlobError, BlobOp, BlobOutcome};
 use crate::config::Config;
 use crate::format::{encode_body, DecodeError, Marker, NameRule, Slot};
 use crate::hash::Hash32;
@@ -960,4 +960,41 @@ fn a_slot_create_unanswered_past_the_hedge_time_is_sent_again_identically() {
     h.deliver();
     assert_eq!(h.committed, vec![1], "one commit, whichever create landed");
     assert_eq!(h.replica.stats().calls_hedged, 1);
+}
+
+// Collection's fences on the commit path (SPEC 10.15).
+
+#[test]
+fn a_slot_create_landing_past_the_reload_age_after_its_base_is_refused_uncertain() {
+    let mut h = Harness::opened(Config::default());
+    let (r, _) = one_write_at_its_slot_create(&mut h);
+    // The create lands a day late (a stalled writer): the store says so in its answer.
+    let landed = h.apply_early(is_slot_create);
+    let Ok(BlobOutcome::Created(mut meta)) = landed else { panic!("created: {landed:?}") };
+    meta.created_at_us += 24 * 3_600_000_000;
+    h.failure_expected = true;
+    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(meta))));
+    assert!(matches!(h.failures[..], [FailReason::CreateBelowCollection { .. }]), "{:?}", h.failures);
+    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })));
+    assert_eq!(h.replica.stats().stalled_creates_refused, 1);
+}
+
+#[test]
+fn a_slot_create_landing_promptly_is_acknowledged() {
+    let mut h = Harness::opened(Config::default());
+    let (r, _) = one_write_at_its_slot_create(&mut h);
+    h.deliver();
+    assert!(matches!(h.reply(r), Some(Ok(WriteOk::Committed(_)))));
+    assert_eq!(h.replica.stats().stalled_creates_refused, 0);
+}
+
+#[test]
+fn a_replica_unconfirmed_past_the_reload_age_reopens_before_it_takes_a_write() {
+    let mut h = Harness::opened(Config::default());
+    h.advance_ms(Config::default().reload_after_ms + 1);
+    h.failure_expected = true;
+    let r = h.publish(1, "/a.md", "hello");
+    assert!(matches!(h.failures[..], [FailReason::Unconfirmed { .. }]), "{:?}", h.failures);
+    assert!(matches!(h.reply(r), Some(Err(WriteError::Failed(FailReason::Unconfirmed { .. })))));
+    assert!(h.calls.is_empty(), "no create on a stale world");
 }
