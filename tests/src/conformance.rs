@@ -109,7 +109,7 @@ macro_rules! ensure {
 pub async fn run_suite(name: &str, blobs: Arc<dyn Blobs>, caps: Capabilities, root: &str) -> Report {
     type Rule =
         fn(Arc<dyn Blobs>, Capabilities, String) -> futures_util::future::BoxFuture<'static, RuleResult>;
-    let rules: [(&'static str, Rule); 9] = [
+    let rules: [(&'static str, Rule); 10] = [
         ("create_race_has_exactly_one_winner", |b, c, r| {
             Box::pin(create_race_has_exactly_one_winner(b, c, r))
         }),
@@ -127,6 +127,9 @@ pub async fn run_suite(name: &str, blobs: Arc<dyn Blobs>, caps: Capabilities, ro
         }),
         ("delete_succeeds_only_at_the_current_generation", |b, c, r| {
             Box::pin(delete_succeeds_only_at_the_current_generation(b, c, r))
+        }),
+        ("a_freshened_object_survives_a_delete_at_its_listed_version", |b, c, r| {
+            Box::pin(a_freshened_object_survives_a_delete_at_its_listed_version(b, c, r))
         }),
         ("big_objects_round_trip", |b, c, r| Box::pin(big_objects_round_trip(b, c, r))),
         ("absent_keys_are_not_found", |b, c, r| Box::pin(absent_keys_are_not_found(b, c, r))),
@@ -445,6 +448,60 @@ pub async fn delete_succeeds_only_at_the_current_generation(
 }
 
 /// An 8 MiB object goes in and comes back byte for byte, with its size in every meta.
+/// The collection fence end to end (SPEC 10.15): a drop lists a root, a compactor
+/// freshens it (the kernel's own restamp: other bytes, the same content), and the drop's
+/// delete at the version it listed is refused, leaving the object. On S3 the version is
+/// the ETag, the MD5 of the bytes: the fence holds only because the stamp changes them.
+pub async fn a_freshened_object_survives_a_delete_at_its_listed_version(
+    blobs: Arc<dyn Blobs>,
+    caps: Capabilities,
+    root: String,
+) -> RuleResult {
+    use slotlog_kernel::checkpoint::{restamp, ObjectKind};
+    use slotlog_kernel::format::Root;
+    use slotlog_kernel::ids::WorldId;
+    use slotlog_kernel::world::policy::{Policy, PolicyRules};
+    if !(caps.conditional_delete && caps.conditional_rewrite) {
+        return Ok(Verdict::Unsupported("no conditional rewrite and delete on this backend"));
+    }
+    let first_write = Root {
+        world_id: WorldId([7; 16]),
+        next_sequence: 9,
+        previous_hash: slotlog_kernel::hash::Hash32::ZERO,
+        document_count: 0,
+        policy: Policy { version: 0, rules: PolicyRules::default() },
+        shard_bits: 0,
+        shards: vec![slotlog_kernel::hash::Hash32::of(b"shard")],
+        receipts_from_sequence: 9,
+        receipts: vec![],
+        stamp: 0,
+    }
+    .encode();
+    let key = format!("{root}roots/r");
+    created(&blobs, &key, Bytes::from(first_write.clone())).await?;
+    let listed =
+        blobs.execute(BlobOp::List { prefix: format!("{root}roots/"), start_after: None, limit: 10 }).await;
+    let Ok(BlobOutcome::Listed { entries, .. }) = listed else { return Err(format!("list: {listed:?}")) };
+    let listed = entries.into_iter().find(|e| e.key == key).ok_or("the root is not listed")?;
+    let fresh = restamp(ObjectKind::Root, &first_write, 1_700_000_000_000_000).ok_or("restamp")?;
+    ensure!(fresh[..] != first_write[..], "a freshen changes the bytes");
+    let rewrite =
+        BlobOp::Rewrite { key: key.clone(), bytes: fresh.clone(), if_generation: listed.generation.clone() };
+    let rewritten = blobs.execute(rewrite).await;
+    ensure!(
+        matches!(rewritten, Ok(BlobOutcome::Rewritten(_))),
+        "freshen at the listed version: {rewritten:?}"
+    );
+    let delete = blobs.execute(BlobOp::Delete { key: key.clone(), if_generation: listed.generation }).await;
+    ensure!(
+        delete == Err(BlobError::PreconditionFailed),
+        "delete at the listed version after a freshen: {delete:?}"
+    );
+    let (_, bytes) = got(&blobs, &key).await.map_err(|e| format!("the freshened root is gone: {e:?}"))?;
+    ensure!(bytes == fresh, "the root holds the freshened bytes");
+    Ok(Verdict::Passed)
+}
+
 pub async fn big_objects_round_trip(blobs: Arc<dyn Blobs>, _caps: Capabilities, root: String) -> RuleResult {
     let key = format!("{root}blobs/big");
     // A pattern that no offset error could reproduce.
