@@ -33,6 +33,7 @@ pub(crate) mod history;
 pub mod ids;
 pub(crate) mod io;
 pub(crate) mod open;
+pub(crate) mod read_answers;
 pub(crate) mod reads;
 pub mod replica;
 pub mod reply;

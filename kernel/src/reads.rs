@@ -21,10 +21,11 @@ use crate::hash::Hash32;
 use crate::history::History;
 use crate::ids::{OperationId, RequestId};
 use crate::io::{Call, Io, Purpose};
+use crate::read_answers::{fetch, list, retained_versions, Found};
 use crate::reply::{Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
-use crate::world::{IndexEntry, Path, VersionAt, VersionRecord, WorldState};
+use crate::world::{IndexEntry, Path, VersionRecord};
 use bytes::Bytes;
 use core::time::Duration;
 use std::collections::{BTreeMap, BTreeSet};
@@ -510,114 +511,6 @@ impl Reads {
             Found::Answer(_) => unreachable!("an answer is in hand"),
         }
     }
-}
-
-/// Why a read has no record in hand.
-enum Found {
-    /// The answer is not a document (absent, or the version not retained).
-    Answer(Box<Answer>),
-    /// The record is in this history block, not cached.
-    InBlock(Hash32),
-    /// Records are in these history blocks (the first given apart), not cached.
-    InBlocks(Hash32, Vec<Hash32>),
-    /// A cached block does not hold what the document's reference promised.
-    Broken(Hash32, CheckpointProblem),
-}
-
-fn fetch(
-    world: &WorldState,
-    path: &Path,
-    version: Option<u64>,
-    history: &History,
-) -> Result<(IndexEntry, VersionRecord), Found> {
-    let doc = world.document(path).ok_or(Found::Answer(Box::new(Answer::NotFound)))?;
-    let e = &doc.entry;
-    let v = version.unwrap_or(e.version);
-    let not_retained = || {
-        Found::Answer(Box::new(Answer::VersionNotRetained {
-            first_version: e.first_version,
-            current: e.version,
-        }))
-    };
-    let record = match doc.version(v).ok_or_else(not_retained)? {
-        VersionAt::Held(record) => record.clone(),
-        VersionAt::Stored(r) => stored_record(history, r.block, path, v)?.ok_or(Found::InBlock(r.block))?,
-    };
-    debug_assert_eq!(record.version, v);
-    Ok((e.clone(), record))
-}
-
-/// Version `v` of `path` from its history block, if the block is cached. A cached block
-/// was verified against its name; one that does not hold what its reference promised
-/// means a checkpoint was written wrong.
-fn stored_record(
-    history: &History,
-    block: Hash32,
-    path: &Path,
-    v: u64,
-) -> Result<Option<VersionRecord>, Found> {
-    let Some(b) = history.get(&block) else { return Ok(None) };
-    match b.record(v).filter(|_| b.path == *path) {
-        Some(record) => Ok(Some(record.clone())),
-        None => Err(Found::Broken(block, CheckpointProblem::HistoryDisagrees { path: path.clone() })),
-    }
-}
-
-/// Every retained version of a document, or the history blocks not yet cached.
-fn retained_versions(doc: &crate::world::Document, history: &History) -> Result<Vec<VersionRecord>, Found> {
-    let e = &doc.entry;
-    let missing: Vec<Hash32> =
-        doc.stored_blocks().iter().map(|r| r.block).filter(|b| history.get(b).is_none()).collect();
-    if let Some(&first) = missing.first() {
-        return Err(Found::InBlocks(first, missing));
-    }
-    // One pass over the blocks: each is cached, so this is memory only.
-    let retained = e.first_version..=doc.stored_through();
-    let mut versions = Vec::new();
-    for r in doc.stored_blocks() {
-        let block = history.get(&r.block).expect("every block is cached");
-        let broken = || Found::Broken(r.block, CheckpointProblem::HistoryDisagrees { path: e.path.clone() });
-        if block.path != e.path {
-            return Err(broken());
-        }
-        versions.extend(block.records.iter().filter(|v| retained.contains(&v.version)).cloned());
-    }
-    if !versions.iter().map(|v| v.version).eq(retained) {
-        let first = doc.stored_blocks()[0].block;
-        return Err(Found::Broken(first, CheckpointProblem::HistoryDisagrees { path: e.path.clone() }));
-    }
-    versions.extend(doc.held_versions().cloned());
-    Ok(versions)
-}
-
-/// The documents and subdirectories directly in `directory` (None: the root), skipping
-/// each subdirectory's contents with one range seek.
-fn list(world: &WorldState, directory: Option<&Path>, limit: usize) -> Answer {
-    let base = directory.map_or(String::new(), |d| d.as_str().to_string());
-    let prefix = format!("{base}/");
-    let (mut documents, mut directories) = (Vec::new(), Vec::new());
-    let mut from = prefix.clone();
-    let mut more = false;
-    loop {
-        let Some((path, doc)) = world.documents_from(&from).next() else { break };
-        let Some(rest) = path.as_str().strip_prefix(prefix.as_str()) else { break };
-        if documents.len() + directories.len() == limit {
-            more = true;
-            break;
-        }
-        match rest.find('/') {
-            None => {
-                documents.push(doc.entry.clone());
-                from = format!("{}\0", path.as_str());
-            }
-            Some(i) => {
-                let sub = format!("{prefix}{}", &rest[..i]);
-                from = format!("{sub}0");
-                directories.push(Path::parse(&sub).expect("a prefix of a normalized path"));
-            }
-        }
-    }
-    Answer::Listing { documents, directories, more }
 }
 
 fn reply(io: &mut Io, id: RequestId, result: Result<ReadOk, ReadError>) {

@@ -14,11 +14,12 @@
 //! steps only when no checkpoint is newer than `backstop_after`.
 
 mod adopt;
+mod freshen;
 #[cfg(test)]
 mod tests;
 
-use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
-use crate::checkpoint::{fold, restamp, FoldError, Object, ObjectKind};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::checkpoint::{fold, FoldError, Object, ObjectKind};
 use crate::collector::Written;
 use crate::config::{CompactionRole, Config};
 use crate::format::{Checkpoint, HistoryBlock, HistoryRef, Keys};
@@ -32,6 +33,7 @@ use crate::world::Path;
 use adopt::Adoption;
 use bytes::Bytes;
 use core::time::Duration;
+use freshen::fresh_stamp;
 use rand_core::Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -538,36 +540,6 @@ impl Compactor {
         Ok(())
     }
 
-    /// Whether a stored object is older than the freshen age on the store's clock (an
-    /// unknown clock counts as old: a needless rewrite costs a call, a missed one data).
-    fn is_old(&self, meta: &ObjectMeta, store_now_us: Option<u64>) -> bool {
-        store_now_us.is_none_or(|now_us| now_us.saturating_sub(meta.created_at_us) >= self.freshen_after_us)
-    }
-
-    /// An object of the run found stored: used as it is, or first freshened when old, so
-    /// a drop's delete at the generation it listed fails.
-    fn judge_found(
-        &mut self,
-        now: Instant,
-        kind: ObjectKind,
-        name: Hash32,
-        meta: &ObjectMeta,
-        store_now_us: Option<u64>,
-        io: &mut Io,
-    ) {
-        if !self.is_old(meta, store_now_us) {
-            return self.object_stored(name, false);
-        }
-        let run = self.run.as_ref().expect("running");
-        let first_write = run.in_flight.get(&name).expect("a found object is in flight");
-        let stamp = if self.freshen_keeps_bytes { 0 } else { fresh_stamp(store_now_us) };
-        let Some(bytes) = restamp(kind, first_write, stamp) else {
-            return self.object_stored(name, false);
-        };
-        let op = BlobOp::Rewrite { key: meta.key.clone(), bytes, if_generation: meta.generation.clone() };
-        io.issue(now, step(StepCall::Freshen { kind, name }), op, 0);
-    }
-
     /// The checkpoint this replica's own create wrote since the last call, for a drop.
     pub fn take_written(&mut self) -> Option<Written> {
         self.written_out.take()
@@ -607,10 +579,4 @@ impl Compactor {
         self.stored = run.names;
         self.adopt = run.adopt;
     }
-}
-
-/// A freshen's stamp: the store's clock, so each freshen writes other bytes than the one
-/// before (an S3 ETag is the MD5 of the bytes) and never the first write's stamp, 0.
-fn fresh_stamp(store_now_us: Option<u64>) -> u64 {
-    store_now_us.unwrap_or(1).max(1)
 }
