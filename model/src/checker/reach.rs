@@ -20,7 +20,8 @@ pub(super) struct Ages {
 }
 
 pub(super) fn check(names: &NameHistory, keys: &Keys, ages: Ages, r: &mut CheckReport) {
-    let judge = Judge { names, keys, ages };
+    let content_prefixes = [keys.history_prefix(), keys.blobs_prefix()];
+    let judge = Judge { names, keys, ages, content_prefixes };
     let checkpoints: Vec<(u64, &str)> = names
         .names()
         .filter_map(|(k, _)| keys.parse_checkpoint(k).filter(|s| *s > 1).map(|s| (s, k)))
@@ -50,18 +51,20 @@ struct Judge<'a> {
     names: &'a NameHistory,
     keys: &'a Keys,
     ages: Ages,
+    /// Where content objects (history blocks, bodies) live: never collected.
+    content_prefixes: [String; 2],
 }
 
 impl Judge<'_> {
     /// The violation, if deleting `key` at `at` took something still needed.
     fn delete(&self, key: &str, at: Instant, checkpoints: &[(u64, &str)]) -> Option<Violation> {
         let keys = self.keys;
-        let just_before = Instant::from_micros(at.as_micros().saturating_sub(1));
-        let kept = self.kept(just_before, checkpoints);
         let owned = || key.to_owned();
-        if key.starts_with(&keys.history_prefix()) || key.starts_with(&keys.blobs_prefix()) {
+        if self.content_prefixes.iter().any(|p| key.starts_with(p.as_str())) {
             return Some(Violation::ContentDeleted { key: owned(), at });
         }
+        let just_before = Instant::from_micros(at.as_micros().saturating_sub(1));
+        let kept = self.kept(just_before, checkpoints);
         if let Some(sequence) = keys.parse_checkpoint(key) {
             let needed = sequence == 1 || kept.iter().any(|(_, k)| *k == key);
             return needed.then(|| Violation::KeptCheckpointDeleted { key: owned(), at });
