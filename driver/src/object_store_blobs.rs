@@ -73,7 +73,6 @@ use std::collections::BinaryHeap;
 use std::error::Error as StdError;
 use std::fmt;
 use std::sync::{Arc, Once};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -87,7 +86,7 @@ use object_store::{
     ClientOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
 };
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
-use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, Generation, ObjectMeta};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, Generation, ObjectMeta, Written};
 use tracing::Instrument;
 
 use crate::blobs::{BlobFuture, Blobs, CallFailure, ExplainedFuture};
@@ -515,7 +514,7 @@ impl Inner {
         match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
             Ok(put) => {
                 let generation = self.generation(put.e_tag, put.version);
-                Ok(BlobOutcome::Created(written_meta(key, generation, size)))
+                Ok(BlobOutcome::Created(written(key, generation, size)))
             }
             Err(e) => Err(explain(&e, Call::Create)),
         }
@@ -600,7 +599,7 @@ impl Inner {
         match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
             Ok(put) => {
                 let generation = self.generation(put.e_tag, put.version);
-                Ok(BlobOutcome::Rewritten(written_meta(key, generation, size)))
+                Ok(BlobOutcome::Rewritten(written(key, generation, size)))
             }
             Err(e) => match explain(&e, Call::Rewrite) {
                 // S3 and memory answer a missing object with a failed precondition: tell
@@ -674,12 +673,11 @@ impl Ord for HeapEntry {
     }
 }
 
-/// A write's metadata. No store answers a PUT with its Last-Modified, so the creation
-/// time is this machine's clock at confirmation, not the store's; stats and listings carry
-/// the store's.
-fn written_meta(key: &str, generation: Generation, size: u64) -> ObjectMeta {
-    let now_us = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
-    ObjectMeta { key: key.to_string(), generation, created_at_us: now_us, size }
+/// A write as the store answered it: no store answers a PUT with its Last-Modified
+/// through object_store, so the creation time is left unknown (the kernel asks for it when
+/// it needs it), never filled from this machine's clock (SPEC 10.15).
+fn written(key: &str, generation: Generation, size: u64) -> Written {
+    Written { key: key.to_string(), generation, created_at_us: None, size }
 }
 
 /// The key as an object path, only if it is one exactly (object_store would strip a

@@ -73,10 +73,30 @@ pub struct ObjectMeta {
     pub size: u64,
 }
 
+/// What the store says of a write it has just made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub key: String,
+    pub generation: Generation,
+    /// The store's creation time of this generation, when its answer carries one: GCS's
+    /// JSON API returns it, an S3 PUT does not (and object_store's `PutResult` never
+    /// does). A backend must not fill it from its own clock (SPEC 10.15).
+    pub created_at_us: Option<u64>,
+    pub size: u64,
+}
+
+impl From<ObjectMeta> for Written {
+    /// The write of a store whose answer carries the object's creation time.
+    fn from(meta: ObjectMeta) -> Written {
+        let ObjectMeta { key, generation, created_at_us, size } = meta;
+        Written { key, generation, created_at_us: Some(created_at_us), size }
+    }
+}
+
 /// A successful result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BlobOutcome {
-    Created(ObjectMeta),
+    Created(Written),
     Got {
         meta: ObjectMeta,
         bytes: Bytes,
@@ -87,7 +107,7 @@ pub enum BlobOutcome {
         entries: Vec<ObjectMeta>,
         more: bool,
     },
-    Rewritten(ObjectMeta),
+    Rewritten(Written),
     Deleted,
 }
 

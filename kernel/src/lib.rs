@@ -53,7 +53,7 @@ mod reads_tests;
 #[cfg(test)]
 mod testkit;
 
-pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
+pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
 pub use collector::{Collected, CollectorStats};
 pub use committer::CommitterStats;
 pub use compactor::CompactorStats;

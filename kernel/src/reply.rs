@@ -78,6 +78,11 @@ pub enum FailReason {
     /// members were answered `Uncertain`; reopen from the newest checkpoint.
     #[error("{key} landed at store time {landed_us} µs, long after its base at {base_us} µs: possibly below collection")]
     CreateBelowCollection { key: String, base_us: u64, landed_us: u64 },
+    /// The slot this replica just created is gone or replaced when it asked the store for
+    /// its creation time: only collection or a stall past the slot retention does that.
+    /// Its members were answered `Uncertain`; reopen from the newest checkpoint.
+    #[error("{key}, created by this replica, is gone or replaced before it could be confirmed")]
+    CreatedSlotGone { key: String },
     /// The snapshot went unconfirmed longer than the reload age: slots past it may have
     /// been collected, so a missing slot no longer proves the tip (SPEC 10.15). Nothing
     /// was answered from it; reopen from the newest checkpoint.

@@ -21,9 +21,8 @@ impl StoreClock {
     /// Learns from every store time in `result`.
     pub fn observe(&mut self, result: &BlobResult, now: Instant) {
         let newest = match result {
-            Ok(BlobOutcome::Created(m) | BlobOutcome::Stat(m) | BlobOutcome::Rewritten(m)) => {
-                Some(m.created_at_us)
-            }
+            Ok(BlobOutcome::Created(w) | BlobOutcome::Rewritten(w)) => w.created_at_us,
+            Ok(BlobOutcome::Stat(m)) => Some(m.created_at_us),
             Ok(BlobOutcome::Got { meta, .. }) => Some(meta.created_at_us),
             Ok(BlobOutcome::Listed { entries, .. }) => entries.iter().map(|e| e.created_at_us).max(),
             Ok(BlobOutcome::Deleted) | Err(_) => None,
@@ -55,7 +54,7 @@ mod tests {
 
     fn created(at_us: u64) -> BlobResult {
         let meta = ObjectMeta { key: "k".into(), generation: 1.into(), created_at_us: at_us, size: 0 };
-        Ok(BlobOutcome::Created(meta))
+        Ok(BlobOutcome::Created(meta.into()))
     }
 
     #[test]

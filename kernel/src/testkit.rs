@@ -54,7 +54,7 @@ impl MemStore {
                 }
                 self.generation += 1;
                 self.objects.insert(key.clone(), (bytes.clone(), self.generation, now.as_micros()));
-                Ok(BlobOutcome::Created(meta(key, self.generation, now.as_micros(), bytes.len())))
+                Ok(BlobOutcome::Created(meta(key, self.generation, now.as_micros(), bytes.len()).into()))
             }
             BlobOp::Get { key } => match self.objects.get(key) {
                 Some((b, g, t)) => {
@@ -99,7 +99,9 @@ impl MemStore {
                 Some(_) => {
                     self.generation += 1;
                     self.objects.insert(key.clone(), (bytes.clone(), self.generation, now.as_micros()));
-                    Ok(BlobOutcome::Rewritten(meta(key, self.generation, now.as_micros(), bytes.len())))
+                    Ok(BlobOutcome::Rewritten(
+                        meta(key, self.generation, now.as_micros(), bytes.len()).into(),
+                    ))
                 }
             },
             BlobOp::Delete { key, if_generation } => match self.objects.get(key) {

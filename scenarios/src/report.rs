@@ -37,6 +37,9 @@ pub struct Store {
     pub creates: u64,
     pub gets: u64,
     pub stats: u64,
+    /// Of `stats`, those that learned a new slot's creation time before its members were
+    /// answered, because the store's write answers carry none (the s3 profile).
+    pub stats_after_create: u64,
     pub lists: u64,
     pub rewrites: u64,
     pub deletes: u64,
@@ -478,6 +481,7 @@ impl Report {
                 creates: result.store.creates,
                 gets: result.store.gets,
                 stats: result.store.stats,
+                stats_after_create: result.replicas.iter().map(|r| r.stats.slot_stats_after_create).sum(),
                 lists: result.store.lists,
                 rewrites: result.store.rewrites,
                 deletes: result.store.deletes,

@@ -938,7 +938,10 @@ impl Cluster<'_> {
                     if matches!(reason, FailReason::Unconfirmed { .. } | FailReason::BelowCollection { .. }) {
                         self.nodes[node].report.reloads += 1;
                         self.schedule(self.now, Event::Reopen { node });
-                    } else if matches!(reason, FailReason::CreateBelowCollection { .. }) {
+                    } else if matches!(
+                        reason,
+                        FailReason::CreateBelowCollection { .. } | FailReason::CreatedSlotGone { .. }
+                    ) {
                         // What the replica asks for: its operator (here, the harness)
                         // reopens it from the newest checkpoint.
                         self.nodes[node].report.reopened += 1;
@@ -1178,9 +1181,10 @@ fn record_name(history: &mut History, at: Instant, op: &BlobOp, result: &BlobRes
 fn result_digest(result: &BlobResult) -> (u64, u64, u64) {
     use slotlog_kernel::blob::BlobOutcome;
     match result {
-        Ok(BlobOutcome::Created(m)) | Ok(BlobOutcome::Stat(m)) | Ok(BlobOutcome::Rewritten(m)) => {
-            (1, m.generation.as_number().unwrap_or(0), m.size)
+        Ok(BlobOutcome::Created(w)) | Ok(BlobOutcome::Rewritten(w)) => {
+            (1, w.generation.as_number().unwrap_or(0), w.size)
         }
+        Ok(BlobOutcome::Stat(m)) => (1, m.generation.as_number().unwrap_or(0), m.size),
         Ok(BlobOutcome::Got { meta, .. }) => (2, meta.generation.as_number().unwrap_or(0), meta.size),
         Ok(BlobOutcome::Listed { entries, more }) => (
             3,
@@ -1211,6 +1215,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.holds_answered += s.holds_answered;
     t.recoveries_us.extend(s.recoveries_us.iter().copied());
     t.stalled_creates_refused += s.stalled_creates_refused;
+    t.slot_stats_after_create += s.slot_stats_after_create;
     into.compactor.add(r.compactor_stats());
     into.collector.add(r.collector_stats());
     let (rs, t) = (r.read_stats(), &mut into.reads);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use slotlog::Blobs;
-use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
 
 /// Writers racing for one name in the create race.
 pub const RACE_WRITERS: usize = 16;
@@ -155,7 +155,7 @@ fn create(key: &str, bytes: impl Into<Bytes>) -> BlobOp {
     BlobOp::Create { key: key.to_string(), bytes: bytes.into() }
 }
 
-async fn created(blobs: &Arc<dyn Blobs>, key: &str, bytes: impl Into<Bytes>) -> Result<ObjectMeta, String> {
+async fn created(blobs: &Arc<dyn Blobs>, key: &str, bytes: impl Into<Bytes>) -> Result<Written, String> {
     match blobs.execute(create(key, bytes)).await {
         Ok(BlobOutcome::Created(meta)) => Ok(meta),
         other => Err(format!("create {key}: {other:?}")),

@@ -200,7 +200,7 @@ fn timestamp(us: u64) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(us as i64).expect("virtual time fits")
 }
 
-fn put_result(meta: &blob::ObjectMeta) -> PutResult {
+fn put_result(meta: &blob::Written) -> PutResult {
     PutResult { e_tag: Some(e_tag(&meta.generation)), version: None, extensions: Default::default() }
 }
 

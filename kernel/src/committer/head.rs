@@ -6,7 +6,7 @@ use super::batch::answer_batch;
 use super::catch_up::CatchUp;
 use super::reply;
 use super::{CommitCall, Committer, RECOVERIES_REMEMBERED_MAX};
-use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, Written};
 use crate::effect::Effect;
 use crate::format::Slot;
 use crate::hash::Hash32;
@@ -81,9 +81,17 @@ impl Committer {
         debug_assert!(self.head_call);
         debug_assert_eq!(self.head_sequence(), Some(sequence));
         match result {
+            Ok(BlobOutcome::Created(Written { created_at_us: None, generation, .. }))
+                if !self.config.defects.skip_post_create_check =>
+            {
+                // No store time in the answer: a stat of the new slot gives it.
+                self.stats.slot_stats_after_create += 1;
+                let op = BlobOp::Stat { key: self.keys.slot(sequence) };
+                io.issue(now, Purpose::Commit(CommitCall::SlotStat { sequence, generation }), op, 0);
+            }
             Ok(outcome) => {
                 let landed_us = match outcome {
-                    BlobOutcome::Created(meta) => Some(meta.created_at_us),
+                    BlobOutcome::Created(written) => written.created_at_us,
                     _ => None,
                 };
                 self.commit_head(now, sn, landed_us, io)?
@@ -156,6 +164,37 @@ impl Committer {
         Ok(())
     }
 
+    /// The store's own record of the slot this replica just created. The slot is its
+    /// creation time unless it is gone or replaced, which only collection or a stall past
+    /// the slot retention could do: then nothing says where it stands, and its members are
+    /// answered `Uncertain`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_slot_stat(
+        &mut self,
+        now: Instant,
+        sn: &mut Snapshot,
+        sequence: u64,
+        generation: &Generation,
+        call: Call,
+        result: BlobResult,
+        io: &mut Io,
+    ) -> Result<(), FailReason> {
+        debug_assert!(self.head_call);
+        match result {
+            Ok(BlobOutcome::Stat(meta)) if &meta.generation == generation => {
+                self.commit_head(now, sn, Some(meta.created_at_us), io)
+            }
+            Ok(BlobOutcome::Stat(_)) | Err(BlobError::NotFound) => {
+                self.refuse_head(io);
+                Err(FailReason::CreatedSlotGone { key: self.keys.slot(sequence) })
+            }
+            _ => {
+                io.retry_later(now, call);
+                Ok(())
+            }
+        }
+    }
+
     /// The head's slot is in the log: install it and answer its members. `landed_us` is
     /// the store's creation time of the slot, when the answer carried it.
     fn commit_head(
@@ -217,12 +256,18 @@ impl Committer {
             return Ok(());
         }
         self.stats.stalled_creates_refused += 1;
+        self.refuse_head(io);
+        Err(FailReason::CreateBelowCollection { key: self.keys.slot(sequence), base_us, landed_us })
+    }
+
+    /// Answers the head's members `Uncertain`: its slot exists but may not be in the log.
+    fn refuse_head(&mut self, io: &mut Io) {
+        let head = self.pipeline.front_mut().expect("a head to refuse");
         for b in head.built.iter_mut().filter(|b| !b.pending.answered) {
             b.pending.answered = true;
             self.deadlines.remove(&(b.pending.deadline, b.pending.request));
             reply(io, b.pending.request, Err(WriteError::Uncertain { op_id: b.pending.op_id }));
         }
-        Err(FailReason::CreateBelowCollection { key: self.keys.slot(sequence), base_us, landed_us })
     }
 
     /// A peer's slot holds the name the head wanted: install it and requeue every batch.

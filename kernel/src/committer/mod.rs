@@ -23,6 +23,7 @@ mod tests;
 mod turns_tests;
 
 use crate::blob::BlobResult;
+use crate::blob::Generation;
 use crate::bodies::Bodies;
 use crate::config::Config;
 use crate::effect::Effect;
@@ -47,6 +48,9 @@ pub(crate) enum CommitCall {
     SlotCreate { sequence: u64 },
     /// Read the slot at this name: to settle an ambiguous create, or the one we lost to.
     SlotGet { sequence: u64 },
+    /// Learn the store's creation time of the slot just created at this generation, when
+    /// the create's answer carried none (S3), before any member is answered.
+    SlotStat { sequence: u64, generation: Generation },
     /// A loser lists the log past the slot it lost to, to catch up to the tip...
     CatchUpList,
     /// ...and reads each slot it listed.
@@ -95,6 +99,9 @@ pub struct CommitterStats {
     /// Slot creates that landed too long after their base and were refused before any
     /// member was acknowledged (SPEC 10.15, the post-create check).
     pub stalled_creates_refused: u64,
+    /// Slot creates whose answer carried no store time (S3), so a stat of the new slot
+    /// learned it before the members were answered: one round trip each.
+    pub slot_stats_after_create: u64,
 }
 
 pub(crate) struct Committer {
@@ -217,6 +224,9 @@ impl Committer {
         match what {
             CommitCall::SlotCreate { sequence } => self.on_slot_created(now, sn, sequence, call, result, io),
             CommitCall::SlotGet { sequence } => self.on_slot_read(now, sn, sequence, call, result, io),
+            CommitCall::SlotStat { sequence, generation } => {
+                self.on_slot_stat(now, sn, sequence, &generation, call, result, io)
+            }
             CommitCall::CatchUpList => self.on_catch_up_list(now, sn, call, result, io),
             CommitCall::CatchUpGet { sequence } => self.on_catch_up_get(now, sn, sequence, call, result, io),
         }

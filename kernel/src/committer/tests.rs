@@ -971,7 +971,7 @@ fn a_slot_create_landing_past_the_reload_age_after_its_base_is_refused_uncertain
     // The create lands a day late (a stalled writer): the store says so in its answer.
     let landed = h.apply_early(is_slot_create);
     let Ok(BlobOutcome::Created(mut meta)) = landed else { panic!("created: {landed:?}") };
-    meta.created_at_us += 24 * 3_600_000_000;
+    meta.created_at_us = meta.created_at_us.map(|t| t + 24 * 3_600_000_000);
     h.failure_expected = true;
     h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(meta))));
     assert!(matches!(h.failures[..], [FailReason::CreateBelowCollection { .. }]), "{:?}", h.failures);
@@ -986,6 +986,55 @@ fn a_slot_create_landing_promptly_is_acknowledged() {
     h.deliver();
     assert!(matches!(h.reply(r), Some(Ok(WriteOk::Committed(_)))));
     assert_eq!(h.replica.stats().stalled_creates_refused, 0);
+}
+
+/// Answers the head's slot create as S3 does: created, with no store time. Returns the
+/// stat of the new slot the committer sends next.
+fn slot_created_without_a_time(h: &mut Harness) -> BlobOp {
+    let landed = h.apply_early(is_slot_create);
+    let Ok(BlobOutcome::Created(mut written)) = landed else { panic!("created: {landed:?}") };
+    written.created_at_us = None;
+    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(written))));
+    let (_, next) = h.calls.front().expect("a stat of the new slot").clone();
+    next
+}
+
+#[test]
+fn a_slot_create_answered_without_a_time_is_acknowledged_only_after_a_stat_of_the_slot() {
+    let mut h = Harness::opened(Config::default());
+    let (r, create) = one_write_at_its_slot_create(&mut h);
+    let stat = slot_created_without_a_time(&mut h);
+    let BlobOp::Create { key, .. } = create else { panic!("{create:?}") };
+    assert_eq!(stat, BlobOp::Stat { key });
+    assert_eq!(h.reply(r), None, "nothing is answered before the store's time is known");
+    h.deliver();
+    assert!(matches!(h.reply(r), Some(Ok(WriteOk::Committed(_)))));
+    assert_eq!(h.replica.stats().slot_stats_after_create, 1);
+}
+
+#[test]
+fn a_slot_create_answered_without_a_time_that_landed_past_the_reload_age_is_refused_uncertain() {
+    let mut h = Harness::opened(Config::default());
+    let (r, _) = one_write_at_its_slot_create(&mut h);
+    slot_created_without_a_time(&mut h);
+    let stat = h.apply_early(|op| matches!(op, BlobOp::Stat { .. }));
+    let Ok(BlobOutcome::Stat(mut meta)) = stat else { panic!("stat: {stat:?}") };
+    meta.created_at_us += 24 * 3_600_000_000;
+    h.failure_expected = true;
+    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Stat(meta))));
+    assert!(matches!(h.failures[..], [FailReason::CreateBelowCollection { .. }]), "{:?}", h.failures);
+    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })));
+}
+
+#[test]
+fn a_slot_created_without_a_time_and_gone_at_its_stat_is_refused_uncertain() {
+    let mut h = Harness::opened(Config::default());
+    let (r, _) = one_write_at_its_slot_create(&mut h);
+    slot_created_without_a_time(&mut h);
+    h.failure_expected = true;
+    h.deliver_with(Fate::Fail(BlobError::NotFound));
+    assert!(matches!(h.failures[..], [FailReason::CreatedSlotGone { .. }]), "{:?}", h.failures);
+    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })));
 }
 
 #[test]

@@ -577,8 +577,8 @@ mod tests {
         let Ok(BlobOutcome::Got { meta: got, .. }) = runs[16].delivered() else {
             panic!("read-after-write: {:?}", runs[16].delivered());
         };
-        assert_eq!(got, meta);
-        assert_eq!(runs[17].delivered(), Ok(BlobOutcome::Listed { entries: vec![meta], more: false }));
+        assert_eq!(slotlog_kernel::Written::from(got.clone()), meta.clone());
+        assert_eq!(runs[17].delivered(), Ok(BlobOutcome::Listed { entries: vec![got], more: false }));
     }
 
     /// A mixed workload under high faults on the gcs profile.

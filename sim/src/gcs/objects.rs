@@ -24,7 +24,7 @@ use std::ops::Bound;
 use bytes::Bytes;
 use core::fmt;
 use core::str::FromStr;
-use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
 use slotlog_kernel::time::Instant;
 
 /// GCS allows one write per second to one object name; faster rewrites or deletes get a
@@ -105,6 +105,9 @@ pub struct StoreRules {
     /// S3's 409: a create landing within this long after a delete of its name is refused
     /// `Unavailable` and does not happen; `None` on GCS, which has no such conflict.
     pub create_delete_race_us: Option<u64>,
+    /// A create or rewrite answers with the object's creation time: GCS's JSON API does,
+    /// an S3 PUT does not.
+    pub write_times: bool,
 }
 
 impl StoreRules {
@@ -114,6 +117,7 @@ impl StoreRules {
             name_update_interval_us: Some(NAME_UPDATE_INTERVAL_US),
             tokens: VersionTokens::Generation,
             create_delete_race_us: None,
+            write_times: true,
         }
     }
 
@@ -124,6 +128,7 @@ impl StoreRules {
             name_update_interval_us: None,
             tokens: VersionTokens::Content,
             create_delete_race_us: Some(S3_CREATE_DELETE_RACE_US),
+            write_times: false,
         }
     }
 
@@ -161,6 +166,15 @@ impl Object {
             created_at_us: self.created_at_us,
             size: self.bytes.len() as u64,
         }
+    }
+
+    /// The answer to the write that made this version, with its time as `rules` say.
+    fn written(&self, key: &str, rules: StoreRules) -> Written {
+        let mut written = Written::from(self.meta(key));
+        if !rules.write_times {
+            written.created_at_us = None;
+        }
+        written
     }
 }
 
@@ -248,9 +262,9 @@ impl Objects {
                 }
                 let object =
                     Object { bytes: bytes.clone(), version: self.next_version(bytes), created_at_us: at_us };
-                let meta = object.meta(key);
+                let written = object.written(key, self.rules);
                 self.by_key.insert(key.clone(), object);
-                Ok(BlobOutcome::Created(meta))
+                Ok(BlobOutcome::Created(written))
             }
             BlobOp::Get { key } => {
                 let o = self.by_key.get(key).ok_or(BlobError::NotFound)?;
@@ -270,7 +284,7 @@ impl Objects {
                 o.bytes = bytes.clone();
                 o.version = version;
                 o.created_at_us = at_us;
-                Ok(BlobOutcome::Rewritten(o.meta(key)))
+                Ok(BlobOutcome::Rewritten(o.written(key, self.rules)))
             }
             BlobOp::Delete { key, if_generation } => {
                 self.check_update(at_us, key, if_generation)?;
@@ -367,7 +381,7 @@ mod tests {
 
     fn created(r: BlobResult) -> ObjectMeta {
         match r {
-            Ok(BlobOutcome::Created(m)) => m,
+            Ok(BlobOutcome::Created(w)) => timed(w),
             other => panic!("expected Created, got {other:?}"),
         }
     }
@@ -409,7 +423,7 @@ mod tests {
         };
         assert!(a.generation.as_number().unwrap() < b.generation.as_number().unwrap());
         assert!(b.generation.as_number().unwrap() < a2.generation.as_number().unwrap());
-        assert_eq!(a2.created_at_us, 2_000_000);
+        assert_eq!(a2.created_at_us, Some(2_000_000));
     }
 
     #[test]
@@ -544,9 +558,15 @@ mod tests {
 
     fn rewritten(r: BlobResult) -> ObjectMeta {
         match r {
-            Ok(BlobOutcome::Rewritten(m)) => m,
+            Ok(BlobOutcome::Rewritten(w)) => timed(w),
             other => panic!("expected Rewritten, got {other:?}"),
         }
+    }
+
+    /// A write's answer under GCS's rules, which carry the creation time.
+    fn timed(w: Written) -> ObjectMeta {
+        let created_at_us = w.created_at_us.expect("GCS answers a write with its time");
+        ObjectMeta { key: w.key, generation: w.generation, created_at_us, size: w.size }
     }
 
     fn listed(objects: &mut Objects, prefix: &str) -> Vec<ObjectMeta> {
