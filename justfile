@@ -19,25 +19,23 @@ sim SCENARIO="single" SEED="1": build
     {{slotlog}} run {{SCENARIO}} --seed {{SEED}}
 
 # The full test suite: unit, property and cross-crate tests (the S3 ones against moto,
-# installed from PyPI on first use) and 2,070 seeded runs, at least the 2,000 issue 13
-# asks, in about 955 s of CPU: about 9 minutes on 2 cores at the last CI run's ratio (646 s
-# of sweeps for 1,114 s of CPU). This is what CI runs.
-# User CPU a seed (docs/PERFORMANCE.md, "Simulation speed"; a loaded 2-core machine):
-# the eight light scenarios 3.62 s together, of which faults, crash and conflicts 0.54 s;
-# the heavy three (compact, open300, watch) 6.95 s together. So:
-#   light    seeds 1..150     8 x 150 = 1,200 runs   3.62 x 150 = 543 s
-#   cheap    seeds 151..400   3 x 250 =   750 runs   0.54 x 250 = 134 s
-#   heavy    seeds 1..40      3 x  40 =   120 runs   6.95 x  40 = 278 s
-#   collect  seeds 1..10      1 x  10 =    10 runs   about 4 s each = 40 s (30 virtual
-#            hours each: checkpoints, drops, slot collection, a pause and a stall)
-# (Before: light 1..200 and heavy 1..40, 1,720 runs in about 1,000 s of CPU with the same
-# code, 1,114 s before the simulator's speed-ups.) `just soak` sweeps all over 5,000.
+# installed from PyPI on first use) and 2,130 seeded runs, at least the 2,000 issue 13
+# asks. This is what CI runs. Wall time a run in the last fresh-clone CI (2 cores):
+# the eight light scenarios 0.31 s, faults, crash and conflicts 0.10 s, the heavy three
+# (compact, open300, watch) 1.27 s, collect 1.9 s. So:
+#   light    seeds 1..100     8 x 100 =   800 runs   about 245 s
+#   cheap    seeds 101..500   3 x 400 = 1,200 runs   about 125 s
+#   heavy    seeds 1..40      3 x  40 =   120 runs   about 150 s
+#   collect  seeds 1..10      1 x  10 =    10 runs   about  20 s (30 virtual hours each:
+#            checkpoints, drops, slot collection, a pause and a stall)
+# (Before: light 1..150 and cheap 151..400, 2,080 runs; the light runs grew dearer with
+# listings that are not snapshots.) `just soak` sweeps all over 5,000 seeds.
 # The driver under madsim is `just madsim-sweep` (its own build, ~3 min).
 test: build
     scripts/with-moto.sh just unit
     cargo test --release --workspace --doc
-    {{slotlog}} sweep {{light}} --seeds 1..150
-    {{slotlog}} sweep {{cheap}} --seeds 151..400
+    {{slotlog}} sweep {{light}} --seeds 1..100
+    {{slotlog}} sweep {{cheap}} --seeds 101..500
     {{slotlog}} sweep {{heavy}} --seeds 1..40
     {{slotlog}} sweep collect --seeds 1..10
 
