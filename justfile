@@ -56,6 +56,11 @@ repro SCENARIO SEED: build
 soak SEEDS="1..5000": build
     {{slotlog}} sweep all --seeds {{SEEDS}}
 
+# 48 virtual hours of collection with every fault, S3's rules on even seeds and GCS's on
+# odd ones (`slotlog run soak48 --seed N --json` for one report). Not part of `just test`.
+soak48 SEEDS="1..8": build
+    {{slotlog}} sweep soak48 --seeds {{SEEDS}}
+
 # Benchmarks. `just bench throughput` reproduces the record's batch/ahead table;
 # `just bench cold-start` opens worlds of 10^4 to 10^6 documents from a full checkpoint
 # (several GB of disk under TMPDIR and minutes at 10^6; SIZES="docs:slots ..." picks rows).

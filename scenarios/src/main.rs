@@ -305,7 +305,7 @@ enum Bench {
 /// `all`, one scenario, or a comma-separated list of them.
 fn scenarios_named(names: &str) -> Option<Vec<&'static Scenario>> {
     if names == "all" {
-        return Some(SCENARIOS.iter().collect());
+        return Some(SCENARIOS.iter().filter(|s| s.in_all).collect());
     }
     names.split(',').map(|n| Scenario::find(n.trim())).collect()
 }

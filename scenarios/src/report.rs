@@ -111,6 +111,10 @@ pub struct Checkpoints {
     pub runs: u64,
     /// Checkpoint names found taken by identical content.
     pub identical_races: u64,
+    /// Runs that ended without their checkpoint create: past the run bound (on the
+    /// replica's clock or the store's), or superseded by a checkpoint after their base.
+    pub runs_overdue: u64,
+    pub runs_superseded: u64,
     pub objects_created: u64,
     /// Objects a checkpoint named without creating them, the one before it having made them.
     pub objects_reused: u64,
@@ -431,6 +435,8 @@ impl Report {
                 adopted: result.replicas.iter().map(|r| r.compactor.adopted).sum(),
                 runs: result.replicas.iter().map(|r| r.compactor.runs).sum(),
                 identical_races: result.replicas.iter().map(|r| r.compactor.identical_races).sum(),
+                runs_overdue: result.replicas.iter().map(|r| r.compactor.runs_overdue).sum(),
+                runs_superseded: result.replicas.iter().map(|r| r.compactor.runs_superseded).sum(),
                 objects_created: result.replicas.iter().map(|r| r.compactor.objects_created).sum(),
                 objects_reused: result.replicas.iter().map(|r| r.compactor.objects_reused).sum(),
                 loaded_at_open: result.replicas.iter().map(|r| r.compactor.loaded_at_open).sum(),

@@ -6,7 +6,8 @@ use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_model::CheckOptions;
 use slotlog_sim::gcs::{Faults, GcsConfig, Listings, ProfileKind, VersionTokens};
 use slotlog_sim::{
-    Arrivals, Bursts, ClusterConfig, Crashes, Mix, Pause, ReadLoad, Stall, TraceEvent, WatchLoad, Workload,
+    Arrivals, Bursts, ClusterConfig, Crashes, Mix, Pause, ReadLoad, Stall, StallAt, TraceEvent, WatchLoad,
+    Workload,
 };
 
 /// What a run may change from a scenario's defaults.
@@ -121,6 +122,8 @@ pub struct Scenario {
     pub name: &'static str,
     pub about: &'static str,
     build: fn(u64) -> ClusterConfig,
+    /// Swept by `sweep all`; a soak is swept only by name.
+    pub in_all: bool,
 }
 
 pub const SCENARIOS: &[Scenario] = &[
@@ -128,61 +131,79 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "single",
         about: "one store, gcs profile, open loop 250 writes/s for 60 s on a 2,000-document world",
         build: single,
+        in_all: true,
     },
     Scenario {
         name: "saturate",
         about: "one store, gcs profile, closed loop of 256 writers (honours --batch-max and --ahead)",
         build: saturate,
+        in_all: true,
     },
     Scenario {
         name: "race",
         about: "R stores (default 3), gcs-shaped, 2,000-document seed, 30% creates 70% blind updates, 64 writers per store",
         build: race,
+        in_all: true,
     },
     Scenario {
         name: "fast2",
         about: "two stores, fast profile (2 ms calls), closed loop, 1.5 s: the record's model of turns",
         build: fast2,
+        in_all: true,
     },
     Scenario {
         name: "open300",
         about: "three stores, gcs-shaped, open loop 300 writes/s split evenly, 2,000-document seed, 30% creates 70% blind updates, 60 s",
         build: open300,
+        in_all: true,
     },
     Scenario {
         name: "faults",
         about: "3 stores, gcs profile with every fault at high rates: 429, 5xx, timeouts, late creates, spikes",
         build: faults,
+        in_all: true,
     },
     Scenario {
         name: "crash",
         about: "3 stores, gcs profile, random crashes and restarts, skewed clocks, checkpoints every 64 slots",
         build: crash,
+        in_all: true,
     },
     Scenario {
         name: "reads",
         about: "3 stores writing 250 writes/s in total, readers of both classes on each; a follower without hints serving catalog reads",
         build: reads,
+        in_all: true,
     },
     Scenario {
         name: "watch",
         about: "watchers that connect, disconnect and resume from cursors inside the ring, past it, and past 16,384 slots",
         build: watch,
+        in_all: true,
     },
     Scenario {
         name: "compact",
         about: "three writers at 300 writes/s open loop and a fourth store without writes, gcs-shaped, checkpoints every 64 slots, crashes and restarts that cold-start from checkpoints, 60 s",
         build: compact,
+        in_all: true,
     },
     Scenario {
         name: "collect",
         about: "3 stores, gcs profile, grace and cadence at their defaults, 10 s bursts of writes every 30 minutes over 30 virtual hours, crashes: checkpoints, drops and slot collection",
         build: collect,
+        in_all: true,
+    },
+    Scenario {
+        name: "soak48",
+        about: "collect's shape over 48 virtual hours with every fault: S3's rules on even seeds, GCS's on odd, faults high, creates landing minutes late, listings that miss objects, clock skew, a pause of 13 h, and clock-stopped stalls at a slot create, a checkpoint object create and a drop's delete",
+        build: soak48,
+        in_all: false,
     },
     Scenario {
         name: "conflicts",
         about: "many writers on a few documents: expected versions, appends, archive and policy flips, parent/child races",
         build: conflicts,
+        in_all: true,
     },
 ];
 
@@ -483,7 +504,26 @@ fn collect(seed: u64) -> ClusterConfig {
     // A replica paused past the reload age, and one stalled at a slot create long enough
     // for the slot it wanted to be committed by a peer, covered and collected (24 h).
     c.pause = Some(Pause { node: 1, at_ms: 2 * 3_600_000, for_ms: 13 * 3_600_000 });
-    c.stall = Some(Stall { node: 2, after_ms: 3_600_000, for_ms: 26 * 3_600_000 });
+    c.stalls = vec![Stall { node: 2, after_ms: 3_600_000, for_ms: 26 * 3_600_000, at: StallAt::SlotCreate }];
+    c
+}
+
+/// `collect` over 48 virtual hours with every fault this simulator has (`just soak48`).
+fn soak48(seed: u64) -> ClusterConfig {
+    let mut c = collect(seed);
+    let kind = if seed % 2 == 0 { ProfileKind::S3 } else { ProfileKind::Gcs };
+    let faults = Faults { late_create_max_ms: 10 * 60_000, ..Faults::high() };
+    c.gcs = GcsConfig::of(kind).with_faults(faults).with_listings(Listings::local());
+    c.duration_ms = 48 * 3_600_000;
+    c.clock_skew_ms_max = 2_000;
+    c.crashes = Some(Crashes { mean_interval_ms: 3_600_000, down_ms_min: 1_000, down_ms_max: 60_000 });
+    let hour = 3_600_000;
+    c.stalls.extend([
+        // A compactor run that resumes 40 minutes on, its clock stopped: past the grace.
+        Stall { node: 0, after_ms: 20 * hour, for_ms: 3 * hour, at: StallAt::CheckpointObjectCreate },
+        // A drop that resumes deleting from a listing 40 minutes old.
+        Stall { node: 1, after_ms: 30 * hour, for_ms: 40 * 60_000, at: StallAt::Delete },
+    ]);
     c
 }
 

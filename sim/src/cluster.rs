@@ -8,7 +8,7 @@
 //! order). The same (configuration, seed, code) gives the same trace hash on every machine.
 
 use crate::gcs::{GcsConfig, PlannedReply, SimGcs, StoreStats};
-use crate::pause::{Pause, Paused, Stall};
+use crate::pause::{Pause, Paused, Stall, StallAt};
 use crate::rng::SimRng;
 use crate::workload::{Arrivals, Generator, ReadLoad, WatchLoad, Workload};
 use bytes::Bytes;
@@ -80,7 +80,7 @@ pub struct ClusterConfig {
     pub crashes: Option<Crashes>,
     /// A replica paused once for a long time, and one stalled at a slot create.
     pub pause: Option<Pause>,
-    pub stall: Option<Stall>,
+    pub stalls: Vec<Stall>,
     /// Each replica's clock runs ahead of true time by up to this much.
     pub clock_skew_ms_max: u64,
     /// After the clients stop, how long the run may take to settle every write.
@@ -106,7 +106,7 @@ impl ClusterConfig {
             preload_members_per_slot: SLOT_MEMBERS_MAX,
             crashes: None,
             pause: None,
-            stall: None,
+            stalls: Vec::new(),
             clock_skew_ms_max: 0,
             settle_ms_max: 60_000,
             prefix: "worlds/sim".to_string(),
@@ -273,6 +273,8 @@ struct Watcher {
 struct Cluster<'a> {
     config: &'a ClusterConfig,
     keys: Keys,
+    /// Which of the configured stalls have struck (each strikes once a run).
+    stalls_struck: Vec<bool>,
     world_id: WorldId,
     now: Instant,
     queue: BinaryHeap<Reverse<(Instant, u64, u64)>>,
@@ -380,9 +382,11 @@ fn run_inner<'a>(
     let mut world_bytes = [0u8; 16];
     world_bytes[..8].copy_from_slice(&seeds.next_u64().to_le_bytes());
     world_bytes[8..].copy_from_slice(&seeds.next_u64().to_le_bytes());
+    let stalls_struck = vec![false; config.stalls.len()];
     let mut c = Cluster {
         config,
         keys,
+        stalls_struck,
         world_id: WorldId(world_bytes),
         now: Instant::ZERO,
         queue: BinaryHeap::new(),
@@ -905,7 +909,6 @@ impl Cluster<'_> {
     fn resume(&mut self, node: usize) {
         self.trace(&[13, node as u64], "resume");
         let paused = std::mem::take(&mut self.nodes[node].paused);
-        self.nodes[node].paused.stalled = paused.stalled;
         for (id, op) in paused.calls {
             self.submit(node, id, op);
         }
@@ -995,16 +998,33 @@ impl Cluster<'_> {
         }
     }
 
+    /// Stalls the node at `op` if a stall not yet struck is placed there.
+    fn stall_if_due(&mut self, node: usize, op: &BlobOp) {
+        let due = self.config.stalls.iter().enumerate().find(|(i, s)| {
+            let place = match (s.at, op) {
+                (StallAt::SlotCreate, BlobOp::Create { key, .. }) => self.keys.parse_slot(key).is_some(),
+                (StallAt::CheckpointObjectCreate, BlobOp::Create { key, .. }) => {
+                    let k = &self.keys;
+                    [k.shards_prefix(), k.roots_prefix(), k.receipts_prefix()]
+                        .iter()
+                        .any(|p| key.starts_with(p))
+                }
+                (StallAt::Delete, BlobOp::Delete { .. }) => true,
+                _ => false,
+            };
+            s.node == node && place && !self.stalls_struck[*i] && self.now >= Instant::from_millis(s.after_ms)
+        });
+        if let Some((i, s)) = due.map(|(i, s)| (i, *s)) {
+            self.stalls_struck[i] = true;
+            self.pause(node, s.for_ms);
+            // Suspended: its clock resumes where it stopped.
+            self.nodes[node].frozen_us += s.for_ms * 1_000;
+        }
+    }
+
     fn submit(&mut self, node: usize, id: BlobOpId, op: BlobOp) {
-        if let Some(s) = self.config.stall.filter(|s| s.node == node && !self.nodes[node].paused.stalled) {
-            let slot_create =
-                matches!(&op, BlobOp::Create { key, .. } if self.keys.parse_slot(key).is_some());
-            if slot_create && self.now >= Instant::from_millis(s.after_ms) {
-                self.nodes[node].paused.stalled = true;
-                self.pause(node, s.for_ms);
-                // Suspended: its clock resumes where it stopped.
-                self.nodes[node].frozen_us += s.for_ms * 1_000;
-            }
+        if !self.nodes[node].paused.is_paused() {
+            self.stall_if_due(node, &op);
         }
         if self.nodes[node].paused.is_paused() {
             self.nodes[node].paused.calls.push((id, op));

@@ -1,8 +1,9 @@
 //! Replicas that stop for hours and resume (issue 10 and the collection-fences issue): a
 //! suspended VM, a long GC pause, a partition. A paused replica takes no input and sends
 //! nothing; what reaches it waits, and is delivered in order when it resumes. A stall is
-//! the worst-placed pause: it begins as the replica sends a slot create, which is held
-//! with it, so the create goes out hours after the batch was built.
+//! a worst-placed pause with the replica's clock stopped (a suspend): it begins as the
+//! replica sends a call of one kind ([`StallAt`]), which is held with it, so the call goes
+//! out long after the replica decided to make it.
 
 use slotlog_kernel::effect::Input;
 use slotlog_kernel::{BlobOp, BlobOpId, Instant};
@@ -16,12 +17,26 @@ pub struct Pause {
     pub for_ms: u64,
 }
 
-/// A replica stalled at the first slot create it sends after `after_ms`, for `for_ms`.
+/// A replica stalled at the first call of kind `at` it sends after `after_ms`, for
+/// `for_ms`, its clock stopped meanwhile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stall {
     pub node: usize,
     pub after_ms: u64,
     pub for_ms: u64,
+    pub at: StallAt,
+}
+
+/// Where a stall strikes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StallAt {
+    /// A slot create: a batch built on a tip that may be long gone when it lands.
+    SlotCreate,
+    /// A create of a checkpoint's shard, root or receipt block: a compactor run that
+    /// resumes with a fold, and objects it thinks stored, from long before.
+    CheckpointObjectCreate,
+    /// A delete: a collection drop that resumes deleting from a listing long stale.
+    Delete,
 }
 
 /// What one node holds while paused.
@@ -30,10 +45,8 @@ pub(crate) struct Paused {
     pub until: Option<Instant>,
     /// Inputs that arrived meanwhile, in order.
     pub inputs: VecDeque<Input>,
-    /// Calls it sent at the moment it stopped (the stalled create among them).
+    /// Calls it sent at the moment it stopped (the stalled call among them).
     pub calls: Vec<(BlobOpId, BlobOp)>,
-    /// The stall has happened (it happens once a run).
-    pub stalled: bool,
 }
 
 impl Paused {

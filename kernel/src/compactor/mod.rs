@@ -15,6 +15,7 @@
 
 mod adopt;
 mod freshen;
+mod recheck;
 #[cfg(test)]
 mod tests;
 
@@ -83,6 +84,9 @@ pub(crate) enum StepCall {
     CheckpointFreshen {
         next_sequence: u64,
     },
+    /// List the checkpoints after the run's base once every object is stored, before the
+    /// checkpoint create (SPEC 10.15, "a run writes only on its own base").
+    Recheck,
 }
 
 /// The calls of looking for a newer checkpoint and adopting it.
@@ -124,8 +128,11 @@ pub struct CompactorStats {
     /// Stored objects a run found old and rewrote with a new stamp before using them.
     pub freshened: u64,
     /// Runs that reached their checkpoint create later than `checkpoint_run_ms_max` after
-    /// their look, and so ended without it.
+    /// their look, on this replica's clock or the store's, and so ended without it.
     pub runs_overdue: u64,
+    /// Runs that found a checkpoint after their base when they came to write theirs, and
+    /// so ended without it (the next look adopts it).
+    pub runs_superseded: u64,
 }
 
 impl CompactorStats {
@@ -144,6 +151,7 @@ impl CompactorStats {
             adoptions_abandoned,
             freshened,
             runs_overdue,
+            runs_superseded,
         } = other;
         self.runs += runs;
         self.written += written;
@@ -157,6 +165,7 @@ impl CompactorStats {
         self.adoptions_abandoned += adoptions_abandoned;
         self.freshened += freshened;
         self.runs_overdue += runs_overdue;
+        self.runs_superseded += runs_superseded;
     }
 }
 
@@ -228,8 +237,10 @@ pub(crate) struct Compactor {
     /// The deliberate defect: a freshen writes the first write's bytes again.
     freshen_keeps_bytes: bool,
     /// When the current run's look began: its checkpoint create must go out within
-    /// `run_ms_max` of it.
+    /// `run_ms_max` of it, on this replica's clock and, as far as it knows it, the
+    /// store's.
     run_began: Instant,
+    run_began_store_us: Option<u64>,
     /// The checkpoint this replica's own create just wrote, for the collector.
     written_out: Option<Written>,
     pub stats: CompactorStats,
@@ -266,6 +277,7 @@ impl Compactor {
             run_ms_max: Duration::from_millis(config.checkpoint_run_ms_max),
             freshen_keeps_bytes: config.defects.freshen_keeps_bytes,
             run_began: now,
+            run_began_store_us: None,
             written_out: None,
             stats: CompactorStats::default(),
         }
@@ -324,6 +336,7 @@ impl Compactor {
                 self.due_at = None;
                 self.stats.looks += 1;
                 self.run_began = now;
+                self.run_began_store_us = io.store_clock.now_us(now);
                 self.look = Some(self.newest_next_sequence);
                 self.list_checkpoints(now, None, io);
             }
@@ -425,20 +438,8 @@ impl Compactor {
             io.issue(now, step(what), op, 0);
         }
         if run.queue.is_empty() && run.in_flight.is_empty() && !run.checkpoint_sent {
-            // A run that took longer than its bound may name objects a drop has judged
-            // unused meanwhile (SPEC 10.15): it ends without writing.
-            if now.saturating_since(self.run_began) > self.run_ms_max {
-                self.stats.runs_overdue += 1;
-                self.run = None;
-                return;
-            }
             run.checkpoint_sent = true;
-            let next_sequence = run.checkpoint.next_sequence;
-            let op = BlobOp::Create {
-                key: self.keys.checkpoint(next_sequence),
-                bytes: run.checkpoint_bytes.clone(),
-            };
-            io.issue(now, step(StepCall::CheckpointCreate { next_sequence }), op, 0);
+            self.recheck(now, io);
         }
     }
 
@@ -535,6 +536,7 @@ impl Compactor {
                 io.issue(now, step(what), op, call.attempt + 1);
             }
             (StepCall::CheckpointGet { .. }, _) => io.retry_later(now, call),
+            (StepCall::Recheck, result) => self.on_recheck(now, call, result, store_now_us, io),
         }
         self.send(now, io);
         Ok(())

@@ -3,7 +3,7 @@
 //! a taken name settled by comparing content, cold start from the newest checkpoint, and
 //! falling back from one that cannot be loaded.
 
-use crate::blob::{BlobError, BlobOp};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, ObjectMeta};
 use crate::checkpoint::fold;
 use crate::config::{CompactionRole, Config};
 use crate::effect::Warning;
@@ -345,4 +345,58 @@ fn a_backstop_adopts_and_steps_only_once_the_newest_checkpoint_is_old() {
     write_docs(&mut h, 9, 4);
     assert_eq!(h.replica.compactor_stats().written, 1, "{:?}", h.replica.compactor_stats());
     assert_eq!(full_checkpoints(&h.store).len(), 1);
+}
+
+/// A run delivered until its last look is pending: every object stored, the checkpoint
+/// create not yet sent.
+fn run_to_its_recheck(h: &mut Harness) {
+    let is_recheck =
+        |op: &BlobOp| matches!(op, BlobOp::List { prefix, .. } if *prefix == keys().checkpoints_prefix());
+    let mut objects_created = false;
+    for _ in 0..10_000 {
+        let Some((_, op)) = h.calls.front().cloned() else { break };
+        if objects_created && is_recheck(&op) {
+            return;
+        }
+        if matches!(&op, BlobOp::Create { key, .. } if key.starts_with(&keys().roots_prefix())) {
+            objects_created = true;
+        }
+        h.deliver();
+    }
+    panic!("no last look before the checkpoint create");
+}
+
+#[test]
+fn a_run_that_finds_a_checkpoint_after_its_base_at_its_last_look_writes_none() {
+    let mut h = Harness::opened(compacting(4));
+    write_docs(&mut h, 1, 3);
+    let r = h.publish(4, "/d4.md", "body");
+    run_to_its_recheck(&mut h);
+    // A peer's checkpoint appeared after the one this run built on.
+    let peer = keys().checkpoint(3);
+    h.store.objects.insert(peer, (Bytes::from_static(b"a peer's"), 999, h.now.as_micros()));
+    h.settle();
+    assert!(matches!(h.reply(r), Some(Ok(_))));
+    assert_eq!(full_checkpoints(&h.store), vec![3], "no checkpoint of its own");
+    assert_eq!(h.replica.compactor_stats().runs_superseded, 1);
+    assert_eq!(h.replica.compactor_stats().written, 0);
+}
+
+#[test]
+fn a_run_whose_last_look_shows_the_store_past_its_bound_writes_none() {
+    let mut h = Harness::opened(compacting(4));
+    write_docs(&mut h, 1, 3);
+    h.publish(4, "/d4.md", "body");
+    run_to_its_recheck(&mut h);
+    // The replica's clock stood still (a suspend) while the store's ran on: the listing
+    // shows a racer's identical checkpoint created past the run's bound.
+    let stamp = h.now.as_micros() + Config::default().checkpoint_run_ms_max * 1_000 + 1_000_000;
+    let key = keys().checkpoint(5);
+    let entry = ObjectMeta { key, generation: 999.into(), created_at_us: stamp, size: 1 };
+    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Listed { entries: vec![entry], more: false })));
+    h.settle();
+    let stats = h.replica.compactor_stats();
+    assert_eq!(stats.runs_overdue, 1, "{stats:?}");
+    // The next run begins on the store's clock as it now knows it, and writes.
+    assert_eq!((stats.runs, stats.written), (2, 1), "{stats:?}");
 }

@@ -1,0 +1,60 @@
+//! The last look before a checkpoint create (SPEC 10.15, "a run writes only on its own
+//! base"). A run reuses the objects of the checkpoint it built on without creating them
+//! again, and a drop may delete those once three newer checkpoints exist. A run that took
+//! its time (a replica stopped with its clock, so its own bound saw nothing) must not then
+//! write a checkpoint that names them. So once every object is stored, the run lists the
+//! checkpoints after its base: any other one there ends the run without its create (the
+//! next look adopts it), and the listing's creation times tell the store's clock, on
+//! which the run bound is judged too.
+
+use super::{step, Compactor, StepCall};
+use crate::blob::{BlobOp, BlobOutcome, BlobResult};
+use crate::io::{Call, Io};
+use crate::time::Instant;
+
+impl Compactor {
+    pub(super) fn recheck(&mut self, now: Instant, io: &mut Io) {
+        let op = BlobOp::List {
+            prefix: self.keys.checkpoints_prefix(),
+            start_after: Some(self.keys.checkpoint(self.newest_next_sequence)),
+            limit: 2,
+        };
+        io.issue(now, step(StepCall::Recheck), op, 0);
+    }
+
+    pub(super) fn on_recheck(
+        &mut self,
+        now: Instant,
+        call: Call,
+        result: BlobResult,
+        store_now_us: Option<u64>,
+        io: &mut Io,
+    ) {
+        let Ok(BlobOutcome::Listed { entries, more }) = result else {
+            io.retry_later(now, call);
+            return;
+        };
+        let run = self.run.as_ref().expect("running");
+        let next_sequence = run.checkpoint.next_sequence;
+        let ours = self.keys.checkpoint(next_sequence);
+        let superseded = more || entries.iter().any(|e| e.key != ours);
+        let local_overdue = now.saturating_since(self.run_began) > self.run_ms_max;
+        let store_overdue = match (self.run_began_store_us, store_now_us) {
+            (Some(began), Some(store_now)) => {
+                store_now.saturating_sub(began) > self.run_ms_max.as_micros() as u64
+            }
+            _ => false,
+        };
+        if superseded {
+            self.stats.runs_superseded += 1;
+            self.run = None;
+        } else if local_overdue || store_overdue {
+            // Objects it names may have been judged unused by a drop meanwhile.
+            self.stats.runs_overdue += 1;
+            self.run = None;
+        } else {
+            let op = BlobOp::Create { key: ours, bytes: run.checkpoint_bytes.clone() };
+            io.issue(now, step(StepCall::CheckpointCreate { next_sequence }), op, 0);
+        }
+    }
+}
