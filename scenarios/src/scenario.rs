@@ -511,7 +511,7 @@ fn collect(seed: u64) -> ClusterConfig {
 /// `collect` over 48 virtual hours with every fault this simulator has (`just soak48`).
 fn soak48(seed: u64) -> ClusterConfig {
     let mut c = collect(seed);
-    let kind = if seed % 2 == 0 { ProfileKind::S3 } else { ProfileKind::Gcs };
+    let kind = if seed.is_multiple_of(2) { ProfileKind::S3 } else { ProfileKind::Gcs };
     let faults = Faults { late_create_max_ms: 10 * 60_000, ..Faults::high() };
     c.gcs = GcsConfig::of(kind).with_faults(faults).with_listings(Listings::local());
     c.duration_ms = 48 * 3_600_000;
