@@ -44,6 +44,18 @@ type Placement = (u64, Option<(u64, Hash32)>);
 
 pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, String> {
     let (store, _, prefix) = super::store(url, prefix, false)?;
+    verify_store(&store, url, &prefix, logs).await
+}
+
+/// `verify` on a store already open (`url` only names it in messages); `prefix` is the
+/// world's whole key prefix in it.
+pub async fn verify_store(
+    store: &std::sync::Arc<dyn object_store::ObjectStore>,
+    url: &str,
+    prefix: &str,
+    logs: &[String],
+) -> Result<bool, String> {
+    let (store, prefix) = (store.clone(), prefix.to_string());
     let keys = Keys::new(&prefix);
     let mut objects = super::read_all(&store, &prefix).await?;
     let marker = objects
@@ -68,23 +80,35 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
         acked.extend(parse_log(&text));
     }
     let (mut lost, mut twice, mut misplaced, mut bad_bodies, mut collected) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let anchor = scan.anchor.as_ref().and_then(|a| a.world.as_ref().map(|w| (a.next_sequence, w)));
+    // Collected operations past the anchor's receipt window: nothing left to judge them by.
+    let mut past_window = 0u64;
+    let anchor =
+        scan.anchor.as_ref().and_then(|a| a.world.as_ref().map(|w| (a.next_sequence, Collected::of(w))));
     for a in &acked {
+        if anchor
+            .as_ref()
+            .is_some_and(|(_, c)| !in_log.contains_key(&a.op_id) && a.sequence < c.receipts_from)
+        {
+            past_window += 1;
+            continue;
+        }
         // Its slot, or, collected, the receipt the anchor checkpoint holds; the body is
         // judged unless its version is no longer current there.
         let (found, judge_body) = match in_log.get(&a.op_id) {
             Some(found) => (found.clone(), true),
-            None => match anchor.filter(|(from, _)| a.sequence < *from).and_then(|(_, w)| placed_in(w, a)) {
-                Some((placement, current)) => {
-                    collected += 1;
-                    (vec![placement], current)
+            None => {
+                match anchor.as_ref().filter(|(from, _)| a.sequence < *from).and_then(|(_, c)| c.placed(a)) {
+                    Some((placement, current)) => {
+                        collected += 1;
+                        (vec![placement], current)
+                    }
+                    None => {
+                        lost += 1;
+                        eprintln!("lost: {} acknowledged at sequence {} ({})", a.op_id, a.sequence, a.path);
+                        continue;
+                    }
                 }
-                None => {
-                    lost += 1;
-                    eprintln!("lost: {} acknowledged at sequence {} ({})", a.op_id, a.sequence, a.path);
-                    continue;
-                }
-            },
+            }
         };
         if found.len() > 1 {
             twice += 1;
@@ -126,7 +150,7 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
     let collected_below = scan.anchor.as_ref().map_or(0, |a| a.next_sequence);
     println!(
         "acked={} slots={} tip={} chain={} collected_below={collected_below} collected_acked={collected} \
-         forks={} checkpoints={} ({}) twice={twice} misplaced={misplaced} bad_bodies={bad_bodies} lost={lost}",
+         past_receipt_window={past_window} forks={} checkpoints={} ({}) twice={twice} misplaced={misplaced} bad_bodies={bad_bodies} lost={lost}",
         acked.len(),
         scan.slots().count(),
         scan.chain.tip,
@@ -138,13 +162,30 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
     Ok(chain_ok && checkpoints.is_empty() && lost == 0 && twice == 0 && misplaced == 0 && bad_bodies == 0)
 }
 
-/// Where a checkpoint's world puts a collected operation (its receipt's sequence and
-/// version, with the document's current body hash), and whether that version is still
-/// current there (only then is its body judged).
-fn placed_in(world: &WorldState, a: &Acked) -> Option<(Placement, bool)> {
-    let receipt = world.receipts_since(1).find(|r| r.op_id.to_string() == a.op_id)?;
-    let entry = world.documents().find(|(p, _)| p.as_str() == a.path).map(|(_, d)| &d.entry);
-    let current = entry.filter(|e| e.version == receipt.version);
-    let hash = current.map_or(Hash32::ZERO, |e| e.body_hash);
-    Some(((receipt.sequence, Some((receipt.version, hash))), current.is_some()))
+/// What a checkpoint's world says of collected operations: its receipts by operation id,
+/// and its documents' current entries by path.
+struct Collected<'a> {
+    receipts: BTreeMap<String, &'a slotlog_kernel::world::Receipt>,
+    current: BTreeMap<&'a str, &'a slotlog_kernel::world::IndexEntry>,
+    receipts_from: u64,
+}
+
+impl<'a> Collected<'a> {
+    fn of(world: &'a WorldState) -> Collected<'a> {
+        Collected {
+            receipts: world.receipts_since(1).map(|r| (r.op_id.to_string(), r)).collect(),
+            current: world.documents().map(|(p, d)| (p.as_str(), &d.entry)).collect(),
+            receipts_from: world.receipts_from_sequence(),
+        }
+    }
+
+    /// Where the world puts a collected operation (its receipt's sequence and version,
+    /// with the document's current body hash), and whether that version is still current
+    /// there (only then is its body judged).
+    fn placed(&self, a: &Acked) -> Option<(Placement, bool)> {
+        let receipt = self.receipts.get(&a.op_id)?;
+        let current = self.current.get(a.path.as_str()).filter(|e| e.version == receipt.version);
+        let hash = current.map_or(Hash32::ZERO, |e| e.body_hash);
+        Some(((receipt.sequence, Some((receipt.version, hash))), current.is_some()))
+    }
 }
