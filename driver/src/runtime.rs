@@ -50,8 +50,9 @@ struct Waiting {
     op_id: Option<OperationId>,
 }
 
-/// A finished blob call: its id, the call as the retry budget knows it, its result.
-type Done = (BlobOpId, CallKey, Result<BlobOutcome, CallFailure>);
+/// A finished blob call: the incarnation of the replica that sent it, its id, the call as
+/// the retry budget knows it, its result.
+type Done = (u32, BlobOpId, CallKey, Result<BlobOutcome, CallFailure>);
 
 pub(crate) struct Loop {
     pub replica: Replica,
@@ -72,6 +73,9 @@ pub(crate) struct Loop {
     pub reloads: Reloads,
     /// Counters of the replicas replaced so far.
     pub past: WorldStats,
+    /// Replicas replaced so far: a call's answer goes only to the replica that sent it
+    /// (a new replica numbers its calls from the start again).
+    pub incarnation: u32,
 }
 
 /// What the driver does with a failed call.
@@ -154,6 +158,7 @@ impl Loop {
         };
         let store_id = identity.store_id;
         self.replica = Replica::new(self.kernel.clone(), identity, self.now()).expect("validated at open");
+        self.incarnation += 1;
         tracing::warn!(%reason, in_a_row, reloads = self.past.reloads, ?store_id, "reloading from the newest checkpoint");
     }
 
@@ -180,6 +185,7 @@ impl Loop {
                         let timeout = self.call_timeout;
                         let span = tracing::debug_span!("blob", kind = op_kind(&op), key = op.key());
                         let call = call_key(&op);
+                        let incarnation = self.incarnation;
                         tokio::spawn(
                             async move {
                                 let result = match tokio::time::timeout(timeout, blobs.execute_explained(op))
@@ -192,7 +198,7 @@ impl Loop {
                                     }),
                                 };
                                 tracing::debug!(?result, "done");
-                                let _ = done.send((id, call, result));
+                                let _ = done.send((incarnation, id, call, result));
                             }
                             .instrument(span),
                         );
@@ -311,7 +317,11 @@ impl Loop {
                         }
                     }
                 }
-                Some((id, call, result)) = done_rx.recv() => {
+                Some((incarnation, id, call, result)) = done_rx.recv() => {
+                    if incarnation != self.incarnation {
+                        // A call of a replica since replaced: nobody is waiting for it.
+                        continue;
+                    }
                     // The store answered (a result, or one of the contract's outcomes).
                     let answered = result.as_ref().map_or_else(|f| !f.error.is_transient(), |_| true);
                     if answered {

@@ -198,6 +198,7 @@ impl World {
             identity,
             reloads: Reloads::new(config.reloads_without_progress_max),
             past: WorldStats::default(),
+            incarnation: 0,
         };
         tokio::spawn(run.run());
         match opened_rx.await {
