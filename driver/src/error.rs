@@ -43,6 +43,16 @@ pub enum Error {
     Prefix(PrefixError),
     /// `World::open` was handed a cloud store it cannot check; nothing was sent.
     UncheckedStore(UncheckedStore),
+    /// The replica failed closed asking to be reopened (`last`, one of the reload rule's
+    /// reasons, SPEC 10.15) more than `WorldConfig::reloads_without_progress_max` times in
+    /// a row without committing or answering anything in between (`reloads` in that run).
+    /// The world stopped: this call and every later one answer this error. Writes waiting
+    /// were answered before it (`Uncertain` for any whose slot create was sent); open the
+    /// world again once the store's clock or the peer that caused it is looked at.
+    Reloads {
+        reloads: u32,
+        last: FailReason,
+    },
 }
 
 /// What kind of error an [`Error`] is: what a caller branches on.
@@ -130,7 +140,7 @@ impl Error {
             Error::Failed(_) => ErrorKind::Corruption,
             Error::Config(_) | Error::Prefix(_) | Error::UncheckedStore(_) => ErrorKind::Configuration,
             Error::Closed => ErrorKind::Closed,
-            Error::Busy | Error::OpenDeadline { .. } => ErrorKind::Unavailable,
+            Error::Busy | Error::OpenDeadline { .. } | Error::Reloads { .. } => ErrorKind::Unavailable,
             Error::Store(e) => e.kind.error_kind(),
         }
     }
@@ -156,6 +166,10 @@ impl fmt::Display for Error {
             }
             Error::Prefix(e) => write!(f, "{e}"),
             Error::UncheckedStore(e) => write!(f, "{e}"),
+            Error::Reloads { reloads, last } => write!(
+                f,
+                "the world stopped after {reloads} reloads in a row with no progress between them; last: {last}"
+            ),
         }
     }
 }
@@ -168,7 +182,7 @@ impl std::error::Error for Error {
             Error::Write(e) => e.source(),
             Error::Read(e) => e.source(),
             Error::Watch(e) => e.source(),
-            Error::Failed(r) => r.source(),
+            Error::Failed(r) | Error::Reloads { last: r, .. } => r.source(),
             Error::Store(e) => e.source(),
             Error::OpenDeadline { last_error: Some(e), .. } => e.source(),
             Error::Config(_)

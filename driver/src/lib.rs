@@ -59,12 +59,24 @@
 //! The same store failures reach a world already open: it stops, and the call waiting
 //! and every later call answer `Error::Store` (a write waiting then may still commit if
 //! its slot create was sent; its receipt settles it after the next open).
+//!
+//! # Reloading
+//!
+//! A replica that may be behind collection fails closed asking to be reopened (SPEC 10.15,
+//! the reload rule): its snapshot went unconfirmed for 12 hours, its slot create landed
+//! more than 12 hours after its base on the store's clock, or its tip probe found the next
+//! slot collected. The `World` then reopens it from the newest checkpoint by itself
+//! (logged at `warn`, counted in [`World::stats`]); what the failure answered stays
+//! answered (a write whose slot create was sent is `Uncertain`: its receipt settles it).
+//! Reloads in a row with nothing committed or answered between them stop the world past
+//! [`WorldConfig::reloads_without_progress_max`], with [`Error::Reloads`].
 
 pub mod blobs;
 pub(crate) mod budget;
 pub mod error;
 #[cfg(feature = "object-store")]
 pub mod object_store_blobs;
+pub mod reload;
 pub(crate) mod runtime;
 #[cfg(feature = "sim")]
 pub mod sim_blobs;
@@ -79,6 +91,7 @@ pub use error::{
 };
 #[cfg(feature = "object-store")]
 pub use object_store_blobs::{detect_backend, Backend, ObjectStoreBlobs};
+pub use reload::WorldStats;
 pub use slotlog_kernel::world::{Expected, PolicyBody};
 pub use slotlog_kernel::{Answer, Read, ReadOk, WriteOk};
 #[cfg(feature = "object-store")]

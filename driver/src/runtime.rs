@@ -6,11 +6,14 @@
 use crate::blobs::{Blobs, CallFailure};
 use crate::budget::{CallKey, RetryBudget};
 use crate::error::{Error, StoreError, StoreErrorKind};
+use crate::reload::{is_reload, Reloads, WorldStats};
 use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome};
-use slotlog_kernel::ids::{BlobOpId, RequestId};
+use slotlog_kernel::ids::{BlobOpId, OperationId, RequestId, StoreId};
 use slotlog_kernel::time::Instant as KernelInstant;
 use slotlog_kernel::world::Receipt;
-use slotlog_kernel::{Effect, FailReason, Input, Replica, Reply, Request, WatchEnd};
+use slotlog_kernel::{
+    Config, Effect, FailReason, Identity, Input, ReadError, Replica, Reply, Request, WatchEnd, WriteError,
+};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
@@ -24,6 +27,7 @@ pub(crate) enum Command {
     WatchCredit { id: RequestId, events: u32 },
     Unwatch { id: RequestId },
     Follow(u64),
+    Stats(oneshot::Sender<WorldStats>),
     Close(oneshot::Sender<()>),
 }
 
@@ -36,11 +40,19 @@ pub(crate) enum WatchItem {
 
 pub(crate) type CommitHook = Arc<RwLock<Option<Box<dyn Fn(u64) + Send + Sync>>>>;
 
-/// Set once, when the loop stops on a store failure: what every handle answers after.
-pub(crate) type Stopped = Arc<OnceLock<StoreError>>;
+/// Set once, when the loop stops (a store failure, reloads past their limit): what every
+/// handle answers after.
+pub(crate) type Stopped = Arc<OnceLock<Error>>;
 
-/// A finished blob call: its id, the call as the retry budget knows it, its result.
-type Done = (BlobOpId, CallKey, Result<BlobOutcome, CallFailure>);
+/// A caller waiting for its reply, and the operation id when it is a write.
+struct Waiting {
+    reply: oneshot::Sender<Reply>,
+    op_id: Option<OperationId>,
+}
+
+/// A finished blob call: the incarnation of the replica that sent it, its id, the call as
+/// the retry budget knows it, its result.
+type Done = (u32, BlobOpId, CallKey, Result<BlobOutcome, CallFailure>);
 
 pub(crate) struct Loop {
     pub replica: Replica,
@@ -54,6 +66,16 @@ pub(crate) struct Loop {
     pub hook: CommitHook,
     pub stopped: Stopped,
     pub base: tokio::time::Instant,
+    /// What a reload builds a new replica from: the configuration, and the identity (the
+    /// world's id once open; each replica gets a store id of its own).
+    pub kernel: Config,
+    pub identity: Identity,
+    pub reloads: Reloads,
+    /// Counters of the replicas replaced so far.
+    pub past: WorldStats,
+    /// Replicas replaced so far: a call's answer goes only to the replica that sent it
+    /// (a new replica numbers its calls from the start again).
+    pub incarnation: u32,
 }
 
 /// What the driver does with a failed call.
@@ -97,12 +119,57 @@ impl Loop {
         }
     }
 
+    /// The counters of every replica so far, the running one's included.
+    fn stats(&self) -> WorldStats {
+        let mut stats = self.past.clone();
+        let r = &self.replica;
+        stats.add_replica(&r.stats(), r.compactor_stats(), r.collector_stats());
+        stats
+    }
+
+    /// Replaces the failed replica with a new one that opens from the newest checkpoint.
+    /// Whatever the old one left unanswered is answered here: a write `Uncertain` (its
+    /// receipt settles it; it is never retried or taken for committed), a read and a
+    /// watch with the failure. Calls of the old replica still in flight finish unheard:
+    /// their ids are not the new replica's.
+    fn reopen(
+        &mut self,
+        reason: &FailReason,
+        in_a_row: u32,
+        waiting: &mut BTreeMap<RequestId, Waiting>,
+        watches: &mut BTreeMap<RequestId, mpsc::Sender<WatchItem>>,
+    ) {
+        for (_, w) in std::mem::take(waiting) {
+            let reply = match w.op_id {
+                Some(op_id) => Reply::Write(Err(WriteError::Uncertain { op_id })),
+                None => Reply::Read(Err(ReadError::Failed(reason.clone()))),
+            };
+            let _ = w.reply.send(reply);
+        }
+        for (_, w) in std::mem::take(watches) {
+            let _ = w.try_send(WatchItem::Ended(WatchEnd::Failed(reason.clone())));
+        }
+        let r = &self.replica;
+        self.past.add_replica(&r.stats(), r.compactor_stats(), r.collector_stats());
+        let identity = Identity {
+            store_id: StoreId(crate::world::random_u64()),
+            rng_seed: crate::world::random_u64(),
+            ..self.identity.clone()
+        };
+        let store_id = identity.store_id;
+        self.replica = Replica::new(self.kernel.clone(), identity, self.now()).expect("validated at open");
+        self.incarnation += 1;
+        tracing::warn!(%reason, in_a_row, reloads = self.past.reloads, ?store_id, "reloading from the newest checkpoint");
+    }
+
     pub async fn run(mut self) {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
-        let mut waiting: BTreeMap<RequestId, oneshot::Sender<Reply>> = BTreeMap::new();
+        let mut waiting: BTreeMap<RequestId, Waiting> = BTreeMap::new();
         let mut watches: BTreeMap<RequestId, mpsc::Sender<WatchItem>> = BTreeMap::new();
         let mut next_request = 0u64;
         let mut failed: Option<FailReason> = None;
+        // A failure the reload rule answers by reopening, seen in this round of effects.
+        let mut reload: Option<FailReason> = None;
         // The last transient failure: what an open deadline reports.
         let mut last_failure: Option<StoreError> = None;
         // Moved on by every call answered while opening: an opening that keeps reading
@@ -118,6 +185,7 @@ impl Loop {
                         let timeout = self.call_timeout;
                         let span = tracing::debug_span!("blob", kind = op_kind(&op), key = op.key());
                         let call = call_key(&op);
+                        let incarnation = self.incarnation;
                         tokio::spawn(
                             async move {
                                 let result = match tokio::time::timeout(timeout, blobs.execute_explained(op))
@@ -130,20 +198,28 @@ impl Loop {
                                     }),
                                 };
                                 tracing::debug!(?result, "done");
-                                let _ = done.send((id, call, result));
+                                let _ = done.send((incarnation, id, call, result));
                             }
                             .instrument(span),
                         );
                     }
                     Effect::Reply { id, reply } => {
-                        if let Some(tx) = waiting.remove(&id) {
-                            let _ = tx.send(reply);
+                        if matches!(&reply, Reply::Write(Ok(_)) | Reply::Read(Ok(_))) {
+                            self.reloads.progress();
+                        }
+                        if let Some(w) = waiting.remove(&id) {
+                            let _ = w.reply.send(reply);
                         }
                     }
                     Effect::Committed { sequence } => {
+                        self.reloads.progress();
                         if let Some(hook) = self.hook.read().expect("hook lock").as_ref() {
                             hook(sequence);
                         }
+                    }
+                    Effect::Failed(reason) if self.opened.is_none() && is_reload(&reason) => {
+                        tracing::warn!(%reason, "the replica asks to be reopened");
+                        reload = Some(reason);
                     }
                     Effect::Failed(reason) => {
                         tracing::error!(?reason, "the world failed closed");
@@ -165,8 +241,24 @@ impl Loop {
                     }
                 }
             }
+            if let Some(reason) = reload.take() {
+                match self.reloads.reload(&reason, &mut self.past) {
+                    Ok(in_a_row) => {
+                        self.reopen(&reason, in_a_row, &mut waiting, &mut watches);
+                        continue;
+                    }
+                    Err(reloads) => {
+                        let error = Error::Reloads { reloads, last: reason };
+                        tracing::error!(%error, "the world stops");
+                        let _ = self.stopped.set(error);
+                        break;
+                    }
+                }
+            }
             if self.opened.is_some() {
                 if self.replica.is_open() {
+                    // A reload reopens this world and no other.
+                    self.identity.world_id = self.replica.world().map(|w| w.world_id());
                     let _ = self.opened.take().expect("checked").send(Ok(()));
                 } else if let Some(reason) = &failed {
                     let _ = self.opened.take().expect("checked").send(Err(Error::Failed(reason.clone())));
@@ -195,7 +287,11 @@ impl Loop {
                         Command::Request { request, reply } => {
                             next_request += 1;
                             let id = RequestId(next_request);
-                            waiting.insert(id, reply);
+                            let op_id = match &request {
+                                Request::Write(w) => Some(w.op_id),
+                                _ => None,
+                            };
+                            waiting.insert(id, Waiting { reply, op_id });
                             self.replica.handle(now, Input::Request { id, request });
                         }
                         Command::Watch { cursor, credit, sink } => {
@@ -212,13 +308,20 @@ impl Loop {
                             self.replica.handle(now, Input::Unwatch { id });
                         }
                         Command::Follow(sequence) => self.replica.handle(now, Input::Follow { sequence }),
+                        Command::Stats(tx) => {
+                            let _ = tx.send(self.stats());
+                        }
                         Command::Close(done) => {
                             let _ = done.send(());
                             break;
                         }
                     }
                 }
-                Some((id, call, result)) = done_rx.recv() => {
+                Some((incarnation, id, call, result)) = done_rx.recv() => {
+                    if incarnation != self.incarnation {
+                        // A call of a replica since replaced: nobody is waiting for it.
+                        continue;
+                    }
                     // The store answered (a result, or one of the contract's outcomes).
                     let answered = result.as_ref().map_or_else(|f| !f.error.is_transient(), |_| true);
                     if answered {
@@ -233,7 +336,7 @@ impl Loop {
                             Verdict::Kernel(error) => Err(error),
                             Verdict::Stop(error) => {
                                 tracing::error!(%error, "the store failed a call for good: the world stops");
-                                let _ = self.stopped.set(error.clone());
+                                let _ = self.stopped.set(Error::Store(error.clone()));
                                 if let Some(opened) = self.opened.take() {
                                     let _ = opened.send(Err(Error::Store(error)));
                                 }

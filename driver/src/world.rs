@@ -5,6 +5,7 @@
 use crate::blobs::Blobs;
 use crate::budget::RetryBudget;
 use crate::error::{validate_prefix, Error};
+use crate::reload::{Reloads, WorldStats};
 use crate::runtime::{Command, CommitHook, Loop, Stopped};
 use crate::watch::Watch;
 use bytes::Bytes;
@@ -46,6 +47,14 @@ pub struct WorldConfig {
     pub watch_buffer_events: u32,
     /// The world to open; None opens whatever world the prefix holds, or makes a new one.
     pub world_id: Option<WorldId>,
+    /// Reloads in a row, with nothing committed or answered between them, after which the
+    /// world stops with `Error::Reloads` instead of reopening again. A replica that fails
+    /// closed under the reload rule (SPEC 10.15: `Unconfirmed`, `CreateBelowCollection`,
+    /// `BelowCollection`) is reopened from the newest checkpoint; one that fails that way
+    /// again right after, over and over, meets something a reopen does not fix (a store
+    /// clock that jumps, a peer writing below collection). 3: one reload and two more
+    /// tries; `Unconfirmed` never counts (it takes 12 h of the replica's own clock).
+    pub reloads_without_progress_max: u32,
 }
 
 impl Default for WorldConfig {
@@ -58,6 +67,7 @@ impl Default for WorldConfig {
             command_queue_max: 8_192,
             watch_buffer_events: 1_024,
             world_id: None,
+            reloads_without_progress_max: 3,
         }
     }
 }
@@ -84,15 +94,12 @@ pub fn new_op_id() -> OperationId {
     OperationId(bytes)
 }
 
-/// `Error::Store` once the store stopped the world, else `Error::Closed`.
+/// What stopped the world (`Error::Store`, `Error::Reloads`), else `Error::Closed`.
 pub(crate) fn gone(stopped: &Stopped) -> Error {
-    match stopped.get() {
-        Some(error) => Error::Store(error.clone()),
-        None => Error::Closed,
-    }
+    stopped.get().cloned().unwrap_or(Error::Closed)
 }
 
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).expect("the system's random source");
     u64::from_le_bytes(bytes)
@@ -170,7 +177,7 @@ impl World {
             rng_seed: random_u64(),
         };
         let base = tokio::time::Instant::now();
-        let replica = Replica::new(config.kernel.clone(), identity, slotlog_kernel::Instant::ZERO)
+        let replica = Replica::new(config.kernel.clone(), identity.clone(), slotlog_kernel::Instant::ZERO)
             .map_err(Error::Config)?;
         let (commands, rx) = mpsc::channel(config.command_queue_max);
         let (opened_tx, opened_rx) = oneshot::channel();
@@ -187,6 +194,11 @@ impl World {
             hook: hook.clone(),
             stopped: stopped.clone(),
             base,
+            kernel: config.kernel.clone(),
+            identity,
+            reloads: Reloads::new(config.reloads_without_progress_max),
+            past: WorldStats::default(),
+            incarnation: 0,
         };
         tokio::spawn(run.run());
         match opened_rx.await {
@@ -338,6 +350,20 @@ impl World {
     /// own commits and the slots it lost to): pass these to the other replicas' `follow`.
     pub fn on_commit(&self, hook: impl Fn(u64) + Send + Sync + 'static) {
         *self.inner.hook.write().expect("hook lock") = Some(Box::new(hook));
+    }
+
+    /// The world's counters over every replica it ran: reloads, slots and members
+    /// committed, checkpoints written, what collection deleted.
+    pub async fn stats(&self) -> Result<WorldStats, Error> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let (tx, rx) = oneshot::channel();
+        self.inner.commands.try_send(Command::Stats(tx)).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => Error::Busy,
+            mpsc::error::TrySendError::Closed(_) => self.gone(),
+        })?;
+        rx.await.map_err(|_| self.gone())
     }
 
     /// Stops the world's background work, ends its watches, and refuses later calls with

@@ -46,12 +46,31 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
         ));
     };
     println!("world at {url} prefix {prefix:?} ({} store)", backend.kind());
-    let members: usize = scan.slots.iter().map(|(s, _)| s.members.len()).sum();
-    println!("  world id    {}", scan.world_id.map_or("?".into(), |w| w.to_string()));
-    println!("  tip         sequence {} ({} slots, {} members)", scan.tip, scan.slots.len(), members);
-    match &scan.problem {
-        None => println!("  chain       verified from the marker"),
-        Some(p) => println!("  chain       BROKEN after sequence {}: {p:?}", scan.tip),
+    let members: usize = scan.slots().map(|(s, _)| s.members.len()).sum();
+    println!("  world id    {}", scan.chain.world_id.map_or("?".into(), |w| w.to_string()));
+    println!(
+        "  tip         sequence {} ({} slots, {} members)",
+        scan.chain.tip,
+        scan.slots().count(),
+        members
+    );
+    let from = match &scan.anchor {
+        None => "the marker".to_string(),
+        Some(a) => {
+            println!(
+                "  collected   slots below sequence {} (the log continues from {})",
+                a.next_sequence, a.key
+            );
+            a.key.clone()
+        }
+    };
+    match (&scan.chain.problem, scan.anchor_problem()) {
+        (None, None) => println!("  chain       verified from {from}"),
+        (Some(p), _) => println!("  chain       BROKEN after sequence {}: {p}", scan.chain.tip),
+        (None, Some(p)) => println!("  chain       BROKEN: {p}"),
+    }
+    for fork in &scan.forks {
+        println!("  fork        {fork}");
     }
     for (key, bytes, _) in objects.iter().filter(|(k, _, _)| keys.parse_checkpoint(k).is_some()) {
         match Checkpoint::decode(bytes) {
@@ -73,5 +92,5 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
     for (kind, (n, bytes)) in &counts {
         println!("  {kind:<11} {n} objects, {bytes} bytes");
     }
-    Ok(scan.problem.is_none() && checkpoints.is_empty() && !counts.contains_key("other"))
+    Ok(scan.is_whole() && checkpoints.is_empty() && !counts.contains_key("other"))
 }

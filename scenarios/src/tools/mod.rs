@@ -3,6 +3,7 @@
 
 pub mod bench_cold_start;
 pub mod inspect;
+pub mod log_scan;
 pub mod settle;
 pub mod verify;
 pub mod writer;
@@ -11,7 +12,7 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use slotlog::store_url::{open_store, StoreOptions};
 use slotlog_kernel::checkpoint;
-use slotlog_kernel::format::{ChainScan, Checkpoint, Keys, Marker};
+use slotlog_kernel::format::{Checkpoint, Keys, Marker};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::{StateView, WorldState};
 use std::collections::BTreeMap;
@@ -62,13 +63,16 @@ pub async fn read_all(
 /// What is wrong with the world's checkpoints, one line each (none: all verified).
 /// Checkpoint zero must be the marker's, byte for byte; every full checkpoint must sit at
 /// a slot boundary of the chain, name that slot's hash, load whole (root, shards, history
-/// and receipt blocks), and hold exactly the world the chain's slots make up to it.
+/// and receipt blocks), and hold exactly the world the chain's slots make up to it. In a
+/// collected log the chain starts from its anchor checkpoint's world; a checkpoint below
+/// the anchor (its drop fenced) has no slots left to be judged against and is skipped.
 pub fn checkpoint_problems(
     keys: &Keys,
     marker: &[u8],
     objects: &[(String, bytes::Bytes, u64)],
-    scan: &ChainScan,
+    log: &log_scan::LogScan,
 ) -> Vec<String> {
+    let scan = &log.chain;
     let mut problems = Vec::new();
     let zero_key = keys.checkpoint(1);
     match objects.iter().find(|(k, _, _)| *k == zero_key) {
@@ -91,9 +95,15 @@ pub fn checkpoint_problems(
         .collect();
     // Replay the chain once, stopping at each checkpoint's sequence to compare.
     let Some(world_id) = scan.world_id else { return problems };
-    let mut world = WorldState::genesis(world_id, Hash32::of(marker));
+    let (mut world, from) = match &log.anchor {
+        None => (WorldState::genesis(world_id, Hash32::of(marker)), 1),
+        Some(anchor) => match &anchor.world {
+            Some(world) => (world.clone(), anchor.next_sequence + 1),
+            None => return problems,
+        },
+    };
     let mut slots = scan.slots.iter().peekable();
-    for (next_sequence, key) in full {
+    for (next_sequence, key) in full.into_iter().filter(|(s, _)| *s >= from) {
         while world.sequence() + 1 < next_sequence {
             let Some((slot, hash)) = slots.next() else { break };
             if let Err(e) = world.apply_slot(slot, *hash) {

@@ -5,14 +5,17 @@
 //! on; absent, the log is listed once more from it; still absent behind a present
 //! successor, the gap is a real break and stays reported. The log is also read on past
 //! its listed tip while a listed checkpoint covers more, and every body a slot names that
-//! the listing did not hold is read directly.
+//! the listing did not hold is read directly. Slot 1, when not listed, is read directly
+//! too before the log is taken for collected (`log_scan`).
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
-use slotlog_kernel::format::{scan_chain, ChainProblem, ChainScan, Keys};
+use slotlog_kernel::format::{ChainProblem, Keys};
 use std::sync::Arc;
+
+use super::log_scan::{scan_log, LogScan};
 
 /// One object as the tools hold it: key, bytes, size.
 pub type Object = (String, Bytes, u64);
@@ -21,21 +24,25 @@ pub type Object = (String, Bytes, u64);
 const SETTLE_READS_MAX: usize = 1_000_000;
 
 /// Settles every gap in `objects` (in key order) as the module docs say, adding what the
-/// direct reads and re-lists find; returns the chain scan of the settled objects.
+/// direct reads and re-lists find; returns the scan of the settled log.
 pub async fn settle_log(
     store: &Arc<dyn ObjectStore>,
     keys: &Keys,
     marker: &[u8],
     objects: &mut Vec<Object>,
-) -> Result<ChainScan, String> {
+) -> Result<LogScan, String> {
     let newest_checkpoint =
         objects.iter().filter_map(|(k, _, _)| keys.parse_checkpoint(k)).max().unwrap_or(1);
+    let first = keys.slot(1);
+    if !objects.iter().any(|(k, _, _)| *k == first) {
+        read_into(store, &first, objects).await?;
+    }
     for _ in 0..SETTLE_READS_MAX {
-        let scan = scan(keys, marker, objects);
-        let wanted = match &scan.problem {
+        let scan = scan_log(keys, marker, objects);
+        let wanted = match &scan.chain.problem {
             Some(ChainProblem::Gap { expected, .. }) => *expected,
             // The log listed ends before a listed checkpoint does: read on past its tip.
-            None if scan.tip + 1 < newest_checkpoint => scan.tip + 1,
+            None if scan.chain.tip + 1 < newest_checkpoint => scan.chain.tip + 1,
             _ => return Ok(scan),
         };
         let key = keys.slot(wanted);
@@ -61,11 +68,11 @@ pub async fn settle_log(
 pub async fn settle_bodies(
     store: &Arc<dyn ObjectStore>,
     keys: &Keys,
-    scan: &ChainScan,
+    scan: &LogScan,
     objects: &mut Vec<Object>,
 ) -> Result<(), String> {
     let mut missing = Vec::new();
-    for (slot, _) in &scan.slots {
+    for (slot, _) in scan.slots() {
         for hash in slot.members.iter().filter_map(|m| m.version.as_ref()).map(|v| v.body_hash) {
             let key = keys.body(&hash);
             if objects.binary_search_by(|(k, _, _)| k.as_str().cmp(&key)).is_err() {
@@ -79,14 +86,6 @@ pub async fn settle_bodies(
         read_into(store, &key, objects).await?;
     }
     Ok(())
-}
-
-fn scan(keys: &Keys, marker: &[u8], objects: &[Object]) -> ChainScan {
-    let log = objects
-        .iter()
-        .filter(|(k, _, _)| k.starts_with(&keys.log_prefix()))
-        .map(|(k, b, _)| (k.as_str(), &b[..]));
-    scan_chain(keys, marker, log)
 }
 
 /// Reads `key` directly and adds it in key order; false when it is absent.
@@ -244,10 +243,14 @@ mod tests {
         (prefix.clone(), Keys::new(&prefix), store)
     }
 
-    async fn settled(store: &Arc<dyn ObjectStore>, prefix: &str, keys: &Keys) -> ChainScan {
+    async fn settled(
+        store: &Arc<dyn ObjectStore>,
+        prefix: &str,
+        keys: &Keys,
+    ) -> slotlog_kernel::format::ChainScan {
         let mut objects = super::super::read_all(store, prefix).await.expect("read");
         let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).expect("a marker").1.clone();
-        settle_log(store, keys, &marker, &mut objects).await.expect("settled")
+        settle_log(store, keys, &marker, &mut objects).await.expect("settled").chain
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

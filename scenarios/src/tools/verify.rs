@@ -2,10 +2,14 @@
 //! every acknowledged operation id is in exactly one slot at the sequence it was told,
 //! the chain is whole, checkpoint zero is the marker's, every full checkpoint holds the
 //! world the chain makes up to it, and every acknowledged version reads back with its body
-//! hash.
+//! hash. In a collected log (SPEC 10.15) an operation whose slot was collected is checked
+//! against the receipts of the checkpoint the retained log continues from (`log_scan`),
+//! and its body while its version is still the document's current one there. Every forked
+//! slot is named.
 
 use slotlog_kernel::format::{decode_body, Keys};
 use slotlog_kernel::hash::Hash32;
+use slotlog_kernel::world::WorldState;
 use std::collections::BTreeMap;
 
 /// One line a writer logged: `acked <op id hex> <sequence> <version> <body hash hex> <path>`.
@@ -40,6 +44,18 @@ type Placement = (u64, Option<(u64, Hash32)>);
 
 pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, String> {
     let (store, _, prefix) = super::store(url, prefix, false)?;
+    verify_store(&store, url, &prefix, logs).await
+}
+
+/// `verify` on a store already open (`url` only names it in messages); `prefix` is the
+/// world's whole key prefix in it.
+pub async fn verify_store(
+    store: &std::sync::Arc<dyn object_store::ObjectStore>,
+    url: &str,
+    prefix: &str,
+    logs: &[String],
+) -> Result<bool, String> {
+    let (store, prefix) = (store.clone(), prefix.to_string());
     let keys = Keys::new(&prefix);
     let mut objects = super::read_all(&store, &prefix).await?;
     let marker = objects
@@ -52,7 +68,7 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
     super::settle::settle_bodies(&store, &keys, &scan, &mut objects).await?;
     let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
     let mut in_log: BTreeMap<String, Vec<Placement>> = BTreeMap::new();
-    for (slot, _) in &scan.slots {
+    for (slot, _) in scan.slots() {
         for m in &slot.members {
             let version = m.version.as_ref().map(|v| (v.version, v.body_hash));
             in_log.entry(m.op_id().to_string()).or_default().push((m.sequence(), version));
@@ -63,12 +79,36 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
         let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
         acked.extend(parse_log(&text));
     }
-    let (mut lost, mut twice, mut misplaced, mut bad_bodies) = (0u64, 0u64, 0u64, 0u64);
+    let (mut lost, mut twice, mut misplaced, mut bad_bodies, mut collected) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    // Collected operations past the anchor's receipt window: nothing left to judge them by.
+    let mut past_window = 0u64;
+    let anchor =
+        scan.anchor.as_ref().and_then(|a| a.world.as_ref().map(|w| (a.next_sequence, Collected::of(w))));
     for a in &acked {
-        let Some(found) = in_log.get(&a.op_id) else {
-            lost += 1;
-            eprintln!("lost: {} acknowledged at sequence {} ({})", a.op_id, a.sequence, a.path);
+        if anchor
+            .as_ref()
+            .is_some_and(|(_, c)| !in_log.contains_key(&a.op_id) && a.sequence < c.receipts_from)
+        {
+            past_window += 1;
             continue;
+        }
+        // Its slot, or, collected, the receipt the anchor checkpoint holds; the body is
+        // judged unless its version is no longer current there.
+        let (found, judge_body) = match in_log.get(&a.op_id) {
+            Some(found) => (found.clone(), true),
+            None => {
+                match anchor.as_ref().filter(|(from, _)| a.sequence < *from).and_then(|(_, c)| c.placed(a)) {
+                    Some((placement, current)) => {
+                        collected += 1;
+                        (vec![placement], current)
+                    }
+                    None => {
+                        lost += 1;
+                        eprintln!("lost: {} acknowledged at sequence {} ({})", a.op_id, a.sequence, a.path);
+                        continue;
+                    }
+                }
+            }
         };
         if found.len() > 1 {
             twice += 1;
@@ -84,30 +124,68 @@ pub async fn run(url: &str, prefix: &str, logs: &[String]) -> Result<bool, Strin
             continue;
         }
         let hash = version.expect("checked").1;
-        let body_ok = hash.to_hex() == a.body_hash
-            && by_key.get(keys.body(&hash).as_str()).is_some_and(|b| decode_body(b, &hash).is_ok());
+        let body_ok = !judge_body
+            || hash.to_hex() == a.body_hash
+                && by_key.get(keys.body(&hash).as_str()).is_some_and(|b| decode_body(b, &hash).is_ok());
         if !body_ok {
             bad_bodies += 1;
             eprintln!("bad body: {} version {} of {}", a.op_id, a.version, a.path);
         }
     }
-    let chain_ok = scan.problem.is_none();
-    if let Some(p) = &scan.problem {
-        eprintln!("chain broken after sequence {}: {p:?}", scan.tip);
+    let chain_ok = scan.is_whole();
+    if let Some(p) = &scan.chain.problem {
+        eprintln!("chain broken after sequence {}: {p}", scan.chain.tip);
+    }
+    if let Some(p) = scan.anchor_problem() {
+        eprintln!("chain broken: {p}");
+    }
+    for fork in &scan.forks {
+        eprintln!("fork: {fork}");
     }
     let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &scan);
     for p in &checkpoints {
         eprintln!("checkpoint: {p}");
     }
     let full = objects.iter().filter(|(k, _, _)| keys.parse_checkpoint(k).is_some_and(|s| s > 1)).count();
+    let collected_below = scan.anchor.as_ref().map_or(0, |a| a.next_sequence);
     println!(
-        "acked={} slots={} tip={} chain={} checkpoints={} ({}) twice={twice} misplaced={misplaced} bad_bodies={bad_bodies} lost={lost}",
+        "acked={} slots={} tip={} chain={} collected_below={collected_below} collected_acked={collected} \
+         past_receipt_window={past_window} forks={} checkpoints={} ({}) twice={twice} misplaced={misplaced} bad_bodies={bad_bodies} lost={lost}",
         acked.len(),
-        scan.slots.len(),
-        scan.tip,
+        scan.slots().count(),
+        scan.chain.tip,
         if chain_ok { "ok" } else { "broken" },
+        scan.forks.len(),
         full + 1,
         if checkpoints.is_empty() { "verified" } else { "BAD" },
     );
     Ok(chain_ok && checkpoints.is_empty() && lost == 0 && twice == 0 && misplaced == 0 && bad_bodies == 0)
+}
+
+/// What a checkpoint's world says of collected operations: its receipts by operation id,
+/// and its documents' current entries by path.
+struct Collected<'a> {
+    receipts: BTreeMap<String, &'a slotlog_kernel::world::Receipt>,
+    current: BTreeMap<&'a str, &'a slotlog_kernel::world::IndexEntry>,
+    receipts_from: u64,
+}
+
+impl<'a> Collected<'a> {
+    fn of(world: &'a WorldState) -> Collected<'a> {
+        Collected {
+            receipts: world.receipts_since(1).map(|r| (r.op_id.to_string(), r)).collect(),
+            current: world.documents().map(|(p, d)| (p.as_str(), &d.entry)).collect(),
+            receipts_from: world.receipts_from_sequence(),
+        }
+    }
+
+    /// Where the world puts a collected operation (its receipt's sequence and version,
+    /// with the document's current body hash), and whether that version is still current
+    /// there (only then is its body judged).
+    fn placed(&self, a: &Acked) -> Option<(Placement, bool)> {
+        let receipt = self.receipts.get(&a.op_id)?;
+        let current = self.current.get(a.path.as_str()).filter(|e| e.version == receipt.version);
+        let hash = current.map_or(Hash32::ZERO, |e| e.body_hash);
+        Some(((receipt.sequence, Some((receipt.version, hash))), current.is_some()))
+    }
 }
