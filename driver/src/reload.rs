@@ -44,12 +44,7 @@ impl WorldStats {
 /// Whether the kernel asks to be reopened for this failure (the reload rule), rather
 /// than having found something in the bucket it cannot trust.
 pub fn is_reload(reason: &FailReason) -> bool {
-    matches!(
-        reason,
-        FailReason::Unconfirmed { .. }
-            | FailReason::CreateBelowCollection { .. }
-            | FailReason::BelowCollection { .. }
-    )
+    reason.is_reload()
 }
 
 /// Reloads in a row without progress, against their limit.
@@ -86,7 +81,9 @@ impl Reloads {
         stats.reloads += 1;
         match reason {
             FailReason::Unconfirmed { .. } => stats.reloads_unconfirmed += 1,
-            FailReason::CreateBelowCollection { .. } => stats.reloads_create_below_collection += 1,
+            FailReason::CreateBelowCollection { .. } | FailReason::CreatedSlotGone { .. } => {
+                stats.reloads_create_below_collection += 1
+            }
             FailReason::BelowCollection { .. } => stats.reloads_below_collection += 1,
             _ => {}
         }

@@ -59,16 +59,19 @@ async fn a_world_unconfirmed_past_the_reload_age_reopens_and_commits_again() {
     assert_eq!(world.stats().await.unwrap().reloads, 1);
 }
 
-/// A store whose next `late` slot creates answer a creation time 13 hours after the real
-/// one: what a writer that stalled at its create sees (SPEC 10.15, the post-create check).
+/// A store whose next `late` stats of a slot answer a creation time 13 hours after the
+/// real one: what a writer that stalled at its create sees (SPEC 10.15, the post-create check).
 struct LateSlots {
     inner: ObjectStoreBlobs,
     late: AtomicU32,
+    /// Stats made late so far: each is later than the one before by the same step, so
+    /// every one is late against the newest store time the replica has seen.
+    made_late: AtomicU32,
 }
 
 impl LateSlots {
     fn new(late: u32) -> Arc<LateSlots> {
-        Arc::new(LateSlots { inner: memory(), late: AtomicU32::new(late) })
+        Arc::new(LateSlots { inner: memory(), late: AtomicU32::new(late), made_late: AtomicU32::new(0) })
     }
 }
 
@@ -78,14 +81,17 @@ impl Blobs for LateSlots {
     }
 
     fn execute_explained(&self, op: BlobOp) -> ExplainedFuture {
-        let slot = matches!(&op, BlobOp::Create { key, .. } if key.contains("/log/"));
-        let late =
-            slot && self.late.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        // object_store answers a create with no time, so the kernel stats the new slot:
+        // that stat is what says when it landed.
+        let slot_stat = matches!(&op, BlobOp::Stat { key } if key.contains("/log/"));
+        let late = slot_stat
+            && self.late.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        let steps = if late { u64::from(self.made_late.fetch_add(1, Ordering::SeqCst)) + 1 } else { 0 };
         let call = self.inner.execute_explained(op);
         Box::pin(async move {
             let mut result = call.await;
-            if let (true, Ok(BlobOutcome::Created(meta))) = (late, result.as_mut()) {
-                meta.created_at_us += (RELOAD_AFTER + Duration::from_secs(3_600)).as_micros() as u64;
+            if let (true, Ok(BlobOutcome::Stat(meta))) = (late, result.as_mut()) {
+                meta.created_at_us += steps * (RELOAD_AFTER + Duration::from_secs(3_600)).as_micros() as u64;
             }
             result
         })
@@ -126,6 +132,8 @@ async fn reloads_in_a_row_without_progress_stop_the_world_at_the_limit() {
     let blobs = LateSlots::new(u32::MAX);
     let config = WorldConfig { reloads_without_progress_max: 2, ..WorldConfig::default() };
     let world = World::open_on(blobs, "w", config).await.unwrap();
+    // A new world's first slot has no store time before it to be late against.
+    committed_at(world.publish("/first.md", "one", Expected::Any).await.unwrap());
     for reloads in 1..=2 {
         let error = world.publish("/a.md", format!("try {reloads}"), Expected::Any).await.unwrap_err();
         assert!(matches!(error, Error::Write(WriteError::Uncertain { .. })), "{error}");

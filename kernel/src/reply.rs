@@ -95,6 +95,20 @@ pub enum FailReason {
     BelowCollection { next: u64, found: u64 },
 }
 
+impl FailReason {
+    /// The replica asks to be reopened from the newest checkpoint (the reload rule, SPEC
+    /// 10.15), rather than having found something in the bucket it cannot trust.
+    pub fn is_reload(&self) -> bool {
+        matches!(
+            self,
+            FailReason::Unconfirmed { .. }
+                | FailReason::CreateBelowCollection { .. }
+                | FailReason::CreatedSlotGone { .. }
+                | FailReason::BelowCollection { .. }
+        )
+    }
+}
+
 /// How a checkpoint that decodes contradicts the world it was found in.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
