@@ -26,6 +26,8 @@ pub struct Overrides {
     pub turns: Option<bool>,
     /// The checkpoint cadence in slots.
     pub checkpoint_slots: Option<u64>,
+    /// The most documents one checkpoint step folds (`checkpoint_step_docs_max`).
+    pub step_docs: Option<usize>,
     /// The compaction role of the replicas that take writes.
     pub role: Option<CompactionRole>,
     /// Deliberate kernel defects; only tests set these (in-process, or through the hidden
@@ -103,6 +105,9 @@ impl Overrides {
         }
         if let Some(v) = self.checkpoint_slots {
             s += &format!(" --checkpoint-slots {v}");
+        }
+        if let Some(v) = self.step_docs {
+            s += &format!(" --step-docs {v}");
         }
         match self.role {
             Some(CompactionRole::Eager) => s += " --role eager",
@@ -231,6 +236,9 @@ impl Scenario {
         if let Some(slots) = o.checkpoint_slots {
             c.kernel.checkpoint_slots = slots;
             c.kernel.checkpoint_jitter_ms = c.kernel.checkpoint_jitter_ms.min(1_000);
+        }
+        if let Some(docs) = o.step_docs {
+            c.kernel.checkpoint_step_docs_max = docs;
         }
         if o.role.is_some() {
             c.writers_role = o.role;
@@ -450,11 +458,13 @@ fn faults(seed: u64) -> ClusterConfig {
     c
 }
 
-/// Checkpoints at the seeds' model cadence (64 slots), so a sweep exercises the compactor
-/// and cold start from full checkpoints.
+/// Checkpoints at the seeds' model cadence (64 slots), in steps of at most 256 documents
+/// (the least a step may hold: a slot's most members), so a sweep exercises the
+/// compactor, multi-step runs and cold start from full checkpoints.
 fn checkpoint_often(c: &mut ClusterConfig) {
     c.kernel.checkpoint_slots = 64;
     c.kernel.checkpoint_jitter_ms = 1_000;
+    c.kernel.checkpoint_step_docs_max = 256;
 }
 
 fn compact(seed: u64) -> ClusterConfig {
