@@ -18,6 +18,8 @@ mod freshen;
 mod ledger;
 mod stats;
 #[cfg(test)]
+mod step_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
