@@ -14,6 +14,7 @@
 //! steps only when no checkpoint is newer than `backstop_after`.
 
 mod adopt;
+mod calls;
 mod freshen;
 mod ledger;
 mod stats;
@@ -29,7 +30,7 @@ use crate::config::{CompactionRole, Config};
 use crate::format::{Checkpoint, HistoryBlock, HistoryRef, Keys};
 use crate::hash::Hash32;
 use crate::history::History;
-use crate::io::{Call, Io, Purpose};
+use crate::io::{Call, Io};
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -42,70 +43,10 @@ use rand_core::Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
+use calls::{adopt, step};
+pub(crate) use calls::{AdoptCall, CompactCall, StepCall};
 pub(crate) use ledger::Ledger;
 pub use stats::CompactorStats;
-
-/// The calls the compactor makes: a step's, or an adoption's.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum CompactCall {
-    Step(StepCall),
-    Adopt(AdoptCall),
-}
-
-fn step(what: StepCall) -> Purpose {
-    Purpose::Compact(CompactCall::Step(what))
-}
-
-fn adopt(what: AdoptCall) -> Purpose {
-    Purpose::Compact(CompactCall::Adopt(what))
-}
-
-/// The calls of a step: writing a checkpoint.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum StepCall {
-    /// Create one object of the checkpoint if absent.
-    Create {
-        kind: ObjectKind,
-        name: Hash32,
-    },
-    /// After an ambiguous create of an object: is it stored? (metadata only)
-    Stat {
-        kind: ObjectKind,
-        name: Hash32,
-    },
-    /// Create the checkpoint object at `checkpoints/<next_sequence>` if absent.
-    CheckpointCreate {
-        next_sequence: u64,
-    },
-    /// Read the checkpoint object there: a racer's, or ours after an ambiguous create.
-    CheckpointGet {
-        next_sequence: u64,
-    },
-    /// Rewrite a stored object (or the checkpoint object) found old, with a new stamp, at
-    /// the generation its metadata read returned (SPEC 10.15, the freshen).
-    Freshen {
-        kind: ObjectKind,
-        name: Hash32,
-    },
-    CheckpointFreshen {
-        next_sequence: u64,
-    },
-}
-
-/// The calls of looking for a newer checkpoint and adopting it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum AdoptCall {
-    /// List the checkpoints after the newest one known, before stepping.
-    Look,
-    /// Read a peer's newer checkpoint object, then its root and its changed shards.
-    Checkpoint {
-        next_sequence: u64,
-    },
-    Root,
-    Shard {
-        name: Hash32,
-    },
-}
 
 /// Stored history blocks a fold needs before it can finish: a document's window that
 /// gained or lost versions since its block was stored is rewritten from that block.
