@@ -12,9 +12,10 @@ use crate::format::{
     StoredReceipt,
 };
 use crate::hash::Hash32;
+use crate::ids::WorldId;
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::world::merge::SortedMerge;
-use crate::world::{receipts_from, Document, Path, Receipt, StateView, WorldState};
+use crate::world::{receipts_from, Document, Path, Policy, Receipt, StateView, WorldState};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -66,16 +67,56 @@ pub enum FoldError {
     Disagrees(CheckpointProblem),
 }
 
-/// The checkpoint covering `world` through its tip. The world must hold at least one slot.
-/// `blocks` gives the stored history blocks read so far; a window that changed since its
-/// block was stored needs that block's records, and the fold names the blocks it lacks.
-pub fn fold<'b>(
-    world: &WorldState,
+/// A world as a fold reads it: the served world at its tip, or the world as it was at a
+/// step's boundary (the compactor's ledger, SPEC 10.11).
+pub trait FoldSource {
+    fn world_id(&self) -> WorldId;
+    /// The last sequence the checkpoint covers, and the hash of the slot that ends there.
+    fn sequence(&self) -> u64;
+    fn tip_hash(&self) -> Hash32;
+    fn policy(&self) -> &Policy;
+    fn document_count(&self) -> u64;
+    /// Every document, in path order.
+    fn documents(&self) -> Box<dyn Iterator<Item = (&Path, &Document)> + '_>;
+    /// The receipts of the window this sequence keeps, from `from` on.
+    fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &Receipt> + '_>;
+}
+
+impl FoldSource for WorldState {
+    fn world_id(&self) -> WorldId {
+        WorldState::world_id(self)
+    }
+    fn sequence(&self) -> u64 {
+        WorldState::sequence(self)
+    }
+    fn tip_hash(&self) -> Hash32 {
+        WorldState::tip_hash(self)
+    }
+    fn policy(&self) -> &Policy {
+        StateView::policy(self)
+    }
+    fn document_count(&self) -> u64 {
+        WorldState::document_count(self) as u64
+    }
+    fn documents(&self) -> Box<dyn Iterator<Item = (&Path, &Document)> + '_> {
+        Box::new(WorldState::documents(self))
+    }
+    fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &Receipt> + '_> {
+        Box::new(WorldState::receipts_since(self, from))
+    }
+}
+
+/// The checkpoint covering `world` through its last sequence. The world must hold at
+/// least one slot. `blocks` gives the stored history blocks read so far; a window that
+/// changed since its block was stored needs that block's records, and the fold names the
+/// blocks it lacks.
+pub fn fold<'b, W: FoldSource + ?Sized>(
+    world: &W,
     blocks: &dyn Fn(&Hash32) -> Option<&'b HistoryBlock>,
 ) -> Result<Folded, FoldError> {
     let sequence = world.sequence();
     assert!(sequence >= 1, "checkpoint zero is the only checkpoint of an empty log");
-    let document_count = world.document_count() as u64;
+    let document_count = world.document_count();
     let shard_bits = shard_bits_for(document_count);
     let mut objects = Vec::new();
     let mut needed = Vec::new();
@@ -172,7 +213,10 @@ fn fold_history<'b>(
 }
 
 /// The receipt blocks of the window the world's tip keeps, in sequence order.
-fn fold_receipts(world: &WorldState, objects: &mut Vec<Object>) -> (u64, Vec<ReceiptBlockRef>) {
+fn fold_receipts<W: FoldSource + ?Sized>(
+    world: &W,
+    objects: &mut Vec<Object>,
+) -> (u64, Vec<ReceiptBlockRef>) {
     let from = receipts_from(world.sequence());
     let mut blocks: BTreeMap<u64, Vec<StoredReceipt>> = BTreeMap::new();
     for receipt in world.receipts_since(from) {

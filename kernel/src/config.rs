@@ -111,6 +111,12 @@ pub struct Config {
     /// The longest a checkpoint run may take from its look to its checkpoint create
     /// (record: "each run is capped at 5 minutes"); a run past it ends without writing.
     pub checkpoint_run_ms_max: u64,
+    /// The most distinct documents one checkpoint step folds (record: 32,768, "compaction
+    /// in bounded steps"): a backlog larger than that is checkpointed in several steps,
+    /// each cut where the documents changed since the newest checkpoint reach this many,
+    /// so a step's memory and run time are bounded and progress accumulates. At least a
+    /// slot's most members, so a step always holds one whole slot.
+    pub checkpoint_step_docs_max: usize,
     /// Slots covered by the oldest kept checkpoint are deleted once this old at the drop's
     /// start (record: 24 hours, for the change feed's cursors). At least twice
     /// `reload_after_ms`.
@@ -191,6 +197,7 @@ impl Default for Config {
             checkpoint_grace_ms: CHECKPOINT_GRACE_MS_MIN,
             freshen_after_ms: 450_000,
             checkpoint_run_ms_max: 300_000,
+            checkpoint_step_docs_max: 32_768,
             slot_retention_ms: 86_400_000,
             reload_after_ms: 43_200_000,
             collect_deletes_in_flight_max: 16,
@@ -233,6 +240,8 @@ pub enum ConfigError {
          collect_deletes_in_flight_max > 0"
     )]
     Collection,
+    #[error("checkpoint_step_docs_max {found} under a slot's most members ({min})")]
+    StepDocs { found: usize, min: usize },
 }
 
 impl Config {
@@ -275,6 +284,9 @@ impl Config {
         {
             return Err(ConfigError::Checkpoints);
         }
+        if self.checkpoint_step_docs_max < slot_max {
+            return Err(ConfigError::StepDocs { found: self.checkpoint_step_docs_max, min: slot_max });
+        }
         if self.checkpoint_grace_ms < CHECKPOINT_GRACE_MS_MIN
             || self.freshen_after_ms.saturating_add(self.checkpoint_run_ms_max) > self.checkpoint_grace_ms
             || self.reload_after_ms == 0
@@ -315,6 +327,15 @@ mod tests {
     fn a_reload_age_over_half_the_slot_retention_is_refused() {
         let c = Config { reload_after_ms: 43_200_001, ..Config::default() };
         assert_eq!(c.validate(), Err(ConfigError::Collection));
+    }
+
+    #[test]
+    fn a_step_smaller_than_one_slot_is_refused() {
+        let min = crate::format::SLOT_MEMBERS_MAX;
+        let c = Config { checkpoint_step_docs_max: min - 1, ..Config::default() };
+        assert_eq!(c.validate(), Err(ConfigError::StepDocs { found: min - 1, min }));
+        let c = Config { checkpoint_step_docs_max: min, ..Config::default() };
+        assert_eq!(c.validate(), Ok(()));
     }
 
     #[test]

@@ -260,7 +260,7 @@ impl Replica {
         let Some(opening) = self.opening.as_mut() else { return Ok(()) };
         match opening.on_done(now, what, call, result, &mut self.io) {
             Progress::Working => Ok(()),
-            Progress::Open(sn) => {
+            Progress::Open(mut sn) => {
                 let opening = self.opening.take().expect("opening");
                 for (key, reason) in opening.skipped {
                     self.io.effects.push_back(Effect::Warning(Warning::CheckpointSkipped { key, reason }));
@@ -272,7 +272,7 @@ impl Replica {
                     }
                     None => (1, Default::default()),
                 };
-                self.compactor.opened_at(next_sequence, stored, &sn, now);
+                self.compactor.opened_at(next_sequence, stored, &mut sn, now);
                 for (id, cursor, credit) in std::mem::take(&mut self.early_watches) {
                     self.feed.watch(id, cursor, credit, &sn, &mut self.io);
                 }

@@ -4,6 +4,7 @@
 //! installs through [`Snapshot::install`], in sequence order, and no install waits on a
 //! bucket call: by the time a slot reaches it, its bytes are in hand.
 
+use crate::compactor::Ledger;
 use crate::format::Slot;
 use crate::hash::Hash32;
 use crate::ids::StoreId;
@@ -92,11 +93,15 @@ pub(crate) struct Snapshot {
     /// The latest instant the state (or an older one of this snapshot) was known to be
     /// the tip: how long the replica has gone unconfirmed (SPEC 10.15, the reload rule).
     pub confirmed_at: Instant,
+    /// What a checkpoint step needs since the newest checkpoint (SPEC 10.11): every slot
+    /// installed goes through it first.
+    pub ledger: Ledger,
 }
 
 impl Snapshot {
     pub fn new(world: WorldState, recent_slots_max: usize, current_since: Instant) -> Snapshot {
         Snapshot {
+            ledger: Ledger::new(&world),
             world,
             recent: RecentSlots::new(recent_slots_max),
             current_since: Some(current_since),
@@ -117,7 +122,11 @@ impl Snapshot {
                 None => Ok(Installed::AlreadyHeld),
             };
         }
-        self.world.apply_slot(slot, hash)?;
+        let recorded = self.ledger.record(&self.world, slot, hash);
+        if let Err(e) = self.world.apply_slot(slot, hash) {
+            self.ledger.undo(recorded);
+            return Err(e);
+        }
         // A newer state: whoever installs it says whether it is known to be the tip.
         self.current_since = None;
         self.recent.push(SlotSpan {

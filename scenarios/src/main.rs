@@ -111,6 +111,10 @@ struct RunFlags {
     /// Checkpoint every this many slots (the scenario's cadence otherwise; at least 1).
     #[arg(long, value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
     checkpoint_slots: Option<u64>,
+    /// The most documents one checkpoint step folds (the scenario's otherwise; at least a
+    /// slot's most members, 256).
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(SLOT_MEMBERS_MAX as u64..))]
+    step_docs: Option<usize>,
     /// Compaction role of the stores that take writes: eager, backstop or off (followers
     /// stay eager).
     #[arg(long, value_parser = parse_role)]
@@ -163,6 +167,7 @@ impl RunFlags {
             writers: self.writers,
             turns: self.turns,
             checkpoint_slots: self.checkpoint_slots,
+            step_docs: self.step_docs,
             role: self.role,
             defects: {
                 let mut d = Defects::default();

@@ -107,8 +107,11 @@ pub struct Checkpoints {
     /// instead of stepping (SPEC 10.14).
     pub looks: u64,
     pub adopted: u64,
-    /// Folds of the served snapshot (each writes one checkpoint, whole).
+    /// Runs of the compactor: each folds the served snapshot in one step or several.
     pub runs: u64,
+    /// Steps folded (SPEC 10.11): each a checkpoint at its own sequence of at most
+    /// `checkpoint_step_docs_max` changed documents; a run over a backlog takes several.
+    pub steps: u64,
     /// Checkpoint names found taken by identical content.
     pub identical_races: u64,
     /// Runs that ended without their checkpoint create: past the run bound (on the
@@ -434,6 +437,7 @@ impl Report {
                 looks: result.replicas.iter().map(|r| r.compactor.looks).sum(),
                 adopted: result.replicas.iter().map(|r| r.compactor.adopted).sum(),
                 runs: result.replicas.iter().map(|r| r.compactor.runs).sum(),
+                steps: result.replicas.iter().map(|r| r.compactor.steps).sum(),
                 identical_races: result.replicas.iter().map(|r| r.compactor.identical_races).sum(),
                 runs_overdue: result.replicas.iter().map(|r| r.compactor.runs_overdue).sum(),
                 runs_superseded: result.replicas.iter().map(|r| r.compactor.runs_superseded).sum(),
@@ -567,8 +571,8 @@ impl Report {
         let c = &self.checkpoints;
         if c.runs + c.in_bucket > 0 {
             s += &format!(
-                "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {}  looks {} adopted {}  identical races {}  objects created {} reused {}  loaded at open {} (skipped {})\n",
-                c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.looks, c.adopted, c.identical_races, c.objects_created, c.objects_reused, c.loaded_at_open, c.skipped_at_open
+                "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {} steps {}  looks {} adopted {}  identical races {}  objects created {} reused {}  loaded at open {} (skipped {})\n",
+                c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.steps, c.looks, c.adopted, c.identical_races, c.objects_created, c.objects_reused, c.loaded_at_open, c.skipped_at_open
             );
             let p99 = |v: Option<f64>| v.map_or("-".to_string(), |ms| format!("{ms:.1} ms"));
             s += &format!(

@@ -27,6 +27,8 @@ pub struct Overrides {
     pub turns: Option<bool>,
     /// The checkpoint cadence in slots.
     pub checkpoint_slots: Option<u64>,
+    /// The most documents one checkpoint step folds (`checkpoint_step_docs_max`).
+    pub step_docs: Option<usize>,
     /// The compaction role of the replicas that take writes.
     pub role: Option<CompactionRole>,
     /// Deliberate kernel defects; only tests set these (in-process, or through the hidden
@@ -104,6 +106,9 @@ impl Overrides {
         }
         if let Some(v) = self.checkpoint_slots {
             s += &format!(" --checkpoint-slots {v}");
+        }
+        if let Some(v) = self.step_docs {
+            s += &format!(" --step-docs {v}");
         }
         match self.role {
             Some(CompactionRole::Eager) => s += " --role eager",
@@ -252,6 +257,9 @@ impl Scenario {
         if let Some(slots) = o.checkpoint_slots {
             c.kernel.checkpoint_slots = slots;
             c.kernel.checkpoint_jitter_ms = c.kernel.checkpoint_jitter_ms.min(1_000);
+        }
+        if let Some(docs) = o.step_docs {
+            c.kernel.checkpoint_step_docs_max = docs;
         }
         if o.role.is_some() {
             c.writers_role = o.role;
@@ -471,11 +479,13 @@ fn faults(seed: u64) -> ClusterConfig {
     c
 }
 
-/// Checkpoints at the seeds' model cadence (64 slots), so a sweep exercises the compactor
-/// and cold start from full checkpoints.
+/// Checkpoints at the seeds' model cadence (64 slots), in steps of at most 256 documents
+/// (the least a step may hold: a slot's most members), so a sweep exercises the
+/// compactor, multi-step runs and cold start from full checkpoints.
 fn checkpoint_often(c: &mut ClusterConfig) {
     c.kernel.checkpoint_slots = 64;
     c.kernel.checkpoint_jitter_ms = 1_000;
+    c.kernel.checkpoint_step_docs_max = 256;
 }
 
 fn compact(seed: u64) -> ClusterConfig {
@@ -487,6 +497,9 @@ fn compact(seed: u64) -> ClusterConfig {
     c.crashes = Some(Crashes { mean_interval_ms: 8_000, down_ms_min: 200, down_ms_max: 2_000 });
     c.reads = some_reads();
     checkpoint_often(&mut c);
+    // Steps of 1,024 documents: runs still take several steps, and the checker judges a
+    // quarter as many checkpoints as at 256 (half the run's time in a sweep).
+    c.kernel.checkpoint_step_docs_max = 1_024;
     c
 }
 

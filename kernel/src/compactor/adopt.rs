@@ -147,18 +147,24 @@ impl Compactor {
         }
         self.look = None;
         if newest > self.newest_next_sequence {
+            // A newer checkpoint than ours: adopt it, and the run ends (the defer rule).
+            self.run_target = None;
             let op = BlobOp::Get { key: self.keys.checkpoint(newest) };
             io.issue(now, adopt(AdoptCall::Checkpoint { next_sequence: newest }), op, 0);
             self.fetching = Some(newest);
             return Ok(());
         }
         let step = match self.role {
+            _ if self.continuing => true,
             CompactionRole::Eager => true,
             CompactionRole::Backstop => now.saturating_since(self.newest_at) >= self.backstop_after,
             CompactionRole::Off => false,
         };
         if step {
-            self.stats.runs += 1;
+            if !self.continuing {
+                self.stats.runs += 1;
+                self.run_target = Some(self.look_tip);
+            }
             self.gather = Some(Gather::default());
         } else {
             self.ended_without_step(now);
@@ -289,6 +295,7 @@ impl Compactor {
         for (path, blocks, through) in &adoption.adopt {
             sn.world.adopt_history(path, blocks, *through);
         }
+        sn.ledger.rebase(&sn.world, adoption.sequence(), &adoption.adopt);
         self.stats.adopted += 1;
         self.newest_next_sequence = adoption.checkpoint.next_sequence;
         self.slots_at_newest = sn.world.slots_applied();

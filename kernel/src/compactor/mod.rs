@@ -14,8 +14,13 @@
 //! steps only when no checkpoint is newer than `backstop_after`.
 
 mod adopt;
+mod calls;
 mod freshen;
+mod ledger;
 mod recheck;
+mod stats;
+#[cfg(test)]
+mod step_tests;
 #[cfg(test)]
 mod tests;
 
@@ -26,7 +31,7 @@ use crate::config::{CompactionRole, Config};
 use crate::format::{Checkpoint, HistoryBlock, HistoryRef, Keys};
 use crate::hash::Hash32;
 use crate::history::History;
-use crate::io::{Call, Io, Purpose};
+use crate::io::{Call, Io};
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -39,135 +44,10 @@ use rand_core::Rng;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
-/// The calls the compactor makes: a step's, or an adoption's.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum CompactCall {
-    Step(StepCall),
-    Adopt(AdoptCall),
-}
-
-fn step(what: StepCall) -> Purpose {
-    Purpose::Compact(CompactCall::Step(what))
-}
-
-fn adopt(what: AdoptCall) -> Purpose {
-    Purpose::Compact(CompactCall::Adopt(what))
-}
-
-/// The calls of a step: writing a checkpoint.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum StepCall {
-    /// Create one object of the checkpoint if absent.
-    Create {
-        kind: ObjectKind,
-        name: Hash32,
-    },
-    /// After an ambiguous create of an object: is it stored? (metadata only)
-    Stat {
-        kind: ObjectKind,
-        name: Hash32,
-    },
-    /// Create the checkpoint object at `checkpoints/<next_sequence>` if absent.
-    CheckpointCreate {
-        next_sequence: u64,
-    },
-    /// Read the checkpoint object there: a racer's, or ours after an ambiguous create.
-    CheckpointGet {
-        next_sequence: u64,
-    },
-    /// Rewrite a stored object (or the checkpoint object) found old, with a new stamp, at
-    /// the generation its metadata read returned (SPEC 10.15, the freshen).
-    Freshen {
-        kind: ObjectKind,
-        name: Hash32,
-    },
-    CheckpointFreshen {
-        next_sequence: u64,
-    },
-    /// List the checkpoints after the run's base once every object is stored, before the
-    /// checkpoint create (SPEC 10.15, "a run writes only on its own base").
-    Recheck,
-}
-
-/// The calls of looking for a newer checkpoint and adopting it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum AdoptCall {
-    /// List the checkpoints after the newest one known, before stepping.
-    Look,
-    /// Read a peer's newer checkpoint object, then its root and its changed shards.
-    Checkpoint {
-        next_sequence: u64,
-    },
-    Root,
-    Shard {
-        name: Hash32,
-    },
-}
-
-/// Counters a report reads.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CompactorStats {
-    /// Runs started (each folds the served snapshot once).
-    pub runs: u64,
-    /// Checkpoint objects this replica's own create made.
-    pub written: u64,
-    /// Checkpoint names found taken by identical bytes (a racer's, or ours landed twice).
-    pub identical_races: u64,
-    /// Objects created, and objects found already stored.
-    pub objects_created: u64,
-    pub objects_found: u64,
-    /// Objects a run skipped because the checkpoint before it already had them.
-    pub objects_reused: u64,
-    /// Opens that loaded a full checkpoint (not checkpoint zero).
-    pub loaded_at_open: u64,
-    /// Looks for a newer checkpoint before stepping, and the peers' checkpoints adopted.
-    pub looks: u64,
-    pub adopted: u64,
-    /// Adoptions given up: the checkpoint could not be read whole or did not fit.
-    pub adoptions_abandoned: u64,
-    /// Stored objects a run found old and rewrote with a new stamp before using them.
-    pub freshened: u64,
-    /// Runs that reached their checkpoint create later than `checkpoint_run_ms_max` after
-    /// their look, on this replica's clock or the store's, and so ended without it.
-    pub runs_overdue: u64,
-    /// Runs that found a checkpoint after their base when they came to write theirs, and
-    /// so ended without it (the next look adopts it).
-    pub runs_superseded: u64,
-}
-
-impl CompactorStats {
-    /// Adds another incarnation's counters (every field, so a new one is not forgotten).
-    pub fn add(&mut self, other: &CompactorStats) {
-        let CompactorStats {
-            runs,
-            written,
-            identical_races,
-            objects_created,
-            objects_found,
-            objects_reused,
-            loaded_at_open,
-            looks,
-            adopted,
-            adoptions_abandoned,
-            freshened,
-            runs_overdue,
-            runs_superseded,
-        } = other;
-        self.runs += runs;
-        self.written += written;
-        self.identical_races += identical_races;
-        self.objects_created += objects_created;
-        self.objects_found += objects_found;
-        self.objects_reused += objects_reused;
-        self.loaded_at_open += loaded_at_open;
-        self.looks += looks;
-        self.adopted += adopted;
-        self.adoptions_abandoned += adoptions_abandoned;
-        self.freshened += freshened;
-        self.runs_overdue += runs_overdue;
-        self.runs_superseded += runs_superseded;
-    }
-}
+use calls::{adopt, step};
+pub(crate) use calls::{AdoptCall, CompactCall, StepCall};
+pub(crate) use ledger::Ledger;
+pub use stats::CompactorStats;
 
 /// Stored history blocks a fold needs before it can finish: a document's window that
 /// gained or lost versions since its block was stored is rewritten from that block.
@@ -243,6 +123,15 @@ pub(crate) struct Compactor {
     run_began_store_us: Option<u64>,
     /// The checkpoint this replica's own create just wrote, for the collector.
     written_out: Option<Written>,
+    /// The most documents one step folds, and the tip a run steps towards: it loops
+    /// steps until the newest checkpoint covers it (SPEC 10.11, bounded steps).
+    step_docs_max: usize,
+    run_target: Option<u64>,
+    /// The next look continues a run, and the tip when the current look began.
+    continuing: bool,
+    look_tip: u64,
+    /// The sequence of a checkpoint just finished, for the ledger to count from.
+    rebase_to: Option<u64>,
     pub stats: CompactorStats,
 }
 
@@ -279,12 +168,26 @@ impl Compactor {
             run_began: now,
             run_began_store_us: None,
             written_out: None,
+            step_docs_max: config.checkpoint_step_docs_max,
+            run_target: None,
+            continuing: false,
+            look_tip: 0,
+            rebase_to: None,
             stats: CompactorStats::default(),
         }
     }
 
     /// The world opened from the checkpoint at `next_sequence`, whose objects are `stored`.
-    pub fn opened_at(&mut self, next_sequence: u64, stored: BTreeSet<Hash32>, sn: &Snapshot, now: Instant) {
+    pub fn opened_at(
+        &mut self,
+        next_sequence: u64,
+        stored: BTreeSet<Hash32>,
+        sn: &mut Snapshot,
+        now: Instant,
+    ) {
+        if self.role == CompactionRole::Off {
+            sn.ledger.disable();
+        }
         if next_sequence > 1 {
             self.stats.loaded_at_open += 1;
         }
@@ -300,6 +203,10 @@ impl Compactor {
         let idle = sn.world.sequence() < self.newest_next_sequence;
         if self.role == CompactionRole::Off || self.is_running() || idle {
             return None;
+        }
+        if self.run_target.is_some() {
+            // A run between its steps goes on at once.
+            return Some(self.newest_at);
         }
         Some(self.due_at.unwrap_or(self.newest_at + self.interval))
     }
@@ -318,8 +225,12 @@ impl Compactor {
         history: &mut History,
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        for (path, blocks, through) in std::mem::take(&mut self.adopt) {
-            sn.world.adopt_history(&path, &blocks, through);
+        let adopted = std::mem::take(&mut self.adopt);
+        for (path, blocks, through) in &adopted {
+            sn.world.adopt_history(path, blocks, *through);
+        }
+        if let Some(at) = self.rebase_to.take() {
+            sn.ledger.rebase(&sn.world, at, &adopted);
         }
         if self.role == CompactionRole::Off {
             return Ok(());
@@ -327,6 +238,16 @@ impl Compactor {
         self.slots_applied = sn.world.slots_applied();
         self.check_chain(sn)?;
         self.install_adoption(now, sn);
+        if let Some(target) = self.run_target.filter(|_| !self.is_running()) {
+            if self.newest_next_sequence > target {
+                self.run_target = None;
+            } else {
+                // The next step of the run: it looks first, so a store that finds a
+                // newer checkpoint than its own adopts it and ends its run.
+                self.continuing = true;
+                self.begin_look(now, sn, io);
+            }
+        }
         if !self.is_running() && self.cadence_reached(now, sn) {
             let due = *self.due_at.get_or_insert_with(|| {
                 let jitter_ms = io.rng.next_u64() % (self.jitter_ms + 1);
@@ -334,17 +255,24 @@ impl Compactor {
             });
             if now >= due {
                 self.due_at = None;
-                self.stats.looks += 1;
-                self.run_began = now;
-                self.run_began_store_us = io.store_clock.now_us(now);
-                self.look = Some(self.newest_next_sequence);
-                self.list_checkpoints(now, None, io);
+                self.continuing = false;
+                self.begin_look(now, sn, io);
             }
         }
         self.read_for_adoption(now, io);
         self.gather_blocks(now, sn, history, io)?;
         self.send(now, io);
         Ok(())
+    }
+
+    /// A look for a newer checkpoint, which starts a step's bound.
+    fn begin_look(&mut self, now: Instant, sn: &Snapshot, io: &mut Io) {
+        self.stats.looks += 1;
+        self.run_began = now;
+        self.run_began_store_us = io.store_clock.now_us(now);
+        self.look_tip = sn.world.sequence();
+        self.look = Some(self.newest_next_sequence);
+        self.list_checkpoints(now, None, io);
     }
 
     /// Reads the blocks the fold lacks, a bounded number at once, and folds once none is
@@ -374,11 +302,21 @@ impl Compactor {
             return Ok(());
         }
         let blocks = &gather.blocks;
-        let folded = fold(&sn.world, &|h| blocks.get(h).map(|b| &**b));
+        // A step folds the world at its boundary, or at the tip when the documents changed
+        // since the newest checkpoint are fewer than a step's most.
+        let boundary = sn.ledger.boundary(self.step_docs_max);
+        let (sequence, slots_at_fold) = match boundary {
+            Some(b) => (b.sequence, sn.world.slots_applied() - b.slots_after),
+            None => (sn.world.sequence(), sn.world.slots_applied()),
+        };
+        let folded = match boundary {
+            Some(b) => fold(&sn.ledger.world_at(&sn.world, b), &|h| blocks.get(h).map(|b| &**b)),
+            None => fold(&sn.world, &|h| blocks.get(h).map(|b| &**b)),
+        };
         match folded {
             Ok(folded) => {
                 self.gather = None;
-                self.start(folded, sn);
+                self.start(folded, slots_at_fold);
                 Ok(())
             }
             Err(FoldError::NeedBlocks(blocks)) => {
@@ -386,7 +324,7 @@ impl Compactor {
                 Ok(())
             }
             Err(FoldError::Disagrees(problem)) => {
-                let key = self.keys.checkpoint(sn.world.sequence() + 1);
+                let key = self.keys.checkpoint(sequence + 1);
                 Err(FailReason::CheckpointMismatch { key, problem })
             }
         }
@@ -408,7 +346,8 @@ impl Compactor {
         behind && (slots >= self.slots_max || since >= self.interval)
     }
 
-    fn start(&mut self, folded: crate::checkpoint::Folded, sn: &Snapshot) {
+    fn start(&mut self, folded: crate::checkpoint::Folded, slots_at_fold: u64) {
+        self.stats.steps += 1;
         let names: BTreeSet<Hash32> = folded.objects.iter().map(|o| o.name).collect();
         let queue: VecDeque<Object> =
             folded.objects.into_iter().filter(|o| !self.stored.contains(&o.name)).collect();
@@ -419,7 +358,7 @@ impl Compactor {
             checkpoint_bytes,
             queue,
             in_flight: BTreeMap::new(),
-            slots_at_fold: sn.world.slots_applied(),
+            slots_at_fold,
             names,
             adopt: folded.adopt,
             checkpoint_sent: false,
@@ -497,7 +436,7 @@ impl Compactor {
                 self.stats.written += 1;
                 let names = self.run.as_ref().expect("running").names.clone();
                 self.written_out = Some(Written { next_sequence, names });
-                self.finish(next_sequence, now);
+                self.finish(next_sequence, now, true);
             }
             (StepCall::CheckpointCreate { .. }, Err(BlobError::Throttled)) => io.retry_later(now, call),
             (StepCall::CheckpointCreate { next_sequence }, Err(_)) => {
@@ -514,13 +453,13 @@ impl Compactor {
                     io.issue(now, step(StepCall::CheckpointFreshen { next_sequence }), op, 0);
                 } else {
                     self.stats.identical_races += 1;
-                    self.finish(next_sequence, now);
+                    self.finish(next_sequence, now, false);
                 }
             }
             (StepCall::CheckpointFreshen { next_sequence }, Ok(_)) => {
                 self.stats.freshened += 1;
                 self.stats.identical_races += 1;
-                self.finish(next_sequence, now);
+                self.finish(next_sequence, now, false);
             }
             (StepCall::CheckpointFreshen { next_sequence }, Err(e)) if !e.is_transient() => {
                 // Freshened or deleted meanwhile: read what is there now.
@@ -572,8 +511,16 @@ impl Compactor {
         Ok(())
     }
 
-    fn finish(&mut self, next_sequence: u64, now: Instant) {
+    /// A step's checkpoint is in the bucket. A run goes on to its next step only when its
+    /// own plain create wrote this one: a store that found the name taken by a racer
+    /// leaves the rest of the backlog to it (the defer rule, applied between steps, so
+    /// several backstops that took over together do not all step on).
+    fn finish(&mut self, next_sequence: u64, now: Instant, own: bool) {
         let run = self.run.take().expect("running");
+        self.rebase_to = Some(next_sequence - 1);
+        if !own {
+            self.run_target = None;
+        }
         debug_assert_eq!(run.checkpoint.next_sequence, next_sequence);
         self.newest_next_sequence = next_sequence;
         self.slots_at_newest = run.slots_at_fold;

@@ -45,13 +45,15 @@ impl Compactor {
             }
             _ => false,
         };
-        if superseded {
-            self.stats.runs_superseded += 1;
+        if superseded || local_overdue || store_overdue {
+            if superseded {
+                self.stats.runs_superseded += 1;
+            } else {
+                // Objects it names may have been judged unused by a drop meanwhile.
+                self.stats.runs_overdue += 1;
+            }
             self.run = None;
-        } else if local_overdue || store_overdue {
-            // Objects it names may have been judged unused by a drop meanwhile.
-            self.stats.runs_overdue += 1;
-            self.run = None;
+            self.run_target = None;
         } else {
             let op = BlobOp::Create { key: ours, bytes: run.checkpoint_bytes.clone() };
             io.issue(now, step(StepCall::CheckpointCreate { next_sequence }), op, 0);

@@ -1,0 +1,264 @@
+//! The ledger (SPEC 10.11, bounded steps): what a replica keeps since its newest
+//! checkpoint so that a step can fold the world as it was at the step's boundary, not
+//! only at the tip. It holds the slots applied since that checkpoint, each document those
+//! slots touched as it was at the checkpoint (captured the first time a slot touches it),
+//! the policy there, and the receipts of the checkpoint's window that the served world
+//! has since let go. Untouched documents are read from the served world, which holds
+//! them unchanged; so the ledger grows with the changes since the newest checkpoint, as
+//! the held version records do, never with the world.
+//!
+//! It owns no I/O and never changes the served world. The snapshot records every slot
+//! into it before applying the slot; the compactor moves its base on when a checkpoint
+//! is written or adopted.
+
+use crate::checkpoint::FoldSource;
+use crate::format::{HistoryRef, Slot};
+use crate::hash::Hash32;
+use crate::ids::WorldId;
+use crate::world::{receipts_from, Document, Path, Policy, Receipt, StateView, WorldState};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+pub(crate) struct Ledger {
+    /// Off for a replica that never compacts: it keeps nothing.
+    enabled: bool,
+    /// The sequence of the newest checkpoint the ledger counts from.
+    base: u64,
+    /// Every document a slot since `base` touched, as it was at `base` (None: absent).
+    before: BTreeMap<Path, Option<Document>>,
+    policy: Policy,
+    /// Receipts of sequences up to `base` that a step's window may still need and the
+    /// served world no longer holds, in sequence order.
+    dropped: VecDeque<Receipt>,
+    /// The slots applied since `base`, with their hashes, in order.
+    slots: VecDeque<(Slot, Hash32)>,
+}
+
+/// What the ledger held before a record, to undo it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Recorded {
+    dropped: usize,
+    slots: usize,
+}
+
+/// Where a step ends: the slot at which the documents changed since the newest
+/// checkpoint reach the step's most (SPEC 10.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Boundary {
+    pub sequence: u64,
+    pub hash: Hash32,
+    /// Slots applied after it.
+    pub slots_after: u64,
+}
+
+impl Ledger {
+    /// A ledger counting from `world`, the state of the newest checkpoint (or genesis).
+    pub fn new(world: &WorldState) -> Ledger {
+        Ledger {
+            enabled: true,
+            base: world.sequence(),
+            before: BTreeMap::new(),
+            policy: StateView::policy(world).clone(),
+            dropped: VecDeque::new(),
+            slots: VecDeque::new(),
+        }
+    }
+
+    /// A replica that never compacts keeps nothing.
+    pub fn disable(&mut self) {
+        self.enabled = false;
+        self.before.clear();
+        self.dropped.clear();
+        self.slots.clear();
+    }
+
+    /// Takes `slot` before `world` applies it: the documents it touches first, and the
+    /// receipts of the base's window that applying it will make the world let go.
+    pub fn record(&mut self, world: &WorldState, slot: &Slot, hash: Hash32) -> Recorded {
+        let recorded = Recorded { dropped: self.dropped.len(), slots: self.slots.len() };
+        if !self.enabled || slot.first_sequence != world.next_sequence() {
+            return recorded;
+        }
+        let keep_from = world.receipts_from_sequence().max(receipts_from(self.base));
+        let held_from = receipts_from(slot.last_sequence());
+        let leaving = world.receipts_since(keep_from).take_while(|r| r.sequence < held_from);
+        self.dropped.extend(leaving.filter(|r| r.sequence <= self.base).cloned());
+        for m in &slot.members {
+            if let Some(entry) = &m.entry {
+                if !self.before.contains_key(&entry.path) {
+                    self.before.insert(entry.path.clone(), world.document(&entry.path).cloned());
+                }
+            }
+        }
+        self.slots.push_back((slot.clone(), hash));
+        recorded
+    }
+
+    /// The slot just recorded did not apply (the replica fails closed): forget it. The
+    /// images it took are of documents unchanged since the base, so they stay true.
+    pub fn undo(&mut self, recorded: Recorded) {
+        self.dropped.truncate(recorded.dropped);
+        self.slots.truncate(recorded.slots);
+    }
+
+    /// The boundary of the next step, when it falls before the tip: the end of the first
+    /// slot at which the documents changed since the base reach `docs_max`, or of the
+    /// slot before one that would take them past it. A function of the log and the
+    /// newest checkpoint alone, so racing compactors cut the same step.
+    pub fn boundary(&self, docs_max: usize) -> Option<Boundary> {
+        let mut changed: BTreeSet<&Path> = BTreeSet::new();
+        let mut end: Option<usize> = None;
+        for (i, (slot, _)) in self.slots.iter().enumerate() {
+            let new: BTreeSet<&Path> = slot
+                .members
+                .iter()
+                .filter_map(|m| m.entry.as_ref().map(|e| &e.path))
+                .filter(|p| !changed.contains(p))
+                .collect();
+            if changed.len() + new.len() > docs_max {
+                // A step holds at least one slot (the limit is at least a slot's most).
+                end = Some(i.saturating_sub(1));
+                break;
+            }
+            changed.extend(new);
+            if changed.len() == docs_max {
+                end = Some(i);
+                break;
+            }
+        }
+        let i = end?;
+        let slots_after = (self.slots.len() - i - 1) as u64;
+        if slots_after == 0 {
+            return None;
+        }
+        let (slot, hash) = &self.slots[i];
+        Some(Boundary { sequence: slot.last_sequence(), hash: *hash, slots_after })
+    }
+
+    /// The world as it was at `at`, a slot boundary after the base, for a fold.
+    pub fn world_at<'w>(&self, served: &'w WorldState, at: Boundary) -> AtBoundary<'w> {
+        debug_assert!(at.sequence > self.base && at.sequence <= served.sequence());
+        let (images, policy) = self.images_at(at.sequence);
+        let from = receipts_from(at.sequence);
+        let mut receipts: Vec<Receipt> =
+            self.dropped.iter().filter(|r| r.sequence >= from).cloned().collect();
+        let held = served.receipts_since(from).take_while(|r| r.sequence <= self.base);
+        receipts.extend(held.cloned());
+        receipts.extend(self.receipts_after_base(at.sequence).filter(|r| r.sequence >= from).cloned());
+        let absent = images.values().filter(|d| d.is_none()).count() as u64;
+        AtBoundary {
+            world_id: served.world_id(),
+            served,
+            sequence: at.sequence,
+            tip_hash: at.hash,
+            policy,
+            document_count: served.document_count() as u64 - absent,
+            images,
+            receipts,
+        }
+    }
+
+    /// Every touched document and the policy as they were at `at`: the base's, with the
+    /// slots through `at` applied.
+    fn images_at(&self, at: u64) -> (BTreeMap<Path, Option<Document>>, Policy) {
+        let mut images = self.before.clone();
+        let mut policy = self.policy.clone();
+        for (slot, _) in self.slots.iter().take_while(|(s, _)| s.last_sequence() <= at) {
+            for m in &slot.members {
+                if let Some(rules) = &m.policy {
+                    policy = Policy { version: m.receipt.version, rules: rules.clone() };
+                }
+                let Some(entry) = &m.entry else { continue };
+                let image = images.get_mut(&entry.path).expect("every touched document has an image");
+                match image {
+                    Some(doc) => doc.apply(entry.clone(), m.version.clone()),
+                    None => {
+                        let doc = Document::held(entry.clone(), m.version.clone())
+                            .expect("an applied member starts a document at version 1");
+                        *image = Some(doc);
+                    }
+                }
+            }
+        }
+        (images, policy)
+    }
+
+    fn receipts_after_base(&self, through: u64) -> impl Iterator<Item = &Receipt> {
+        let members = self.slots.iter().flat_map(|(s, _)| s.members.iter());
+        members.map(|m| &m.receipt).take_while(move |r| r.sequence <= through)
+    }
+
+    /// A checkpoint at `at` was written or adopted, its documents storing their versions
+    /// in the blocks `adopt` names: the ledger counts from there.
+    pub fn rebase(&mut self, served: &WorldState, at: u64, adopt: &[(Path, Vec<HistoryRef>, u64)]) {
+        if !self.enabled || at <= self.base || at > served.sequence() {
+            return;
+        }
+        let (mut images, policy) = self.images_at(at);
+        let from = receipts_from(at);
+        let let_go = served.receipts_from_sequence();
+        self.dropped.retain(|r| r.sequence >= from);
+        let moved: Vec<Receipt> = self
+            .receipts_after_base(at)
+            .filter(|r| r.sequence >= from && r.sequence < let_go)
+            .cloned()
+            .collect();
+        self.dropped.extend(moved);
+        while self.slots.front().is_some_and(|(s, _)| s.last_sequence() <= at) {
+            self.slots.pop_front();
+        }
+        let touched: BTreeSet<&Path> = self
+            .slots
+            .iter()
+            .flat_map(|(s, _)| s.members.iter().filter_map(|m| m.entry.as_ref().map(|e| &e.path)))
+            .collect();
+        images.retain(|path, _| touched.contains(path));
+        for (path, blocks, through) in adopt {
+            if let Some(Some(doc)) = images.get_mut(path) {
+                doc.adopt(blocks, *through);
+            }
+        }
+        self.before = images;
+        self.policy = policy;
+        self.base = at;
+    }
+}
+
+/// The world at a step's boundary, read through the served world: a touched document
+/// from its image, any other as the served world holds it (unchanged since the base).
+pub(crate) struct AtBoundary<'w> {
+    world_id: WorldId,
+    served: &'w WorldState,
+    sequence: u64,
+    tip_hash: Hash32,
+    policy: Policy,
+    document_count: u64,
+    images: BTreeMap<Path, Option<Document>>,
+    receipts: Vec<Receipt>,
+}
+
+impl FoldSource for AtBoundary<'_> {
+    fn world_id(&self) -> WorldId {
+        self.world_id
+    }
+    fn sequence(&self) -> u64 {
+        self.sequence
+    }
+    fn tip_hash(&self) -> Hash32 {
+        self.tip_hash
+    }
+    fn policy(&self) -> &Policy {
+        &self.policy
+    }
+    fn document_count(&self) -> u64 {
+        self.document_count
+    }
+    fn documents(&self) -> Box<dyn Iterator<Item = (&Path, &Document)> + '_> {
+        Box::new(self.served.documents().filter_map(|(path, doc)| match self.images.get(path) {
+            Some(image) => image.as_ref().map(|d| (path, d)),
+            None => Some((path, doc)),
+        }))
+    }
+    fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &Receipt> + '_> {
+        Box::new(self.receipts.iter().filter(move |r| r.sequence >= from))
+    }
+}

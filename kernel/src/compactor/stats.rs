@@ -1,0 +1,71 @@
+//! The compactor's counters, as reports read them.
+
+/// Counters a report reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompactorStats {
+    /// Runs started: each folds the served snapshot, in one step or several.
+    pub runs: u64,
+    /// Steps folded (SPEC 10.11): each a checkpoint at its own sequence, of at most
+    /// `checkpoint_step_docs_max` changed documents.
+    pub steps: u64,
+    /// Checkpoint objects this replica's own create made.
+    pub written: u64,
+    /// Checkpoint names found taken by identical bytes (a racer's, or ours landed twice).
+    pub identical_races: u64,
+    /// Objects created, and objects found already stored.
+    pub objects_created: u64,
+    pub objects_found: u64,
+    /// Objects a run skipped because the checkpoint before it already had them.
+    pub objects_reused: u64,
+    /// Opens that loaded a full checkpoint (not checkpoint zero).
+    pub loaded_at_open: u64,
+    /// Looks for a newer checkpoint before stepping, and the peers' checkpoints adopted.
+    pub looks: u64,
+    pub adopted: u64,
+    /// Adoptions given up: the checkpoint could not be read whole or did not fit.
+    pub adoptions_abandoned: u64,
+    /// Stored objects a run found old and rewrote with a new stamp before using them.
+    pub freshened: u64,
+    /// Runs that reached their checkpoint create later than `checkpoint_run_ms_max` after
+    /// their look, on this replica's clock or the store's, and so ended without it.
+    pub runs_overdue: u64,
+    /// Runs that found a checkpoint after their base when they came to write theirs, and
+    /// so ended without it (the next look adopts it).
+    pub runs_superseded: u64,
+}
+
+impl CompactorStats {
+    /// Adds another incarnation's counters (every field, so a new one is not forgotten).
+    pub fn add(&mut self, other: &CompactorStats) {
+        let CompactorStats {
+            runs,
+            steps,
+            written,
+            identical_races,
+            objects_created,
+            objects_found,
+            objects_reused,
+            loaded_at_open,
+            looks,
+            adopted,
+            adoptions_abandoned,
+            freshened,
+            runs_overdue,
+            runs_superseded,
+        } = other;
+        self.runs += runs;
+        self.steps += steps;
+        self.written += written;
+        self.identical_races += identical_races;
+        self.objects_created += objects_created;
+        self.objects_found += objects_found;
+        self.objects_reused += objects_reused;
+        self.loaded_at_open += loaded_at_open;
+        self.looks += looks;
+        self.adopted += adopted;
+        self.adoptions_abandoned += adoptions_abandoned;
+        self.freshened += freshened;
+        self.runs_overdue += runs_overdue;
+        self.runs_superseded += runs_superseded;
+    }
+}
