@@ -57,7 +57,17 @@ pub fn scan_chain<'a>(
         }
     };
     scan.world_id = Some(marker_value.world_id);
-    let mut prev = Hash32::of(marker);
+    continue_chain(keys, scan, Hash32::of(marker), log)
+}
+
+/// Walks on from `scan` (its world and tip, no problem yet), the next slot naming `prev`
+/// as the hash before it: from the marker, or from a checkpoint's `previous_hash`.
+pub fn continue_chain<'a>(
+    keys: &Keys,
+    mut scan: ChainScan,
+    mut prev: Hash32,
+    log: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> ChainScan {
     for (key, bytes) in log {
         let Some(name) = keys.parse_slot(key) else {
             scan.problem = Some(ChainProblem::NotASlotName { key: key.to_string() });
@@ -76,7 +86,7 @@ pub fn scan_chain<'a>(
             Some(ChainProblem::Gap { expected: scan.tip + 1, found: name })
         } else if slot.prev_hash != prev {
             Some(ChainProblem::Break { sequence: name })
-        } else if slot.world_id != marker_value.world_id {
+        } else if Some(slot.world_id) != scan.world_id {
             Some(ChainProblem::ForeignWorld { sequence: name })
         } else {
             None

@@ -8,7 +8,7 @@
 //! Pure: works on the objects already read (`settle` reads what a listing missed).
 
 use slotlog_kernel::checkpoint;
-use slotlog_kernel::format::{scan_chain, ChainProblem, ChainScan, Checkpoint, Keys, Marker, Slot};
+use slotlog_kernel::format::{chain, scan_chain, ChainProblem, ChainScan, Checkpoint, Keys, Marker, Slot};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::WorldId;
 use slotlog_kernel::world::WorldState;
@@ -179,37 +179,9 @@ fn continue_chain(
     previous_hash: Hash32,
     log: &[(&str, &[u8])],
 ) -> ChainScan {
-    let mut scan = ChainScan { world_id, slots: Vec::new(), tip: next_sequence - 1, problem: None };
-    let mut prev = previous_hash;
-    for (key, bytes) in log.iter().filter(|(k, _)| keys.parse_slot(k).is_some_and(|s| s >= next_sequence)) {
-        let name = keys.parse_slot(key).expect("filtered");
-        let slot = match Slot::decode(bytes) {
-            Ok(s) => s,
-            Err(error) => {
-                scan.problem = Some(ChainProblem::Decode { key: key.to_string(), error });
-                break;
-            }
-        };
-        let problem = if slot.first_sequence != name {
-            Some(ChainProblem::Misnamed { key: key.to_string(), first_sequence: slot.first_sequence })
-        } else if name != scan.tip + 1 {
-            Some(ChainProblem::Gap { expected: scan.tip + 1, found: name })
-        } else if slot.prev_hash != prev {
-            Some(ChainProblem::Break { sequence: name })
-        } else if Some(slot.world_id) != world_id {
-            Some(ChainProblem::ForeignWorld { sequence: name })
-        } else {
-            None
-        };
-        if problem.is_some() {
-            scan.problem = problem;
-            break;
-        }
-        prev = Hash32::of(bytes);
-        scan.tip = slot.last_sequence();
-        scan.slots.push((slot, prev));
-    }
-    scan
+    let scan = ChainScan { world_id, slots: Vec::new(), tip: next_sequence - 1, problem: None };
+    let after = log.iter().filter(|(k, _)| keys.parse_slot(k).is_some_and(|s| s >= next_sequence));
+    chain::continue_chain(keys, scan, previous_hash, after.map(|(k, b)| (*k, *b)))
 }
 
 /// The slots below the anchor that chain into it, walked back from it: the slot before
