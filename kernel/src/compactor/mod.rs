@@ -286,46 +286,51 @@ impl Compactor {
         io: &mut Io,
     ) -> Result<(), FailReason> {
         let Some(gather) = self.gather.as_mut() else { return Ok(()) };
-        while gather.reading.len() < self.reads_in_flight_max {
-            let Some(block) = gather.to_read.pop_front() else { break };
-            match history.get(&block) {
-                Some(b) => {
-                    gather.blocks.insert(block, b.clone());
+        // Loops so that the blocks a fold asks for are asked of the store now: the run
+        // has no timer, and in an idle world the next input may be an hour away.
+        loop {
+            while gather.reading.len() < self.reads_in_flight_max {
+                let Some(block) = gather.to_read.pop_front() else { break };
+                match history.get(&block) {
+                    Some(b) => {
+                        gather.blocks.insert(block, b.clone());
+                    }
+                    None => {
+                        gather.reading.insert(block);
+                        history.fetch(now, block, io);
+                    }
                 }
-                None => {
-                    gather.reading.insert(block);
-                    history.fetch(now, block, io);
+            }
+            if !gather.reading.is_empty() || !gather.to_read.is_empty() {
+                return Ok(());
+            }
+            let blocks = &gather.blocks;
+            // A step folds the world at its boundary, or at the tip when the documents
+            // changed since the newest checkpoint are fewer than a step's most.
+            let boundary = sn.ledger.boundary(self.step_docs_max);
+            let (sequence, slots_at_fold) = match boundary {
+                Some(b) => (b.sequence, sn.world.slots_applied() - b.slots_after),
+                None => (sn.world.sequence(), sn.world.slots_applied()),
+            };
+            let folded = match boundary {
+                Some(b) => fold(&sn.ledger.world_at(&sn.world, b), &|h| blocks.get(h).map(|b| &**b)),
+                None => fold(&sn.world, &|h| blocks.get(h).map(|b| &**b)),
+            };
+            match folded {
+                Ok(folded) => {
+                    self.gather = None;
+                    self.start(folded, slots_at_fold);
+                    return Ok(());
                 }
-            }
-        }
-        if !gather.reading.is_empty() || !gather.to_read.is_empty() {
-            return Ok(());
-        }
-        let blocks = &gather.blocks;
-        // A step folds the world at its boundary, or at the tip when the documents changed
-        // since the newest checkpoint are fewer than a step's most.
-        let boundary = sn.ledger.boundary(self.step_docs_max);
-        let (sequence, slots_at_fold) = match boundary {
-            Some(b) => (b.sequence, sn.world.slots_applied() - b.slots_after),
-            None => (sn.world.sequence(), sn.world.slots_applied()),
-        };
-        let folded = match boundary {
-            Some(b) => fold(&sn.ledger.world_at(&sn.world, b), &|h| blocks.get(h).map(|b| &**b)),
-            None => fold(&sn.world, &|h| blocks.get(h).map(|b| &**b)),
-        };
-        match folded {
-            Ok(folded) => {
-                self.gather = None;
-                self.start(folded, slots_at_fold);
-                Ok(())
-            }
-            Err(FoldError::NeedBlocks(blocks)) => {
-                gather.to_read.extend(blocks.into_iter().filter(|b| !gather.blocks.contains_key(b)));
-                Ok(())
-            }
-            Err(FoldError::Disagrees(problem)) => {
-                let key = self.keys.checkpoint(sequence + 1);
-                Err(FailReason::CheckpointMismatch { key, problem })
+                Err(FoldError::NeedBlocks(needed)) => {
+                    // The fold names only blocks its lookup lacked, so this adds some.
+                    assert!(!needed.is_empty(), "a fold that needs blocks names them");
+                    gather.to_read.extend(needed);
+                }
+                Err(FoldError::Disagrees(problem)) => {
+                    let key = self.keys.checkpoint(sequence + 1);
+                    return Err(FailReason::CheckpointMismatch { key, problem });
+                }
             }
         }
     }

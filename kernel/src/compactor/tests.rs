@@ -181,6 +181,28 @@ fn a_checkpoint_missing_an_object_costs_only_replay_from_the_one_before() {
     assert_eq!(cold.warnings, vec![Warning::CheckpointSkipped { key: keys().checkpoint(9), reason }]);
 }
 
+/// A run has no timer of its own: blocks its fold asks for must be asked of the store in
+/// the same step, or in an idle world the run waits for the next input, past its bound
+/// (the `collect` scenario lost over half its runs that way).
+#[test]
+fn a_run_asks_for_the_stored_blocks_its_fold_needs_without_waiting_for_an_input() {
+    let mut a = Harness::opened(compacting(4));
+    write_docs(&mut a, 1, 4);
+    assert_eq!(full_checkpoints(&a.store), vec![5]);
+    // A cold start from that checkpoint holds none of its history blocks.
+    let mut b = Harness::with_store(compacting(4), a.store.clone(), 2);
+    b.run();
+    for i in 1..=4u128 {
+        let r = b.publish(100 + i, &format!("/d{i}.md"), "again");
+        b.settle();
+        assert!(matches!(b.reply(r), Some(Ok(_))), "{:?}", b.reply(r));
+    }
+    // Every document's window gained a version since its block was stored: the fold
+    // reads the four blocks, and the run ends with no further input.
+    assert_eq!(full_checkpoints(&b.store), vec![5, 9], "{:?}", b.replica.compactor_stats());
+    assert_eq!(b.replica.compactor_stats().written, 1);
+}
+
 #[test]
 fn the_fold_is_a_function_of_the_world_alone() {
     let mut a = Harness::opened(Config::default());
