@@ -292,6 +292,12 @@ impl Compactor {
             return;
         }
         let adoption = self.adoption.take().expect("ready");
+        // A look lists only names after the newest checkpoint known, and no run or other
+        // adoption overlaps this one, so what is installed is newer than what is served.
+        assert!(
+            adoption.checkpoint.next_sequence > self.newest_next_sequence,
+            "an adoption older than the served snapshot's checkpoint"
+        );
         for (path, blocks, through) in &adoption.adopt {
             sn.world.adopt_history(path, blocks, *through);
         }

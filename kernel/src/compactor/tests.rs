@@ -11,7 +11,7 @@ use crate::format::{Checkpoint, HistoryBlock, Keys};
 use crate::hash::Hash32;
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::testkit::{is_checkpoint_create, is_slot_get, keys, Fate, Harness, MemStore, WORLD};
-use crate::world::{IndexEntry, StateView, VersionRecord, WorldState};
+use crate::world::{IndexEntry, Path, StateView, VersionRecord, WorldState};
 use bytes::Bytes;
 
 /// Checkpoints every `slots` slots, at once.
@@ -336,6 +336,60 @@ fn a_peers_checkpoint_ahead_of_the_tip_is_installed_once_the_tip_reaches_it() {
     let mut cold = Harness::with_store(Config::default(), a.store.clone(), 3);
     cold.run();
     same_world(a.replica.world().unwrap(), cold.replica.world().unwrap(), &a.store);
+}
+
+fn is_shard_get(op: &BlobOp) -> bool {
+    matches!(op, BlobOp::Get { key } if key.starts_with(&keys().shards_prefix()))
+}
+
+/// The record's third adoption try rebases under the install lock, because installing a
+/// snapshot rebased before a commit drops that commit. Here the install is one step of the
+/// replica's state machine on the served snapshot itself (SPEC 10.14): a commit that
+/// lands while the adoption reads is in the world the install changes, and stays.
+#[test]
+fn a_commit_that_lands_while_an_adoption_reads_is_kept_by_its_install() {
+    let (mut a, b) = a_peer_checkpointed_after_six_slots(compacting(8));
+    copy_missing(&b.store, &mut a.store, a.now);
+    a.advance_ms(600_000);
+    a.replica.handle_timeout(a.now);
+    a.drain();
+    a.deliver_all_but(is_shard_get);
+    assert!(a.find(is_shard_get).is_some(), "the adoption is reading the peer's shards");
+    let during = a.publish(50, "/d1.md", "written during the adoption");
+    a.deliver_all_but(is_shard_get);
+    assert!(matches!(a.reply(during), Some(Ok(_))), "{:?}", a.reply(during));
+    assert_eq!(a.replica.compactor_stats().adopted, 0);
+    a.settle();
+    assert_eq!(a.replica.compactor_stats().adopted, 1);
+    let path = Path::parse("/d1.md").expect("a path");
+    let doc = a.replica.world().unwrap().document(&path).expect("the document");
+    assert_eq!(doc.entry.version, 2, "the commit made during the adoption is served");
+    assert_eq!(doc.held_versions().map(|v| v.version).collect::<Vec<_>>(), vec![2], "and held");
+    let mut cold = Harness::with_store(Config::default(), a.store.clone(), 3);
+    cold.run();
+    same_world(a.replica.world().unwrap(), cold.replica.world().unwrap(), &a.store);
+}
+
+/// A checkpoint older than the one the served snapshot stands on (a peer's run that
+/// resumed late) is never adopted: a look lists only names after the newest it knows.
+#[test]
+fn a_checkpoint_older_than_the_served_one_is_never_adopted() {
+    let (mut a, mut b) = a_peer_checkpointed_after_six_slots(compacting(8));
+    write_docs(&mut b, 100, 4);
+    assert_eq!(full_checkpoints(&b.store), vec![7, 11]);
+    // `a` adopts the newest, then the peer's older checkpoint appears in its bucket.
+    let older = b.store.bytes(&keys().checkpoint(7)).expect("stored");
+    let mut newest_only = b.store.clone();
+    newest_only.objects.remove(&keys().checkpoint(7));
+    copy_missing(&newest_only, &mut a.store, a.now);
+    write_docs(&mut a, 7, 5);
+    assert_eq!(a.replica.compactor_stats().adopted, 1);
+    a.store.put(a.now, keys().checkpoint(7), older);
+    a.advance_ms(600_000);
+    write_docs(&mut a, 12, 8);
+    let stats = a.replica.compactor_stats().clone();
+    assert_eq!(stats.adopted, 1, "{stats:?}");
+    assert!(stats.looks >= 2, "it looked again: {stats:?}");
 }
 
 #[test]
