@@ -181,8 +181,9 @@ pub enum ReadError {
     /// The deadline passed before the replica could confirm a fresh enough snapshot.
     #[error("the deadline passed before a fresh enough snapshot")]
     Deadline,
-    /// The store failed the check of the tip this read waited on; nothing was read. The
-    /// read may be sent again (the replica keeps checking, with backoff).
+    /// The check of the tip this read waited on failed (its retries spent, or an error
+    /// the store would repeat); nothing was read. Sending the read again starts a new
+    /// check.
     #[error("the store failed the tip check this read waited on: {error}")]
     Unavailable { error: BlobError },
     #[error("the replica failed closed")]
