@@ -93,6 +93,19 @@ pub enum FailReason {
     /// the newest checkpoint (SPEC 10.15).
     #[error("slot {next} is gone but slot {found} is there: collection passed this replica's tip; reopen")]
     BelowCollection { next: u64, found: u64 },
+    /// No checkpoint newer than `fell_back_to` loads (each is named with its reason), and
+    /// the slot `missing`, needed to replay from `fell_back_to` to where the newest of
+    /// them stood, is gone (collected, SPEC 10.12): opening from it would serve a world
+    /// with a gap, so the opening fails closed.
+    #[error("no checkpoint newer than {fell_back_to} loads ({} skipped) and {missing}, needed to replay from it, is gone", skipped.len())]
+    ReplayGone { skipped: Vec<SkippedCheckpoint>, fell_back_to: String, missing: String },
+}
+
+/// A checkpoint an opening could not load, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedCheckpoint {
+    pub key: String,
+    pub reason: FailReason,
 }
 
 impl FailReason {
