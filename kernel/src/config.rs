@@ -36,6 +36,12 @@ pub struct Config {
     /// Reads waiting for a fresh enough snapshot beyond which a new read is refused with
     /// `Busy`.
     pub read_pending_max: usize,
+    /// Attempts one tip probe call gets on a 429, 5xx or timeout before its flight fails
+    /// and answers every read waiting on it `Unavailable` (record: "the probe is a
+    /// flight"; a persistent failure then costs one flight per burst of reads). Three
+    /// attempts wait about 60 ms of backoff, far inside a read's 10 s deadline, as an
+    /// object-store client's own retries would.
+    pub probe_attempts_max: u32,
     /// How much older than its arrival a catalog read's snapshot may be (record: catalog
     /// reads may trail another replica's commit by up to one second).
     pub catalog_staleness_ms_max: u64,
@@ -177,6 +183,7 @@ impl Default for Config {
             replay_gets_max: 16,
             list_page_max: 1_000,
             read_pending_max: 4_096,
+            probe_attempts_max: 3,
             catalog_staleness_ms_max: 1_000,
             recent_slots_max: 16_384,
             ring_events_max: 4_096,
@@ -269,6 +276,7 @@ impl Config {
             return Err(ConfigError::Replay);
         }
         if self.read_pending_max == 0
+            || self.probe_attempts_max == 0
             || self.recent_slots_max == 0
             || self.ring_events_max == 0
             || self.watches_max == 0

@@ -64,5 +64,7 @@ pub use hash::Hash32;
 pub use ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};
 pub use reads::{ReadStats, READ_LIMIT_MAX};
 pub use replica::{Identity, Replica};
-pub use reply::{Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply, WriteError, WriteOk};
+pub use reply::{
+    Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply, SkippedCheckpoint, WriteError, WriteOk,
+};
 pub use time::Instant;

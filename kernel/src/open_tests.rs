@@ -6,11 +6,11 @@
 use crate::blob::{BlobError, BlobOp};
 use crate::config::Config;
 use crate::format::frame::HEADER_LEN;
-use crate::format::{Checkpoint, CheckpointRule, DecodeError, Marker, ShapeRule};
+use crate::format::{Checkpoint, CheckpointRule, DecodeError, Marker, Root, ShapeRule};
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::reply::{CheckpointProblem, FailReason, WriteError};
-use crate::testkit::{is_checkpoint_create, keys, Fate, Harness, MemStore, WORLD};
+use crate::testkit::{is_checkpoint_create, is_slot_get, keys, Fate, Harness, MemStore, WORLD};
 use crate::time::Instant;
 use bytes::Bytes;
 
@@ -214,17 +214,18 @@ fn a_damaged_checkpoint_fails_closed() {
 
 #[test]
 fn a_full_checkpoint_that_cannot_be_loaded_falls_back_to_checkpoint_zero() {
-    let key = keys().checkpoint(1025);
-    let root = Hash32::of(b"root");
-    let later = Checkpoint::full(WORLD, 1025, Hash32::of(b"slot 1024"), 3, root);
-    let mut store = store_with_checkpoint(keys().checkpoint(1), zero_bytes());
-    store.put(Instant::ZERO, key.clone(), Bytes::from(later.encode()));
-    let mut h = Harness::with_store(Config::default(), store, 2);
-    h.run();
-    assert!(h.replica.is_open(), "a checkpoint that cannot be loaded costs only replay");
-    let problem = CheckpointProblem::ObjectMissing { key: keys().root_object(&root) };
+    let writer = world_of(4);
+    let mut store = writer.store.clone();
+    let (root_key, _) = root_of(&store, 5);
+    store.objects.remove(&root_key);
+    let cold = cold_start(store);
+    assert!(cold.replica.is_open(), "a checkpoint that cannot be loaded costs only replay");
+    same_tip_and_documents(&writer, &cold);
+    let key = keys().checkpoint(5);
+    let problem = CheckpointProblem::ObjectMissing { key: root_key };
     let reason = FailReason::CheckpointMismatch { key: key.clone(), problem };
-    assert_eq!(h.warnings, vec![crate::effect::Warning::CheckpointSkipped { key, reason }]);
+    assert_eq!(cold.warnings, vec![crate::effect::Warning::CheckpointSkipped { key, reason }]);
+    assert_eq!(cold.replica.compactor_stats().loaded_at_open, 0, "opened from checkpoint zero");
 }
 
 #[test]
@@ -235,6 +236,7 @@ fn the_newest_checkpoint_is_the_greatest_key_across_pages() {
         store.put(Instant::ZERO, keys().checkpoint(n), Bytes::from(later(n).encode()));
     }
     let mut h = Harness::with_store(Config { list_page_max: 1, ..Config::default() }, store, 2);
+    h.failure_expected = true;
     h.run();
     let gets: Vec<&str> = h
         .log
@@ -245,6 +247,8 @@ fn the_newest_checkpoint_is_the_greatest_key_across_pages() {
     // None of them loads (their roots are missing): each is tried newest first.
     let tried = [0x100, 0x10, 0x2, 0x1].map(|n| keys().checkpoint(n));
     assert_eq!(gets, tried.iter().map(String::as_str).collect::<Vec<_>>());
+    // The log is empty, so nothing bridges checkpoint zero to where the others stood.
+    assert!(matches!(&h.failures[..], [FailReason::ReplayGone { .. }]), "{:?}", h.failures);
 }
 
 #[test]
@@ -310,4 +314,220 @@ fn a_create_that_finds_other_bytes_at_checkpoint_zero_fails_closed() {
     let problem = CheckpointProblem::NotTheMarker { found };
     assert_eq!(h.failures, vec![FailReason::CheckpointMismatch { key: keys().checkpoint(1), problem }]);
     assert!(!h.replica.is_open());
+}
+
+// Falling back from a full checkpoint (SPEC 10.12, the amendments issue: "a damaged or
+// missing newest checkpoint costs only replay").
+
+/// Checkpoints every `slots` slots, at once.
+fn compacting(slots: u64) -> Config {
+    Config { checkpoint_slots: slots, checkpoint_jitter_ms: 0, ..Config::default() }
+}
+
+/// A world of `n` documents, one publish per slot, checkpointed every four slots.
+fn world_of(n: u128) -> Harness {
+    let mut h = Harness::opened(compacting(4));
+    for i in 1..=n {
+        let r = h.publish(i, &format!("/d{i}.md"), &format!("body {i}"));
+        h.settle();
+        assert!(matches!(h.reply(r), Some(Ok(_))), "{:?}", h.reply(r));
+    }
+    h
+}
+
+/// The root of the checkpoint at `next_sequence`, and its key.
+fn root_of(store: &MemStore, next_sequence: u64) -> (String, Root) {
+    let c = Checkpoint::decode(&store.bytes(&keys().checkpoint(next_sequence)).expect("stored"))
+        .expect("decodes");
+    let key = keys().root_object(&c.root.expect("a full checkpoint"));
+    let root = Root::decode(&store.bytes(&key).expect("stored")).expect("decodes");
+    (key, root)
+}
+
+/// Flips one byte in the middle of the object at `key`.
+fn damage(store: &mut MemStore, key: &str) {
+    let (bytes, _, _) = store.objects.get_mut(key).expect("stored");
+    let mut flipped = bytes.to_vec();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x40;
+    *bytes = Bytes::from(flipped);
+}
+
+/// Opens a second replica on `store` and runs it until it is open or failed.
+fn cold_start(store: MemStore) -> Harness {
+    let mut cold = Harness::with_store(Config::default(), store, 2);
+    cold.failure_expected = true;
+    cold.run();
+    cold
+}
+
+/// What every replica at one tip must agree on.
+fn same_tip_and_documents(a: &Harness, b: &Harness) {
+    let (a, b) = (a.replica.world().expect("open"), b.replica.world().expect("open"));
+    assert_eq!((a.sequence(), a.tip_hash()), (b.sequence(), b.tip_hash()));
+    let entries =
+        |w: &crate::world::WorldState| w.documents().map(|(_, d)| d.entry.clone()).collect::<Vec<_>>();
+    assert_eq!(entries(a), entries(b));
+}
+
+#[test]
+fn each_kind_of_damage_to_the_newest_checkpoint_costs_only_replay_from_the_one_before() {
+    let writer = world_of(8);
+    let (root_key, root) = root_of(&writer.store, 9);
+    let (_, older_root) = root_of(&writer.store, 5);
+    let shard = root.shards.iter().find(|s| !older_root.shards.contains(s)).map(|s| keys().shard(s));
+    let shard = shard.expect("a shard only the newest uses");
+    let receipts = keys().receipts(&root.receipts.last().expect("a receipt block").block);
+    assert!(!older_root.receipts.iter().any(|r| keys().receipts(&r.block) == receipts));
+    let newest = keys().checkpoint(9);
+    type Harm = Box<dyn Fn(&mut MemStore)>;
+    let cases: Vec<(&str, Harm, String)> = vec![
+        ("a damaged checkpoint object", Box::new(|s| damage(s, &keys().checkpoint(9))), newest.clone()),
+        (
+            "a damaged root",
+            Box::new({
+                let k = root_key.clone();
+                move |s| damage(s, &k)
+            }),
+            root_key.clone(),
+        ),
+        (
+            "a missing root",
+            Box::new({
+                let k = root_key.clone();
+                move |s| {
+                    s.objects.remove(&k);
+                }
+            }),
+            root_key,
+        ),
+        (
+            "a damaged shard",
+            Box::new({
+                let k = shard.clone();
+                move |s| damage(s, &k)
+            }),
+            shard.clone(),
+        ),
+        (
+            "a missing shard",
+            Box::new({
+                let k = shard.clone();
+                move |s| {
+                    s.objects.remove(&k);
+                }
+            }),
+            shard,
+        ),
+        (
+            "a damaged receipt block",
+            Box::new({
+                let k = receipts.clone();
+                move |s| damage(s, &k)
+            }),
+            receipts.clone(),
+        ),
+        (
+            "a missing receipt block",
+            Box::new({
+                let k = receipts.clone();
+                move |s| {
+                    s.objects.remove(&k);
+                }
+            }),
+            receipts,
+        ),
+    ];
+    for (kind, harm, named) in cases {
+        let mut store = writer.store.clone();
+        harm(&mut store);
+        let cold = cold_start(store);
+        assert!(cold.failures.is_empty(), "{kind}: {:?}", cold.failures);
+        same_tip_and_documents(&writer, &cold);
+        let [crate::effect::Warning::CheckpointSkipped { key, reason }] = &cold.warnings[..] else {
+            panic!("{kind}: one skipped checkpoint, got {:?}", cold.warnings);
+        };
+        assert_eq!(key, &newest, "{kind}");
+        assert!(reason.to_string().contains(&named), "{kind}: {reason} names {named}");
+        let stats = cold.replica.compactor_stats();
+        assert_eq!((stats.loaded_at_open, stats.skipped_at_open), (1, 1), "{kind}: opened from checkpoint 5");
+        let replayed: Vec<String> =
+            cold.log.iter().filter(|op| is_slot_get(op)).map(|op| op.key().to_string()).collect();
+        assert_eq!(replayed, (5..=8).map(|s| keys().slot(s)).collect::<Vec<_>>(), "{kind}");
+    }
+}
+
+#[test]
+fn a_deleted_newest_checkpoint_object_opens_from_the_one_before_with_nothing_to_skip() {
+    let writer = world_of(8);
+    let mut store = writer.store.clone();
+    store.objects.remove(&keys().checkpoint(9));
+    let cold = cold_start(store);
+    same_tip_and_documents(&writer, &cold);
+    assert!(cold.warnings.is_empty(), "a checkpoint no listing shows is not skipped, just absent");
+    assert_eq!(cold.replica.compactor_stats().loaded_at_open, 1);
+}
+
+#[test]
+fn a_listed_checkpoint_gone_when_read_falls_back_instead_of_listing_again() {
+    let writer = world_of(8);
+    let mut cold = Harness::with_store(Config::default(), writer.store.clone(), 2);
+    let newest = keys().checkpoint(9);
+    cold.deliver_until(|op| matches!(op, BlobOp::Get { key } if *key == keys().checkpoint(9)));
+    cold.store.objects.remove(&newest);
+    cold.run();
+    same_tip_and_documents(&writer, &cold);
+    let problem = CheckpointProblem::ObjectMissing { key: newest.clone() };
+    let reason = FailReason::CheckpointMismatch { key: newest.clone(), problem };
+    assert_eq!(cold.warnings, vec![crate::effect::Warning::CheckpointSkipped { key: newest, reason }]);
+    let listings = cold
+        .log
+        .iter()
+        .filter(|op| matches!(op, BlobOp::List { prefix, .. } if *prefix == keys().checkpoints_prefix()));
+    assert_eq!(listings.count(), 1, "no second listing");
+}
+
+#[test]
+fn falling_back_past_collected_slots_fails_closed_naming_the_checkpoints_and_the_slot() {
+    let writer = world_of(10);
+    let mut store = writer.store.clone();
+    // Collection took the slots below the oldest kept checkpoint (5); then both kept
+    // checkpoints were damaged.
+    for s in 1..5 {
+        store.objects.remove(&keys().slot(s));
+    }
+    let (newest_root, _) = root_of(&store, 9);
+    let (older_root, _) = root_of(&store, 5);
+    damage(&mut store, &newest_root);
+    damage(&mut store, &older_root);
+    let cold = cold_start(store);
+    assert!(!cold.replica.is_open(), "no world with a gap is served");
+    let [FailReason::ReplayGone { skipped, fell_back_to, missing }] = &cold.failures[..] else {
+        panic!("one typed failure, got {:?}", cold.failures);
+    };
+    let skipped: Vec<&str> = skipped.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(skipped, vec![keys().checkpoint(9), keys().checkpoint(5)]);
+    assert_eq!((fell_back_to, missing), (&keys().checkpoint(1), &keys().slot(1)));
+    let slot_reads = cold.log.iter().filter(|op| matches!(op, BlobOp::Get { key } if *key == keys().slot(1)));
+    assert_eq!(slot_reads.count(), 1, "the missing name is read once, not in a loop");
+}
+
+#[test]
+fn a_log_that_ends_short_of_a_skipped_checkpoint_fails_closed() {
+    let writer = world_of(8);
+    let mut store = writer.store.clone();
+    // Only the newest checkpoint is kept, every slot below it collected, and it is damaged.
+    store.objects.remove(&keys().checkpoint(5));
+    for s in 1..=8 {
+        store.objects.remove(&keys().slot(s));
+    }
+    let (root, _) = root_of(&store, 9);
+    damage(&mut store, &root);
+    let cold = cold_start(store);
+    assert!(!cold.replica.is_open(), "an empty world is not served in place of eight slots");
+    let [FailReason::ReplayGone { skipped, fell_back_to, missing }] = &cold.failures[..] else {
+        panic!("one typed failure, got {:?}", cold.failures);
+    };
+    assert_eq!(skipped.iter().map(|s| s.key.clone()).collect::<Vec<_>>(), vec![keys().checkpoint(9)]);
+    assert_eq!((fell_back_to, missing), (&keys().checkpoint(1), &keys().slot(1)));
 }

@@ -11,6 +11,11 @@
 //! when it was sent; one that finds a slot reads it, installs it, and looks again. Every
 //! read that arrived before the probe was sent shares its answer; a read that arrived
 //! later waits for the next probe.
+//!
+//! The probe is a flight (the record's amendment): a call that fails on a 429, 5xx or
+//! timeout is retried up to `probe_attempts_max` attempts; a flight that still fails, or
+//! meets any other error, answers every read waiting on it `Unavailable` at once and ends.
+//! The next read starts a new flight; a hint or the committer waits out a backoff first.
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use crate::bodies::Bodies;
@@ -133,6 +138,8 @@ pub struct ReadStats {
     pub deadlines: u64,
     /// Reads answered `Unavailable` because the probe they waited on failed.
     pub unavailable: u64,
+    /// Probe flights that failed (their retries spent, or a permanent error).
+    pub flights_failed: u64,
 }
 
 pub(crate) struct Reads {
@@ -150,6 +157,12 @@ pub(crate) struct Reads {
     awaiting_history: BTreeMap<Hash32, Vec<(RequestId, PendingRead)>>,
     pub stats: ReadStats,
     failed: Option<FailReason>,
+    probe_attempts_max: u32,
+    /// Flights failed since a probe call last succeeded: lengthens the cool-off.
+    flights_failed_in_row: u32,
+    /// After a failed flight, a probe no read asked for (a hint, the committer) waits
+    /// until then, so a store that is down is not probed back to back.
+    cool_off_until: Option<Instant>,
 }
 
 impl Reads {
@@ -167,6 +180,9 @@ impl Reads {
             awaiting_history: BTreeMap::new(),
             stats: ReadStats::default(),
             failed: None,
+            probe_attempts_max: config.probe_attempts_max,
+            flights_failed_in_row: 0,
+            cool_off_until: None,
         }
     }
 
@@ -187,8 +203,10 @@ impl Reads {
         self.pending.insert(id, PendingRead { read, arrived: now, deadline, fresh: false });
     }
 
+    /// The next read deadline, or the end of a cool-off after a failed flight.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(t, _)| *t)
+        let deadline = self.deadlines.first().map(|(t, _)| *t);
+        deadline.into_iter().chain(self.cool_off_until).min()
     }
 
     pub fn expire(&mut self, now: Instant, io: &mut Io) {
@@ -214,11 +232,16 @@ impl Reads {
         }
     }
 
-    /// Answers `Unavailable` to every read that arrived by `sent`, when the probe sent then
-    /// failed: those reads waited on that flight.
-    fn answer_waiters_unavailable(&mut self, sent: Instant, error: BlobError, io: &mut Io) {
+    /// The flight failed with `error`: every read waiting on it (every read not yet fresh
+    /// enough) is answered `Unavailable` at once, and the probe ends. The next read starts
+    /// a new flight; anything else that needs the tip waits out a backoff.
+    fn flight_failed(&mut self, now: Instant, error: BlobError, attempt: u32, io: &mut Io) {
+        self.probe = Probe::Idle;
+        self.stats.flights_failed += 1;
+        self.flights_failed_in_row = self.flights_failed_in_row.saturating_add(1);
+        self.cool_off_until = Some(now + io.backoff(attempt.saturating_add(self.flights_failed_in_row)));
         let waiting: Vec<RequestId> =
-            self.pending.iter().filter(|(_, r)| r.arrived <= sent).map(|(id, _)| *id).collect();
+            self.pending.iter().filter(|(_, r)| !r.fresh).map(|(id, _)| *id).collect();
         for id in waiting {
             let r = self.pending.remove(&id).expect("listed");
             self.deadlines.remove(&(r.deadline, id));
@@ -289,7 +312,13 @@ impl Reads {
                 }
             }
         }
-        let wanted = !self.pending.is_empty() || sn.behind_hints() || committer_needs_tip;
+        // A read still pending waits on a probe: it starts one at once, even right after
+        // a failed flight. A hint or the committer waits out the cool-off.
+        let cooled = self.cool_off_until.is_none_or(|t| t <= now);
+        if cooled {
+            self.cool_off_until = None;
+        }
+        let wanted = !self.pending.is_empty() || (cooled && (sn.behind_hints() || committer_needs_tip));
         let next = sn.world.next_sequence();
         match self.probe {
             Probe::Idle if wanted => self.stat(now, next, io),
@@ -321,6 +350,9 @@ impl Reads {
         result: BlobResult,
         io: &mut Io,
     ) -> Result<(), FailReason> {
+        if matches!(result, Ok(_) | Err(BlobError::NotFound)) {
+            self.flights_failed_in_row = 0;
+        }
         match (what, result) {
             (ProbeCall::TipStat { sequence }, Err(BlobError::NotFound)) => {
                 self.probe = Probe::Idle;
@@ -380,13 +412,12 @@ impl Reads {
                 }
             }
             (ProbeCall::SlotGet { .. }, Err(BlobError::NotFound)) => self.probe = Probe::Idle,
-            (_, Err(error)) => {
-                // The probe is a flight: a failed one answers every read waiting on it
-                // (the record's amendment) rather than leave them to their deadlines,
-                // then goes on with backoff for whatever needs the tip next.
-                self.answer_waiters_unavailable(call.issued_at, error, io);
+            // A 429, 5xx or timeout is retried inside the flight while attempts remain,
+            // as an object-store client's own retries would be.
+            (_, Err(error)) if is_transient(error) && call.attempt + 1 < self.probe_attempts_max => {
                 io.retry_later(now, call);
             }
+            (_, Err(error)) => self.flight_failed(now, error, call.attempt, io),
             _ => io.retry_later(now, call),
         }
         Ok(())
@@ -511,6 +542,11 @@ impl Reads {
             Found::Answer(_) => unreachable!("an answer is in hand"),
         }
     }
+}
+
+/// A failure the store may not repeat: worth another attempt inside the flight.
+fn is_transient(error: BlobError) -> bool {
+    matches!(error, BlobError::Throttled | BlobError::Unavailable | BlobError::Timeout)
 }
 
 fn reply(io: &mut Io, id: RequestId, result: Result<ReadOk, ReadError>) {

@@ -3,7 +3,7 @@
 //! each read has its own deadline, and a peer's hint is followed without a read waiting.
 //! A peer is simulated by writing its slots straight into the store (`testkit::Peer`).
 
-use crate::blob::{BlobOp, BlobResult};
+use crate::blob::{BlobError, BlobOp, BlobResult};
 use crate::config::Config;
 use crate::effect::{Input, Read};
 use crate::hash::Hash32;
@@ -579,24 +579,88 @@ fn the_probe_leaves_the_name_the_committer_is_creating_to_the_committer() {
     assert_eq!(h.log.iter().filter(|op| **op == stat_of(2)).count(), 1, "then the probe looked past it");
 }
 
-#[test]
-fn a_failed_probe_answers_the_reads_waiting_on_it_and_checks_again_later() {
+// The probe is a flight (the record's amendment).
+
+/// A world of one slot, and two exact reads waiting on one probe of slot 2.
+fn two_reads_on_one_flight() -> (Harness, [RequestId; 2]) {
     let mut h = Harness::opened(no_hedging());
     publish_each(&mut h, &[(1, "/a.md", "a")]);
     h.advance_ms(1);
     let waiting = [h.read(fetch("/a.md")), h.read(fetch("/a.md"))];
     assert_eq!(h.pending(|_| true), vec![stat_of(2)], "one probe for both");
-    h.deliver_with(Fate::Fail(crate::blob::BlobError::Unavailable));
-    for r in waiting {
-        let error = crate::blob::BlobError::Unavailable;
-        assert_eq!(h.read_replies.get(&r), Some(&Err(ReadError::Unavailable { error })), "answered at once");
-    }
-    assert_eq!(h.replica.read_stats().unavailable, 2);
-    // A read after the failure waits on the next attempt, which the backoff sends.
-    let later = h.read(fetch("/a.md"));
+    (h, waiting)
+}
+
+#[test]
+fn a_throttled_probe_is_retried_inside_its_flight() {
+    let (mut h, waiting) = two_reads_on_one_flight();
+    h.deliver_with(Fate::Fail(BlobError::Throttled));
+    assert!(waiting.iter().all(|r| !h.read_replies.contains_key(r)), "the waiters keep waiting");
     assert!(h.calls.is_empty(), "the retry waits out its backoff");
     h.fire_timer();
     assert_eq!(h.pending(|_| true), vec![stat_of(2)]);
     h.deliver();
+    for r in waiting {
+        assert_eq!(h.read_ok(r).at_sequence, 1);
+    }
+    assert_eq!(h.replica.read_stats().flights_failed, 0);
+}
+
+#[test]
+fn a_failed_probe_answers_every_waiter_with_its_error() {
+    let (mut h, waiting) = two_reads_on_one_flight();
+    let mut joined = Vec::new();
+    for attempt in 1..Config::default().probe_attempts_max {
+        h.deliver_with(Fate::Fail(BlobError::Throttled));
+        assert!(h.read_replies.is_empty(), "attempt {attempt} is retried");
+        // A read arriving while the flight retries waits on the same flight.
+        h.advance_ms(1);
+        joined.push(h.read(fetch("/a.md")));
+        h.fire_timer();
+        assert_eq!(h.pending(|_| true), vec![stat_of(2)], "still one probe");
+    }
+    // The last attempt fails with a 5xx: that error is what every waiter hears.
+    h.deliver_with(Fate::Fail(BlobError::Unavailable));
+    let error = BlobError::Unavailable;
+    for r in waiting.iter().chain(&joined) {
+        assert_eq!(h.read_replies.get(r), Some(&Err(ReadError::Unavailable { error })), "answered at once");
+    }
+    let stats = h.replica.read_stats();
+    assert_eq!((stats.unavailable, stats.flights_failed), (2 + joined.len() as u64, 1));
+    assert!(h.calls.is_empty(), "the flight ended: nothing probes for reads already answered");
+}
+
+#[test]
+fn a_probe_error_the_store_would_repeat_fails_the_flight_at_once() {
+    let (mut h, waiting) = two_reads_on_one_flight();
+    h.deliver_with(Fate::Fail(BlobError::Unsupported));
+    let error = BlobError::Unsupported;
+    for r in waiting {
+        assert_eq!(h.read_replies.get(&r), Some(&Err(ReadError::Unavailable { error })));
+    }
+    assert_eq!(h.replica.read_stats().flights_failed, 1);
+}
+
+#[test]
+fn a_read_after_a_failed_probe_starts_a_new_flight() {
+    let (mut h, _) = two_reads_on_one_flight();
+    h.deliver_with(Fate::Fail(BlobError::Unsupported));
+    assert!(h.calls.is_empty());
+    let later = h.read(fetch("/a.md"));
+    assert_eq!(h.pending(|_| true), vec![stat_of(2)], "sent at once, not after a backoff");
+    h.deliver();
     assert_eq!(h.read_ok(later).at_sequence, 1);
+    assert_eq!(h.replica.read_stats().probes, 2);
+}
+
+#[test]
+fn a_hint_after_a_failed_probe_waits_out_a_backoff() {
+    let (mut h, _) = two_reads_on_one_flight();
+    h.deliver_with(Fate::Fail(BlobError::Unsupported));
+    h.input(Input::Follow { sequence: 5 });
+    assert!(h.calls.is_empty(), "no read waits: the hint does not probe a failing store back to back");
+    let failed_at = h.now;
+    h.fire_timer();
+    assert!(h.now > failed_at);
+    assert_eq!(h.pending(|_| true), vec![stat_of(2)], "the hint probes once the cool-off ends");
 }

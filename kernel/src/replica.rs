@@ -262,6 +262,7 @@ impl Replica {
             Progress::Working => Ok(()),
             Progress::Open(mut sn) => {
                 let opening = self.opening.take().expect("opening");
+                let skipped = opening.skipped.len();
                 for (key, reason) in opening.skipped {
                     self.io.effects.push_back(Effect::Warning(Warning::CheckpointSkipped { key, reason }));
                 }
@@ -272,7 +273,7 @@ impl Replica {
                     }
                     None => (1, Default::default()),
                 };
-                self.compactor.opened_at(next_sequence, stored, &mut sn, now);
+                self.compactor.opened_at((next_sequence, skipped), stored, &mut sn, now);
                 for (id, cursor, credit) in std::mem::take(&mut self.early_watches) {
                     self.feed.watch(id, cursor, credit, &sn, &mut self.io);
                 }

@@ -93,6 +93,19 @@ pub enum FailReason {
     /// the newest checkpoint (SPEC 10.15).
     #[error("slot {next} is gone but slot {found} is there: collection passed this replica's tip; reopen")]
     BelowCollection { next: u64, found: u64 },
+    /// No checkpoint newer than `fell_back_to` loads (each is named with its reason), and
+    /// the slot `missing`, needed to replay from `fell_back_to` to where the newest of
+    /// them stood, is gone (collected, SPEC 10.12): opening from it would serve a world
+    /// with a gap, so the opening fails closed.
+    #[error("no checkpoint newer than {fell_back_to} loads ({} skipped) and {missing}, needed to replay from it, is gone", skipped.len())]
+    ReplayGone { skipped: Vec<SkippedCheckpoint>, fell_back_to: String, missing: String },
+}
+
+/// A checkpoint an opening could not load, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedCheckpoint {
+    pub key: String,
+    pub reason: FailReason,
 }
 
 impl FailReason {
@@ -181,8 +194,9 @@ pub enum ReadError {
     /// The deadline passed before the replica could confirm a fresh enough snapshot.
     #[error("the deadline passed before a fresh enough snapshot")]
     Deadline,
-    /// The store failed the check of the tip this read waited on; nothing was read. The
-    /// read may be sent again (the replica keeps checking, with backoff).
+    /// The check of the tip this read waited on failed (its retries spent, or an error
+    /// the store would repeat); nothing was read. Sending the read again starts a new
+    /// check.
     #[error("the store failed the tip check this read waited on: {error}")]
     Unavailable { error: BlobError },
     #[error("the replica failed closed")]

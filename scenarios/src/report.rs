@@ -444,7 +444,7 @@ impl Report {
                 objects_created: result.replicas.iter().map(|r| r.compactor.objects_created).sum(),
                 objects_reused: result.replicas.iter().map(|r| r.compactor.objects_reused).sum(),
                 loaded_at_open: result.replicas.iter().map(|r| r.compactor.loaded_at_open).sum(),
-                skipped_at_open: result.replicas.iter().map(|r| r.warnings.len() as u64).sum(),
+                skipped_at_open: result.replicas.iter().map(|r| r.compactor.skipped_at_open).sum(),
                 judged: check.checkpoints_judged,
                 model_mismatches: check.checkpoint_mismatches,
                 commit_p99_during_steps_ms: p99_ms(&during_steps),

@@ -180,7 +180,7 @@ impl Compactor {
     /// The world opened from the checkpoint at `next_sequence`, whose objects are `stored`.
     pub fn opened_at(
         &mut self,
-        next_sequence: u64,
+        (next_sequence, skipped): (u64, usize),
         stored: BTreeSet<Hash32>,
         sn: &mut Snapshot,
         now: Instant,
@@ -191,6 +191,7 @@ impl Compactor {
         if next_sequence > 1 {
             self.stats.loaded_at_open += 1;
         }
+        self.stats.skipped_at_open += skipped as u64;
         self.newest_next_sequence = next_sequence;
         self.slots_at_newest = sn.world.slots_applied();
         self.newest_at = now;

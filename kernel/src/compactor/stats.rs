@@ -19,6 +19,9 @@ pub struct CompactorStats {
     pub objects_reused: u64,
     /// Opens that loaded a full checkpoint (not checkpoint zero).
     pub loaded_at_open: u64,
+    /// Checkpoints an opening could not load and fell back from (each also a
+    /// `Warning::CheckpointSkipped`): the count stands in for a coverage mark.
+    pub skipped_at_open: u64,
     /// Looks for a newer checkpoint before stepping, and the peers' checkpoints adopted.
     pub looks: u64,
     pub adopted: u64,
@@ -46,6 +49,7 @@ impl CompactorStats {
             objects_found,
             objects_reused,
             loaded_at_open,
+            skipped_at_open,
             looks,
             adopted,
             adoptions_abandoned,
@@ -61,6 +65,7 @@ impl CompactorStats {
         self.objects_found += objects_found;
         self.objects_reused += objects_reused;
         self.loaded_at_open += loaded_at_open;
+        self.skipped_at_open += skipped_at_open;
         self.looks += looks;
         self.adopted += adopted;
         self.adoptions_abandoned += adoptions_abandoned;

@@ -2,8 +2,10 @@
 //! checkpoint (or create checkpoint zero) and load it (`load`), then list the log from the
 //! checkpoint's next sequence and apply every slot in order (`replay`, where a gap in a
 //! listing is settled by reading the missing name). A checkpoint that cannot be
-//! loaded costs only replay: the opening falls back to the next older one, with a warning,
-//! and fails closed only when none loads.
+//! loaded (missing, damaged, or any object it names missing or damaged) costs only
+//! replay: the opening falls back to the next older one, with a warning, and fails closed
+//! when none loads, or when the one it fell back to cannot be replayed up to where the
+//! skipped ones stood because collection took the slots between (`ReplayGone`).
 
 mod load;
 mod replay;
@@ -17,10 +19,10 @@ use crate::format::{Checkpoint, DecodeError, Keys, Marker};
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::io::{Call, Io, Purpose};
-use crate::reply::{CheckpointProblem, FailReason};
+use crate::reply::{CheckpointProblem, FailReason, SkippedCheckpoint};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
-use crate::world::WorldState;
+use crate::world::{ApplyError, WorldState};
 use bytes::Bytes;
 use load::Load;
 use replay::Replay;
@@ -159,7 +161,8 @@ impl Opening {
                 let (Some(replay), Some(sn)) = (self.replay.as_mut(), self.world.as_mut()) else {
                     return Progress::Working;
                 };
-                replay.on_done(now, what, (call, result), sn, io)
+                let replayed = replay.on_done(now, what, (call, result), sn, io);
+                replayed.map_err(|reason| self.unbridged(reason))
             }
         };
         match done {
@@ -263,7 +266,16 @@ impl Opening {
                     Err(reason) => self.fall_back(key, reason, now, io)?,
                 }
             }
-            // An ambiguous create that never landed (or a listed checkpoint gone): start over.
+            // A listed checkpoint gone, with an older one to try: fall back to it.
+            (OpenCall::CheckpointGet, Err(BlobError::NotFound))
+                if !self.checkpoints_untried.is_empty() || !self.skipped.is_empty() =>
+            {
+                let key = call.op.key().to_string();
+                let problem = CheckpointProblem::ObjectMissing { key: key.clone() };
+                self.fall_back(key.clone(), FailReason::CheckpointMismatch { key, problem }, now, io)?;
+            }
+            // An ambiguous create that never landed (or the only listed checkpoint gone):
+            // start over. Once anything was skipped this never runs, so it cannot loop.
             (OpenCall::CheckpointGet, Err(BlobError::NotFound)) => {
                 self.checkpoint_after = None;
                 self.checkpoints_untried.clear();
@@ -378,12 +390,53 @@ impl Opening {
             return Progress::Working;
         }
         if let Err(reason) = replay.leftover(sn) {
-            return Progress::Failed(reason);
+            return Progress::Failed(self.unbridged(reason));
+        }
+        // A skipped checkpoint's name says the world reached it: a log that ends short of
+        // it lost the slots between to collection.
+        let next = sn.world.next_sequence();
+        if self.vouched_next_sequence().is_some_and(|vouched| next < vouched) {
+            return Progress::Failed(self.replay_gone(next));
         }
         let last_list_at = replay.last_list_at;
         let mut sn = self.world.take().expect("checked");
         sn.current_since = Some(last_list_at);
         Progress::Open(Box::new(sn))
+    }
+}
+
+impl Opening {
+    /// The greatest next sequence a skipped checkpoint's name vouches for: slots up to
+    /// the one before it existed when that checkpoint was written.
+    fn vouched_next_sequence(&self) -> Option<u64> {
+        self.skipped.iter().filter_map(|(key, _)| self.keys.parse_checkpoint(key)).max()
+    }
+
+    /// A replay failure after a fallback: a gap below where a skipped checkpoint stood is
+    /// collection's doing, so the reason names the checkpoints and the slot. Any other
+    /// failure keeps its own reason.
+    fn unbridged(&self, reason: FailReason) -> FailReason {
+        match reason {
+            FailReason::Apply(ApplyError::Gap { expected, .. })
+                if self.vouched_next_sequence().is_some_and(|vouched| expected < vouched) =>
+            {
+                self.replay_gone(expected)
+            }
+            reason => reason,
+        }
+    }
+
+    fn replay_gone(&self, missing: u64) -> FailReason {
+        let fell_back_to = self.loaded.as_ref().map_or(1, |l| l.next_sequence);
+        let skipped = self
+            .skipped
+            .iter()
+            .map(|(key, reason)| SkippedCheckpoint { key: key.clone(), reason: reason.clone() });
+        FailReason::ReplayGone {
+            skipped: skipped.collect(),
+            fell_back_to: self.keys.checkpoint(fell_back_to),
+            missing: self.keys.slot(missing),
+        }
     }
 }
 
