@@ -7,13 +7,14 @@
 set -euo pipefail
 slotlog=${1:-target/release/slotlog}
 sizes=${SIZES:-10000:1024 100000:1024 1000000:1024 1000000:8192}
-printf '%9s %7s %8s %12s %13s %8s %10s %10s %8s\n' \
-  docs slots open_s peak_rss_mb checkpoint_s ckpt_mb shards history cpu_s
+printf '%9s %7s %8s %12s %13s %8s %10s %10s %8s %10s\n' \
+  docs slots open_s peak_rss_mb checkpoint_s ckpt_mb shards history cpu_s install_s
 for size in $sizes; do
   docs=${size%%:*} slots=${size##*:}
   "$slotlog" bench cold-start --docs "$docs" --slots-after "$slots" --json 2>/dev/null | python3 -c '
 import json, sys
 r = json.load(sys.stdin); o = r["open"]
-print("%9d %7d %8.2f %12.0f %13.1f %8.1f %10d %10d %8.2f" % (r["docs"], r["slots_after"], o["open_s"],
-    o["peak_rss_mb"], r["checkpoint_s"], r["checkpoint_mb"], r["shards"], r["history_blocks"], o["cpu_s"]))'
+print("%9d %7d %8.2f %12.0f %13.1f %8.1f %10d %10d %8.2f %10.3f" % (r["docs"], r["slots_after"], o["open_s"],
+    o["peak_rss_mb"], r["checkpoint_s"], r["checkpoint_mb"], r["shards"], r["history_blocks"], o["cpu_s"],
+    r["adopt_install_s"]))'
 done
