@@ -70,6 +70,24 @@
 //! answered (a write whose slot create was sent is `Uncertain`: its receipt settles it).
 //! Reloads in a row with nothing committed or answered between them stop the world past
 //! [`WorldConfig::reloads_without_progress_max`], with [`Error::Reloads`].
+//!
+//! # Settling an uncertain write
+//!
+//! A write answered `WriteError::Uncertain { op_id, since }` may still commit, at `since`
+//! or later, and is never retried by the world. Ask [`World::receipt_since`] with that
+//! `since`; its `Answer::Receipt` is one of three (SPEC 10.13):
+//!
+//! * `ReceiptAnswer::Committed(receipt)`: it committed; this is its receipt.
+//! * `ReceiptAnswer::Absent`: it did not commit, exactly: the receipt window (the newest
+//!   262,144 sequences, about 17 minutes at 250 writes/s) covers `since`. Once no slot
+//!   holding it can still land (after the world reopened, or the create's answer came
+//!   back), send it again with the same operation id.
+//! * `ReceiptAnswer::Expired { window_from }`: the window starts after `since`, so its
+//!   receipt may be gone: unknown. Never take it for absent; read the document instead.
+//!
+//! An operation id names one request: sent again with the same content while its receipt
+//! is in the window, it is answered `Duplicate` with the first receipt; with other
+//! content it is refused, `Rejection::OperationIdReused`.
 
 pub mod blobs;
 pub(crate) mod budget;
@@ -92,7 +110,7 @@ pub use error::{
 #[cfg(feature = "object-store")]
 pub use object_store_blobs::{detect_backend, Backend, ObjectStoreBlobs};
 pub use reload::WorldStats;
-pub use slotlog_kernel::world::{Expected, PolicyBody};
+pub use slotlog_kernel::world::{Expected, PolicyBody, ReceiptAnswer, Rejection};
 pub use slotlog_kernel::{Answer, Read, ReadOk, WriteOk};
 #[cfg(feature = "object-store")]
 pub use store_url::{gcs_store, open_store, s3_store, StoreOptions, StoreUrlError};

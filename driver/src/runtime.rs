@@ -44,10 +44,12 @@ pub(crate) type CommitHook = Arc<RwLock<Option<Box<dyn Fn(u64) + Send + Sync>>>>
 /// handle answers after.
 pub(crate) type Stopped = Arc<OnceLock<Error>>;
 
-/// A caller waiting for its reply, and the operation id when it is a write.
+/// A caller waiting for its reply, and for a write its operation id and the first
+/// sequence it could commit at (the next one when it was handed in: the replica builds
+/// only on its own state, which only moves forward).
 struct Waiting {
     reply: oneshot::Sender<Reply>,
-    op_id: Option<OperationId>,
+    op_id: Option<(OperationId, u64)>,
 }
 
 /// A finished blob call: the incarnation of the replica that sent it, its id, the call as
@@ -141,7 +143,7 @@ impl Loop {
     ) {
         for (_, w) in std::mem::take(waiting) {
             let reply = match w.op_id {
-                Some(op_id) => Reply::Write(Err(WriteError::Uncertain { op_id })),
+                Some((op_id, since)) => Reply::Write(Err(WriteError::Uncertain { op_id, since })),
                 None => Reply::Read(Err(ReadError::Failed(reason.clone()))),
             };
             let _ = w.reply.send(reply);
@@ -287,8 +289,9 @@ impl Loop {
                         Command::Request { request, reply } => {
                             next_request += 1;
                             let id = RequestId(next_request);
+                            let since = self.replica.world().map_or(1, |w| w.next_sequence());
                             let op_id = match &request {
-                                Request::Write(w) => Some(w.op_id),
+                                Request::Write(w) => Some((w.op_id, since)),
                                 _ => None,
                             };
                             waiting.insert(id, Waiting { reply, op_id });

@@ -307,10 +307,19 @@ impl World {
         self.read(Read::Versions { path: path.to_string() }).await
     }
 
-    /// The receipt of an operation id, or none while it is not committed. Exact: this is
-    /// how an `Uncertain` write is settled.
+    /// The receipt of an operation id (`Answer::Receipt`): committed, absent (not
+    /// committed, exactly) or `Expired` (committed or not, its receipt would have left the
+    /// receipt window: unknown). Exact. Asks since genesis, so an operation older than the
+    /// window is `Expired`; to settle an `Uncertain` write use [`World::receipt_since`].
     pub async fn receipt(&self, op_id: OperationId) -> Result<ReadOk, Error> {
-        self.read(Read::Receipt { op_id }).await
+        self.read(Read::Receipt { op_id, since: None }).await
+    }
+
+    /// The receipt of an operation id that could not have committed before `since`: the
+    /// `since` of its `Uncertain` answer. "Absent" is then exact while the window covers
+    /// `since` (SPEC 10.13), and the write may be sent again; `Expired` means unknown.
+    pub async fn receipt_since(&self, op_id: OperationId, since: u64) -> Result<ReadOk, Error> {
+        self.read(Read::Receipt { op_id, since: Some(since) }).await
     }
 
     /// Documents whose path starts with `prefix`. May trail another replica by a second.

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use object_store::memory::InMemory;
 use slotlog::object_store_blobs::{Backend, ObjectStoreBlobs};
-use slotlog::{new_op_id, Answer, BlobFuture, Blobs, Error, Expected, ExplainedFuture, World, WorldConfig};
+use slotlog::{
+    new_op_id, Answer, BlobFuture, Blobs, Error, Expected, ExplainedFuture, ReceiptAnswer, World, WorldConfig,
+};
 use slotlog_kernel::blob::{BlobOp, BlobOutcome};
 use slotlog_kernel::world::{Mutation, Write};
 use slotlog_kernel::{FailReason, WriteError, WriteOk};
@@ -115,12 +117,13 @@ async fn a_create_landing_long_after_its_base_is_uncertain_and_the_world_reopens
     };
     // The slot is in the bucket, but the replica cannot tell it is not below collection:
     // the write is answered Uncertain, never Committed, and never retried.
-    assert_eq!(world.write(write).await, Err(Error::Write(WriteError::Uncertain { op_id })));
+    // It could commit only after the first write's slot, at sequence 2.
+    assert_eq!(world.write(write).await, Err(Error::Write(WriteError::Uncertain { op_id, since: 2 })));
     let stats = stats_until(&world, |s| s.reloads == 1).await;
     assert_eq!((stats.reloads_create_below_collection, stats.stalled_creates_refused), (1, 1));
     // The reopened replica reads the log from the newest checkpoint: the receipt settles it.
-    match world.receipt(op_id).await.unwrap().answer {
-        Answer::Receipt(Some(receipt)) => assert_eq!(receipt.op_id, op_id),
+    match world.receipt_since(op_id, 2).await.unwrap().answer {
+        Answer::Receipt(ReceiptAnswer::Committed(receipt)) => assert_eq!(receipt.op_id, op_id),
         other => panic!("the slot was created, so the receipt is there: {other:?}"),
     }
     committed_at(world.publish("/c.md", "three", Expected::Any).await.unwrap());

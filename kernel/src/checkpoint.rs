@@ -15,7 +15,7 @@ use crate::hash::Hash32;
 use crate::ids::WorldId;
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::world::merge::SortedMerge;
-use crate::world::{receipts_from, Document, Path, Policy, Receipt, StateView, WorldState};
+use crate::world::{receipts_from, Document, Path, Policy, StateView, WorldState};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -79,7 +79,7 @@ pub trait FoldSource {
     /// Every document, in path order.
     fn documents(&self) -> Box<dyn Iterator<Item = (&Path, &Document)> + '_>;
     /// The receipts of the window this sequence keeps, from `from` on.
-    fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &Receipt> + '_>;
+    fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &StoredReceipt> + '_>;
 }
 
 impl FoldSource for WorldState {
@@ -101,7 +101,7 @@ impl FoldSource for WorldState {
     fn documents(&self) -> Box<dyn Iterator<Item = (&Path, &Document)> + '_> {
         Box::new(WorldState::documents(self))
     }
-    fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &Receipt> + '_> {
+    fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &StoredReceipt> + '_> {
         Box::new(WorldState::receipts_since(self, from))
     }
 }
@@ -219,11 +219,8 @@ fn fold_receipts<W: FoldSource + ?Sized>(
 ) -> (u64, Vec<ReceiptBlockRef>) {
     let from = receipts_from(world.sequence());
     let mut blocks: BTreeMap<u64, Vec<StoredReceipt>> = BTreeMap::new();
-    for receipt in world.receipts_since(from) {
-        // No request digest is kept in slots yet: the field is zero until the change that
-        // refuses a reused operation id (amendments issue) defines its preimage.
-        let stored = StoredReceipt { receipt: receipt.clone(), request_digest: Hash32::ZERO };
-        blocks.entry(receipt_block_of(receipt.sequence)).or_default().push(stored);
+    for stored in world.receipts_since(from) {
+        blocks.entry(receipt_block_of(stored.receipt.sequence)).or_default().push(stored.clone());
     }
     let mut refs = Vec::with_capacity(blocks.len());
     for (_, mut receipts) in blocks {
@@ -268,7 +265,7 @@ pub(crate) struct Restore {
     history_wanted: BTreeSet<Hash32>,
     history: BTreeMap<Hash32, HistoryBlock>,
     receipts_wanted: BTreeMap<Hash32, ReceiptBlockRef>,
-    receipts: Vec<Receipt>,
+    receipts: Vec<StoredReceipt>,
 }
 
 impl Restore {
@@ -346,7 +343,7 @@ impl Restore {
         if block.sequences() != Some((r.first_sequence, r.last_sequence)) {
             return Err(CheckpointProblem::ReceiptsDisagree);
         }
-        self.receipts.extend(block.receipts.into_iter().map(|s| s.receipt));
+        self.receipts.extend(block.receipts);
         Ok(())
     }
 

@@ -15,8 +15,10 @@ pub enum Read {
     Fetch { path: String, version: Option<u64> },
     /// A document's retained version records.
     Versions { path: String },
-    /// The receipt of an operation id, if it is committed: settles an `Uncertain`.
-    Receipt { op_id: OperationId },
+    /// The receipt of an operation id: committed, absent, or expired (SPEC 10.13).
+    /// `since` is the first sequence the operation could have committed at (an
+    /// `Uncertain` write's `since`); None means since genesis. Settles an `Uncertain`.
+    Receipt { op_id: OperationId, since: Option<u64> },
     /// Documents whose path starts with `prefix` (byte-wise), after `start_after`.
     Lookup { prefix: String, start_after: Option<String>, limit: u32 },
     /// The documents and subdirectories directly in a directory (`/` for the root).

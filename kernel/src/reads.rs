@@ -55,7 +55,7 @@ pub const READ_LIMIT_MAX: u32 = 1_000;
 enum ValidRead {
     Fetch { path: Path, version: Option<u64> },
     Versions { path: Path },
-    Receipt { op_id: OperationId },
+    Receipt { op_id: OperationId, since: Option<u64> },
     Lookup { prefix: String, start_after: Option<String>, limit: usize },
     List { directory: Option<Path>, limit: usize },
     HashLookup { hash: Hash32, limit: usize },
@@ -79,7 +79,7 @@ fn validate(read: &Read) -> Result<ValidRead, crate::world::PathProblem> {
     Ok(match read {
         Read::Fetch { path, version } => ValidRead::Fetch { path: Path::parse(path)?, version: *version },
         Read::Versions { path } => ValidRead::Versions { path: Path::parse(path)? },
-        Read::Receipt { op_id } => ValidRead::Receipt { op_id: *op_id },
+        Read::Receipt { op_id, since } => ValidRead::Receipt { op_id: *op_id, since: *since },
         Read::Lookup { prefix, start_after, limit: l } => {
             ValidRead::Lookup { prefix: prefix.clone(), start_after: start_after.clone(), limit: limit(*l) }
         }
@@ -485,7 +485,7 @@ impl Reads {
                 },
                 None => Answer::NotFound,
             },
-            ValidRead::Receipt { op_id } => Answer::Receipt(world.receipt(op_id).cloned()),
+            ValidRead::Receipt { op_id, since } => Answer::Receipt(world.receipt_answer(op_id, *since)),
             ValidRead::Lookup { prefix, start_after, limit } => {
                 let from = match start_after {
                     Some(a) if a.as_str() >= prefix.as_str() => format!("{a}\0"),

@@ -12,7 +12,7 @@ use crate::reply::{Answer, ReadError, ReadOk};
 use crate::testkit::{
     is_body_get, is_slot_create, is_slot_get, is_slot_stat, keys, publish, Fate, Harness, Peer,
 };
-use crate::world::{Expected, Mutation, Path, PathProblem, PolicyBody};
+use crate::world::{Expected, Mutation, Path, PathProblem, PolicyBody, ReceiptAnswer};
 use bytes::Bytes;
 
 // General helpers.
@@ -150,7 +150,7 @@ fn concurrent_exact_reads_share_one_probe() {
     let mark = h.log.len();
     let f = h.read(fetch("/a.md"));
     let v = h.read(Read::Versions { path: "/a.md".into() });
-    let r = h.read(Read::Receipt { op_id: OperationId::from(1u128) });
+    let r = h.read(Read::Receipt { op_id: OperationId::from(1u128), since: None });
     assert_eq!(h.pending(|_| true), vec![stat_of(2)], "one probe for three reads");
     h.settle();
     assert_eq!(h.log[mark..], [stat_of(2)]);
@@ -368,11 +368,17 @@ fn receipt_settles_a_committed_operation_id() {
     let w = h.publish(7, "/a.md", "a");
     h.settle();
     let receipt = h.receipt(w).clone();
-    let known = h.read(Read::Receipt { op_id: OperationId::from(7u128) });
-    let unknown = h.read(Read::Receipt { op_id: OperationId::from(8u128) });
+    let known = h.read(Read::Receipt { op_id: OperationId::from(7u128), since: None });
+    let unknown = h.read(Read::Receipt { op_id: OperationId::from(8u128), since: None });
     h.settle();
-    assert_eq!(h.read_ok(known), &ReadOk { at_sequence: 1, answer: Answer::Receipt(Some(receipt)) });
-    assert_eq!(h.read_ok(unknown), &ReadOk { at_sequence: 1, answer: Answer::Receipt(None) });
+    assert_eq!(
+        h.read_ok(known),
+        &ReadOk { at_sequence: 1, answer: Answer::Receipt(ReceiptAnswer::Committed(receipt)) }
+    );
+    assert_eq!(
+        h.read_ok(unknown),
+        &ReadOk { at_sequence: 1, answer: Answer::Receipt(ReceiptAnswer::Absent) }
+    );
 }
 
 #[test]

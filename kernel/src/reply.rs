@@ -4,7 +4,9 @@ use crate::blob::BlobError;
 use crate::format::DecodeError;
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
-use crate::world::{ApplyError, IndexEntry, Invalid, Path, PathProblem, Receipt, Rejection, VersionRecord};
+use crate::world::{
+    ApplyError, IndexEntry, Invalid, Path, PathProblem, Receipt, ReceiptAnswer, Rejection, VersionRecord,
+};
 use bytes::Bytes;
 
 /// A write that succeeded.
@@ -36,9 +38,10 @@ pub enum WriteError {
     #[error("{op_id} expired in the queue and is not applied")]
     Expired { op_id: OperationId },
     /// The deadline passed while a slot holding the write may still commit. Its receipt
-    /// settles it.
-    #[error("{op_id} may still commit; its receipt settles it")]
-    Uncertain { op_id: OperationId },
+    /// settles it: read it with this `since`, the first sequence the write could commit
+    /// at, so that "absent" is exact and a receipt gone from the window is `Expired`.
+    #[error("{op_id} may still commit at {since} or later; its receipt settles it")]
+    Uncertain { op_id: OperationId, since: u64 },
     /// The replica failed closed; nothing more is applied through it.
     #[error("the replica failed closed")]
     Failed(#[source] FailReason),
@@ -173,8 +176,8 @@ pub enum Answer {
     NotFound,
     /// `Fetch` of a version that was pruned or is not yet written.
     VersionNotRetained { first_version: u64, current: u64 },
-    /// `Receipt`: the receipt, or None while the operation id is not committed.
-    Receipt(Option<Receipt>),
+    /// `Receipt`: committed with its receipt, absent, or expired (SPEC 10.13).
+    Receipt(ReceiptAnswer),
     /// `Lookup`: entries in path order; `more` when the limit cut it short.
     Lookup { entries: Vec<IndexEntry>, more: bool },
     /// `List`: the documents and the subdirectories directly in the directory.

@@ -117,6 +117,8 @@ pub struct ModelCheckpoint {
     /// The receipt of every member from `receipts_from_sequence` through
     /// `next_sequence - 1`, in sequence order.
     pub receipts: Vec<ModelReceipt>,
+    /// The digest of each of those receipts' requests (SPEC 10.13), in the same order.
+    pub request_digests: Vec<[u8; 32]>,
 }
 
 impl ModelCheckpoint {
@@ -138,6 +140,9 @@ impl ModelCheckpoint {
         let receipts = (receipts_from_sequence..=covered)
             .map(|s| world.receipt_at(s).expect("every applied sequence has a receipt"))
             .collect();
+        let request_digests = (receipts_from_sequence..=covered)
+            .map(|s| world.request_digest_at(s).expect("every applied sequence has a request"))
+            .collect();
         ModelCheckpoint {
             world_id,
             next_sequence: covered + 1,
@@ -148,6 +153,7 @@ impl ModelCheckpoint {
             documents,
             receipts_from_sequence,
             receipts,
+            request_digests,
         }
     }
 
@@ -165,6 +171,12 @@ impl ModelCheckpoint {
     pub fn receipt(&self, sequence: u64) -> Option<&ModelReceipt> {
         let offset = sequence.checked_sub(self.receipts_from_sequence)?;
         self.receipts.get(usize::try_from(offset).ok()?)
+    }
+
+    /// The request digest of the member at `sequence`, if it is in the window.
+    pub fn request_digest(&self, sequence: u64) -> Option<[u8; 32]> {
+        let offset = sequence.checked_sub(self.receipts_from_sequence)?;
+        self.request_digests.get(usize::try_from(offset).ok()?).copied()
     }
 
     /// The runs of sequences the receipt blocks hold.

@@ -11,6 +11,7 @@ pub mod document;
 pub mod history;
 pub mod path;
 pub mod policy;
+pub mod request;
 pub mod verdict;
 pub mod world;
 
@@ -23,5 +24,6 @@ pub use history::{
 };
 pub use path::{normalize_path, PathProblem};
 pub use policy::{normalize_policy, ModelPolicy, ModelPolicyBody, PolicyProblem};
+pub use request::ModelRequest;
 pub use verdict::{ModelApplied, ModelInvalid, ModelReceipt, ModelRejection, ReceiptKind, Verdict};
-pub use world::ModelWorld;
+pub use world::{ModelReceiptAnswer, ModelWorld};

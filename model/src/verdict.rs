@@ -88,6 +88,10 @@ pub enum ModelRejection {
     /// `set_archived` on a path with no document.
     #[error("the document does not exist")]
     NotFound,
+    /// The operation id committed other content at `sequence`, inside the receipt
+    /// window (SPEC 10.13).
+    #[error("the operation id committed other content at sequence {sequence}")]
+    OperationIdReused { sequence: u64 },
 }
 
 /// Why a mutation is invalid whatever the state.

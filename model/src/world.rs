@@ -2,9 +2,11 @@
 //! operation ids, changed one mutation at a time. Every check of SPEC 1.4 is one step of
 //! `judge_*`, written in SPEC order so the two can be read side by side.
 
+use crate::checkpoint::receipts_from;
 use crate::document::{body_hash, ModelDocument, ModelVersion, StoredDocument, StoredVersion};
 use crate::path::{ancestors, normalize_path};
 use crate::policy::{normalize_policy, ModelPolicy, ModelPolicyBody};
+use crate::request::ModelRequest;
 use crate::verdict::{ModelApplied, ModelInvalid, ModelReceipt, ModelRejection, ReceiptKind, Verdict};
 use bytes::Bytes;
 use slotlog_kernel::ids::OperationId;
@@ -21,11 +23,23 @@ pub struct ModelWorld {
     /// "first descendant" and `documents()` are stated in.
     documents: BTreeMap<String, StoredDocument>,
     policy: ModelPolicy,
-    /// Every committed operation id, with the receipt of the member that committed it.
-    committed: BTreeMap<OperationId, ModelReceipt>,
-    /// The operation id of each applied member, by sequence (index 0 is sequence 1), so a
-    /// checkpoint's receipt window can be read in sequence order.
-    by_sequence: Vec<OperationId>,
+    /// Every committed operation id, with the sequence of its newest commit (an id
+    /// commits again once its receipt left the window, SPEC 10.13).
+    committed: BTreeMap<OperationId, u64>,
+    /// Each applied member's receipt and request, by sequence (index 0 is sequence 1), so
+    /// a checkpoint's receipt window can be read in sequence order.
+    by_sequence: Vec<(ModelReceipt, ModelRequest)>,
+}
+
+/// What a receipt read must answer (SPEC 10.13), as the model derives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelReceiptAnswer {
+    /// Committed inside the window: this receipt.
+    Committed(ModelReceipt),
+    /// Not committed inside the window, and `since` is inside it: exactly not committed.
+    Absent,
+    /// Not committed inside the window, which starts after `since`: unknown.
+    Expired { window_from: u64 },
 }
 
 /// What an applied verdict changes, beyond what its `ModelApplied` already states.
@@ -111,13 +125,64 @@ impl ModelWorld {
     /// The receipt of the member that committed this operation id, if any. Only applied
     /// members commit an operation id.
     pub fn receipt(&self, op_id: OperationId) -> Option<ModelReceipt> {
-        self.committed.get(&op_id).cloned()
+        self.receipt_at(*self.committed.get(&op_id)?)
     }
 
     /// The receipt of the member at `sequence`; None for 0 and past the last sequence.
     pub fn receipt_at(&self, sequence: u64) -> Option<ModelReceipt> {
+        self.committed_at(sequence).map(|(r, _)| r.clone())
+    }
+
+    /// The digest of the request of the member at `sequence` (SPEC 10.13).
+    pub fn request_digest_at(&self, sequence: u64) -> Option<[u8; 32]> {
+        self.committed_at(sequence).map(|(_, q)| q.digest())
+    }
+
+    /// The first sequence whose receipt the world keeps now: the receipt window's start
+    /// (SPEC 10.13, the model's own formula in `checkpoint::receipts_from`).
+    pub fn receipt_window_from(&self) -> u64 {
+        receipts_from(self.sequence)
+    }
+
+    /// What a receipt read of `op_id` must answer now, for a caller that says the
+    /// operation could not have committed before `since` (None: since genesis).
+    pub fn receipt_answer(&self, op_id: OperationId, since: Option<u64>) -> ModelReceiptAnswer {
+        if let Some((receipt, _)) = self.committed_in_window(op_id) {
+            return ModelReceiptAnswer::Committed(receipt.clone());
+        }
+        let window_from = self.receipt_window_from();
+        if since.unwrap_or(1) >= window_from {
+            ModelReceiptAnswer::Absent
+        } else {
+            ModelReceiptAnswer::Expired { window_from }
+        }
+    }
+
+    fn committed_at(&self, sequence: u64) -> Option<&(ModelReceipt, ModelRequest)> {
         let index = usize::try_from(sequence.checked_sub(1)?).ok()?;
-        self.receipt(*self.by_sequence.get(index)?)
+        self.by_sequence.get(index)
+    }
+
+    /// The operation id's commit, when it is inside the receipt window.
+    fn committed_in_window(&self, op_id: OperationId) -> Option<&(ModelReceipt, ModelRequest)> {
+        let sequence = *self.committed.get(&op_id)?;
+        (sequence >= self.receipt_window_from()).then(|| self.committed_at(sequence)).flatten()
+    }
+
+    /// SPEC 1.4 check 2 with the reuse rule of SPEC 10.13: an operation id committed
+    /// inside the window is a duplicate when its request has the same content, refused
+    /// when it has other content. Outside the window the id is not known: None.
+    fn judge_committed(
+        &self,
+        op_id: OperationId,
+        request: &ModelRequest,
+    ) -> Option<(Verdict, Option<Change>)> {
+        let (receipt, committed) = self.committed_in_window(op_id)?;
+        if committed == request {
+            Some((Verdict::Duplicate(receipt.clone()), None))
+        } else {
+            Some(rejected(ModelRejection::OperationIdReused { sequence: receipt.sequence }))
+        }
     }
 
     // ---------------------------------------------------------------- judging
@@ -151,8 +216,14 @@ impl ModelWorld {
             Err(problem) => return (Verdict::Invalid(ModelInvalid::Path(problem)), None),
         };
         // 2. Committed operation id.
-        if let Some(receipt) = self.committed.get(&op_id) {
-            return (Verdict::Duplicate(receipt.clone()), None);
+        let request = match &kind {
+            WriteKind::Publish(body) => {
+                ModelRequest::Publish { path: path.clone(), body_hash: body_hash(body) }
+            }
+            WriteKind::Append(_) => ModelRequest::Append { path: path.clone() },
+        };
+        if let Some(judged) = self.judge_committed(op_id, &request) {
+            return judged;
         }
         // 3. Read-only prefix.
         if let Some(prefix) = self.policy.body.read_only_prefix_of(&path) {
@@ -239,8 +310,9 @@ impl ModelWorld {
             Err(problem) => return (Verdict::Invalid(ModelInvalid::Path(problem)), None),
         };
         // 2. Committed operation id.
-        if let Some(receipt) = self.committed.get(&op_id) {
-            return (Verdict::Duplicate(receipt.clone()), None);
+        let request = ModelRequest::Archive { path: path.clone(), archived };
+        if let Some(judged) = self.judge_committed(op_id, &request) {
+            return judged;
         }
         // 3. Read-only prefix.
         if let Some(prefix) = self.policy.body.read_only_prefix_of(&path) {
@@ -293,8 +365,9 @@ impl ModelWorld {
             Err(problem) => return (Verdict::Invalid(ModelInvalid::Policy(problem)), None),
         };
         // 2. Committed operation id.
-        if let Some(receipt) = self.committed.get(&op_id) {
-            return (Verdict::Duplicate(receipt.clone()), None);
+        let request = ModelRequest::Policy { body: body.clone() };
+        if let Some(judged) = self.judge_committed(op_id, &request) {
+            return judged;
         }
         // 3. Expected against the policy version V; "absent" means V = 0.
         // Unlike a document, `Version(0)` holds at V = 0: the policy always exists.
@@ -359,9 +432,25 @@ impl ModelWorld {
         let receipt = &applied.receipt;
         assert_eq!(receipt.sequence, self.sequence + 1, "sequences are contiguous");
         self.sequence = receipt.sequence;
-        let previous = self.committed.insert(receipt.op_id, receipt.clone());
-        assert!(previous.is_none(), "an operation id commits once");
-        self.by_sequence.push(receipt.op_id);
+        let previous = self.committed.insert(receipt.op_id, receipt.sequence);
+        // An operation id commits again only once its first receipt left the window.
+        let left = |s: u64| s < receipts_from(receipt.sequence - 1);
+        assert!(previous.is_none_or(left), "an operation id commits once inside the window");
+        let path = receipt.path.clone();
+        let request = match (&change, receipt.kind) {
+            (Change::Policy { body }, _) => ModelRequest::Policy { body: body.clone() },
+            (Change::Archive { archived }, _) => {
+                ModelRequest::Archive { path: path.expect("archive flips name a path"), archived: *archived }
+            }
+            (Change::Write { .. }, ReceiptKind::Appended) => {
+                ModelRequest::Append { path: path.expect("writes name a path") }
+            }
+            (Change::Write { .. }, _) => ModelRequest::Publish {
+                path: path.expect("writes name a path"),
+                body_hash: applied.body_hash.expect("writes carry a body hash"),
+            },
+        };
+        self.by_sequence.push((receipt.clone(), request));
 
         match change {
             Change::Policy { body } => {
@@ -718,19 +807,30 @@ mod tests {
     // ------------------------------------------------------------ 2. duplicate
 
     #[test]
-    fn duplicate_op_id_returns_the_first_receipt() {
+    fn an_operation_id_resent_with_the_same_content_is_a_duplicate() {
         let mut w = ModelWorld::new();
         let first = applied(w.apply(op(1), &publish("/a", b"x", Expected::Any))).receipt;
-        // The same mutation again, a different mutation, another kind: all answer with
-        // the first receipt and change nothing.
+        // The same content, under any precondition, answers with the first receipt.
+        for expected in [Expected::Any, Expected::Absent, Expected::Version(9)] {
+            assert_eq!(w.apply(op(1), &publish("/a", b"x", expected)), Verdict::Duplicate(first.clone()));
+        }
+        assert_eq!(w.sequence(), 1);
+        assert_eq!(w.receipt(op(1)), Some(first));
+    }
+
+    #[test]
+    fn an_operation_id_reused_with_other_content_is_refused() {
+        let mut w = ModelWorld::new();
+        let first = applied(w.apply(op(1), &publish("/a", b"x", Expected::Any))).receipt;
+        let reused = Verdict::Rejected(ModelRejection::OperationIdReused { sequence: 1 });
         for m in [
-            publish("/a", b"x", Expected::Any),
             publish("/a", b"other", Expected::Any),
-            append("/b", b"y", Expected::Any),
+            publish("/b", b"x", Expected::Any),
+            append("/a", b"y", Expected::Any),
             set_archived("/a", true, Expected::Any),
             default_policy_with(&["/q"]),
         ] {
-            assert_eq!(w.apply(op(1), &m), Verdict::Duplicate(first.clone()));
+            assert_eq!(w.apply(op(1), &m), reused);
         }
         assert_eq!(w.sequence(), 1);
         assert_eq!(w.document("/b"), None);
@@ -740,12 +840,20 @@ mod tests {
     }
 
     #[test]
+    fn two_appends_to_one_path_under_one_operation_id_are_one_content() {
+        // A member does not record an append's bytes (SPEC 10.13): the kernel cannot tell.
+        let mut w = ModelWorld::new();
+        let first = applied(w.apply(op(1), &append("/a", b"x", Expected::Any))).receipt;
+        assert_eq!(w.evaluate(op(1), &append("/a", b"other", Expected::Any)), Verdict::Duplicate(first));
+    }
+
+    #[test]
     fn duplicate_receipt_stays_the_first_after_later_changes() {
         let mut w = ModelWorld::new();
         let first = applied(w.apply(op(1), &publish("/a", b"x", Expected::Any))).receipt;
         applied(w.apply(op(2), &publish("/a", b"y", Expected::Any)));
         applied(w.apply(op(3), &set_archived("/a", true, Expected::Any)));
-        assert_eq!(w.evaluate(op(1), &publish("/a", b"z", Expected::Any)), Verdict::Duplicate(first));
+        assert_eq!(w.evaluate(op(1), &publish("/a", b"x", Expected::Any)), Verdict::Duplicate(first));
         assert_eq!(w.receipt(op(2)).unwrap().version, 2);
         assert_eq!(w.receipt(op(3)).unwrap().kind, ReceiptKind::Archived);
     }
@@ -769,10 +877,13 @@ mod tests {
     #[test]
     fn checks_run_in_spec_order_duplicate_before_read_only() {
         let mut w = ModelWorld::new();
-        let first = applied(w.apply(op(1), &publish("/ro/a", b"x", Expected::Any))).receipt;
+        let first = applied(w.apply(op(1), &publish("/ro/a", b"new", Expected::Any))).receipt;
         applied(w.apply(op(2), &default_policy_with(&["/ro"])));
-        for make in ALL_DOC_KINDS {
-            assert_eq!(w.evaluate(op(1), &make("/ro/a", Expected::Any)), Verdict::Duplicate(first.clone()));
+        let [same, other @ ..] = ALL_DOC_KINDS;
+        assert_eq!(w.evaluate(op(1), &same("/ro/a", Expected::Any)), Verdict::Duplicate(first));
+        for make in other {
+            let reused = Verdict::Rejected(ModelRejection::OperationIdReused { sequence: 1 });
+            assert_eq!(w.evaluate(op(1), &make("/ro/a", Expected::Any)), reused);
         }
     }
 
@@ -780,14 +891,48 @@ mod tests {
     fn checks_run_in_spec_order_duplicate_before_conflict() {
         let mut w = ModelWorld::new();
         let first = applied(w.apply(op(1), &publish("/a", b"x", Expected::Any))).receipt;
-        assert_eq!(
-            w.evaluate(op(1), &publish("/a", b"x", Expected::Absent)),
-            Verdict::Duplicate(first.clone())
-        );
+        assert_eq!(w.evaluate(op(1), &publish("/a", b"x", Expected::Absent)), Verdict::Duplicate(first));
         assert_eq!(
             w.evaluate(op(1), &set_archived("/nope", true, Expected::Version(9))),
-            Verdict::Duplicate(first)
+            Verdict::Rejected(ModelRejection::OperationIdReused { sequence: 1 })
         );
+    }
+
+    // ------------------------------------------------------------ receipt window
+
+    /// A world whose first two receipt blocks (sequences 1 to 4,096) left the window:
+    /// op 1 published `/a`, then archive flips of `/a` under ops 2 on.
+    fn past_the_window() -> ModelWorld {
+        let mut w = ModelWorld::new();
+        applied(w.apply(op(1), &publish("/a", b"x", Expected::Any)));
+        let through = crate::checkpoint::RECEIPT_WINDOW_SEQUENCES + 4_096;
+        for n in 2..=through {
+            applied(w.apply(op(u128::from(n)), &set_archived("/a", n.is_multiple_of(2), Expected::Any)));
+        }
+        assert_eq!(w.receipt_window_from(), 4_097);
+        w
+    }
+
+    #[test]
+    fn the_receipt_window_mirrors_spec_10_13() {
+        let w = past_the_window();
+        let window_from = 4_097;
+        // Outside the window: unknown unless the caller's `since` is inside it.
+        assert_eq!(w.receipt_answer(op(1), None), ModelReceiptAnswer::Expired { window_from });
+        assert_eq!(w.receipt_answer(op(1), Some(4_096)), ModelReceiptAnswer::Expired { window_from });
+        assert_eq!(w.receipt_answer(op(1), Some(window_from)), ModelReceiptAnswer::Absent);
+        assert_eq!(w.receipt_answer(op(u128::MAX), Some(window_from)), ModelReceiptAnswer::Absent);
+        // Inside: the receipt, whatever the caller's `since`.
+        let inside = w.receipt(op(5_000)).expect("committed");
+        assert_eq!(w.receipt_answer(op(5_000), None), ModelReceiptAnswer::Committed(inside));
+        // An operation id outside the window is not known: it commits again.
+        let mut w = w;
+        let again = applied(w.apply(op(1), &publish("/b", b"y", Expected::Any))).receipt;
+        assert_eq!(again.sequence, w.sequence());
+        assert_eq!(w.receipt_answer(op(1), None), ModelReceiptAnswer::Committed(again));
+        // Inside the window, other content under a known id is refused.
+        let reused = Verdict::Rejected(ModelRejection::OperationIdReused { sequence: 5_000 });
+        assert_eq!(w.evaluate(op(5_000), &publish("/c", b"z", Expected::Any)), reused);
     }
 
     // ------------------------------------------------------------ 3. read-only
@@ -1433,14 +1578,17 @@ mod tests {
     fn set_policy_duplicate_returns_the_first_receipt() {
         let mut w = ModelWorld::new();
         let first = applied(w.apply(op(1), &default_policy_with(&["/x"]))).receipt;
-        // Even with a failing precondition (duplicate is check 2, before check 3).
-        assert_eq!(
-            w.apply(op(1), &set_policy(9, 9, &[], Expected::Version(7))),
-            Verdict::Duplicate(first.clone())
-        );
-        // And an op id first committed by a document mutation.
-        let doc = applied(w.apply(op(2), &publish("/d", b"x", Expected::Any))).receipt;
-        assert_eq!(w.apply(op(2), &set_policy(9, 9, &[], Expected::Any)), Verdict::Duplicate(doc));
+        // The same policy, even with a failing precondition (check 2 comes before 3).
+        let mut same = default_policy_with(&["/x"]);
+        if let Mutation::SetPolicy { expected, .. } = &mut same {
+            *expected = Expected::Version(7);
+        }
+        assert_eq!(w.apply(op(1), &same), Verdict::Duplicate(first));
+        // Another policy under the same id is refused, as is an id a document took.
+        let reused = |sequence| Verdict::Rejected(ModelRejection::OperationIdReused { sequence });
+        assert_eq!(w.apply(op(1), &set_policy(9, 9, &[], Expected::Version(7))), reused(1));
+        applied(w.apply(op(2), &publish("/d", b"x", Expected::Any)));
+        assert_eq!(w.apply(op(2), &set_policy(9, 9, &[], Expected::Any)), reused(2));
         assert_eq!(w.policy().version, 1);
     }
 

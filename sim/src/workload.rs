@@ -6,7 +6,7 @@ use bytes::Bytes;
 use slotlog_kernel::ids::OperationId;
 use slotlog_kernel::reply::{WriteError, WriteOk};
 use slotlog_kernel::world::{Expected, Mutation, PolicyBody, Rejection, Write};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// How requests arrive.
 #[derive(Clone, Debug, PartialEq)]
@@ -170,7 +170,13 @@ pub struct Generator {
     read_only: bool,
     /// Body recipes of publishes not yet answered, so an answer can teach the body too.
     recipes: BTreeMap<OperationId, (u64, u32)>,
+    /// Writes answered `Uncertain`, with the first sequence each could commit at: receipt
+    /// reads settle them the way a caller would (SPEC 10.13). The newest are kept.
+    uncertain: VecDeque<(OperationId, u64)>,
 }
+
+/// Uncertain writes a generator remembers to settle.
+const UNCERTAIN_REMEMBERED_MAX: usize = 64;
 
 /// Op ids of generated writes are counted from here; preloaded ones from 1.
 const GENERATED_OP_BASE: u128 = 1 << 64;
@@ -188,6 +194,7 @@ impl Generator {
             policy_version: 0,
             read_only: false,
             recipes: BTreeMap::new(),
+            uncertain: VecDeque::new(),
         }
     }
 
@@ -239,10 +246,16 @@ impl Generator {
                     Read::Fetch { path, version }
                 }
                 1 => Read::Versions { path },
+                // Settle an uncertain write with its `since`, as a caller does; no random
+                // draw while none is waiting, so runs without one keep their trace.
+                _ if !self.uncertain.is_empty() && self.rng.chance(0.5) => {
+                    let (op_id, since) = self.uncertain[self.rng.below(self.uncertain.len() as u64) as usize];
+                    Read::Receipt { op_id, since: Some(since) }
+                }
                 _ => {
                     let back = 1 + self.rng.below(self.next_op.clamp(1, 200));
                     let n = self.next_op.saturating_sub(back) + 1;
-                    Read::Receipt { op_id: OperationId::from(GENERATED_OP_BASE + u128::from(n)) }
+                    Read::Receipt { op_id: OperationId::from(GENERATED_OP_BASE + u128::from(n)), since: None }
                 }
             }
         } else {
@@ -410,6 +423,12 @@ impl Generator {
     pub fn observe(&mut self, w: &Write, result: &Result<WriteOk, WriteError>) {
         let m = &w.mutation;
         let recipe = self.recipes.remove(&w.op_id);
+        if let Err(WriteError::Uncertain { op_id, since }) = result {
+            if self.uncertain.len() == UNCERTAIN_REMEMBERED_MAX {
+                self.uncertain.pop_front();
+            }
+            self.uncertain.push_back((*op_id, *since));
+        }
         let Some(path) = m.raw_path() else {
             match result {
                 Ok(WriteOk::Committed(r)) => self.policy_version = self.policy_version.max(r.version),

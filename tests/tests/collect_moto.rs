@@ -18,7 +18,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures_util::StreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
-use slotlog::{new_op_id, open_store, Answer, Error, Expected, StoreOptions, World, WorldConfig, WorldStats};
+use slotlog::{
+    new_op_id, open_store, Answer, Error, Expected, ReceiptAnswer, StoreOptions, World, WorldConfig,
+    WorldStats,
+};
 use slotlog_kernel::format::Keys;
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::{Mutation, Write};
@@ -120,7 +123,8 @@ async fn write(world: &World, from: usize, count: usize, acked: &mut Vec<Acked>)
             Mutation::Publish { path: path.clone(), body: body.clone().into(), expected: Expected::Any };
         let receipt = match world.write(Write { op_id, mutation }).await {
             Ok(WriteOk::Committed(receipt)) => receipt,
-            Err(Error::Write(WriteError::Uncertain { .. })) => match settle(world, op_id).await {
+            Err(Error::Write(WriteError::Uncertain { since, .. })) => match settle(world, op_id, since).await
+            {
                 Some(receipt) => receipt,
                 None => continue,
             },
@@ -131,15 +135,19 @@ async fn write(world: &World, from: usize, count: usize, acked: &mut Vec<Acked>)
     }
 }
 
+/// The receipt of an `Uncertain` write, read since the first sequence it could commit
+/// at, so that "absent" is exact; an expired answer would leave it unknown.
 async fn settle(
     world: &World,
     op_id: slotlog_kernel::ids::OperationId,
+    since: u64,
 ) -> Option<slotlog_kernel::world::Receipt> {
     for _ in 0..100 {
-        match world.receipt(op_id).await {
+        match world.receipt_since(op_id, since).await {
             Ok(ok) => match ok.answer {
-                Answer::Receipt(receipt) => return receipt,
-                other => panic!("a receipt read answered {other:?}"),
+                Answer::Receipt(ReceiptAnswer::Committed(receipt)) => return Some(receipt),
+                Answer::Receipt(ReceiptAnswer::Absent) => return None,
+                other => panic!("a receipt read since {since} answered {other:?}"),
             },
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }

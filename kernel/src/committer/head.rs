@@ -263,10 +263,11 @@ impl Committer {
     /// Answers the head's members `Uncertain`: its slot exists but may not be in the log.
     fn refuse_head(&mut self, io: &mut Io) {
         let head = self.pipeline.front_mut().expect("a head to refuse");
+        let since = head.base_sequence + 1;
         for b in head.built.iter_mut().filter(|b| !b.pending.answered) {
             b.pending.answered = true;
             self.deadlines.remove(&(b.pending.deadline, b.pending.request));
-            reply(io, b.pending.request, Err(WriteError::Uncertain { op_id: b.pending.op_id }));
+            reply(io, b.pending.request, Err(WriteError::Uncertain { op_id: b.pending.op_id, since }));
         }
     }
 

@@ -191,9 +191,11 @@ impl Committer {
         let mut head_unsettled = self.head_call && self.lost_at.is_none();
         for batch in self.pipeline.drain(..) {
             let sent = std::mem::take(&mut head_unsettled) && batch.first_create_at.is_some();
+            let since = batch.base_sequence + 1;
             for b in batch.built.into_iter().filter(|b| !b.pending.answered) {
                 if sent {
-                    reply(io, b.pending.request, Err(WriteError::Uncertain { op_id: b.pending.op_id }));
+                    let uncertain = WriteError::Uncertain { op_id: b.pending.op_id, since };
+                    reply(io, b.pending.request, Err(uncertain));
                 } else {
                     all.push(b.pending);
                 }

@@ -67,12 +67,15 @@ impl Committer {
             false
         });
         for batch in &mut self.pipeline {
+            // A batch builds on its base and is never moved: its members commit past it
+            // or not at all (an answered member is never requeued).
+            let since = batch.base_sequence + 1;
             let riding = batch.built.iter_mut().map(|b| &mut b.pending).chain(batch.unbuilt.iter_mut());
             for p in riding {
                 if due.contains(&p.request) && !p.answered {
                     p.answered = true;
                     stats.uncertain += 1;
-                    reply(io, p.request, Err(WriteError::Uncertain { op_id: p.op_id }));
+                    reply(io, p.request, Err(WriteError::Uncertain { op_id: p.op_id, since }));
                 }
             }
         }

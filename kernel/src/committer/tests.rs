@@ -544,9 +544,22 @@ fn a_duplicate_operation_id_answers_with_its_first_receipt() {
     h.run();
     let receipt = h.receipt(first).clone();
     let mark = h.log.len();
-    let again = h.publish(7, "/b.md", "two");
+    let again = h.publish(7, "/a.md", "one");
     h.run();
     assert_eq!(h.reply(again), Some(&Ok(WriteOk::Duplicate { receipt, at_sequence: 1 })));
+    assert!(!h.log[mark..].iter().any(|op| matches!(op, BlobOp::Create { .. })), "nothing is written");
+}
+
+#[test]
+fn an_operation_id_reused_with_other_content_is_refused_not_answered_with_the_first_receipt() {
+    let mut h = Harness::opened(Config::default());
+    h.publish(7, "/a.md", "one");
+    h.run();
+    let mark = h.log.len();
+    let reused = h.publish(7, "/b.md", "two");
+    h.run();
+    let rejection = Rejection::OperationIdReused { sequence: 1 };
+    assert_eq!(h.reply(reused), Some(&Err(WriteError::Rejected { rejection, at_sequence: 1 })));
     assert!(!h.log[mark..].iter().any(|op| matches!(op, BlobOp::Create { .. })), "nothing is written");
     assert!(h.replica.world().expect("open").document(&path("/b.md")).is_none());
 }
@@ -556,11 +569,14 @@ fn a_duplicate_in_one_batch_answers_with_the_earlier_members_receipt() {
     let mut h = Harness::opened(one_batch_at_a_time());
     h.publish(1, "/hold.md", "hold");
     let first = h.publish(7, "/a.md", "one");
-    let again = h.publish(7, "/b.md", "two");
+    let again = h.publish(7, "/a.md", "one");
+    let reused = h.publish(7, "/b.md", "two");
     h.run();
     let receipt = h.receipt(first).clone();
     assert_eq!(receipt.sequence, 2);
     assert_eq!(h.reply(again), Some(&Ok(WriteOk::Duplicate { receipt, at_sequence: 2 })));
+    let rejection = Rejection::OperationIdReused { sequence: 2 };
+    assert_eq!(h.reply(reused), Some(&Err(WriteError::Rejected { rejection, at_sequence: 2 })));
     assert_eq!(h.slots_sent()[1].members.len(), 1);
 }
 
@@ -691,7 +707,7 @@ fn a_duplicate_behind_a_lost_slot_answers_with_the_receipt_that_committed() {
     let mut h = Harness::opened(Config::default());
     let first = h.publish(7, "/a.md", "one");
     h.deliver_all_but(is_slot_create);
-    let again = h.publish(7, "/b.md", "two");
+    let again = h.publish(7, "/a.md", "one");
     let mut peer = Peer::following(&h);
     peer.commit(&mut h, &[(100, publish("/p.md", "peer", Expected::Any))]);
     h.run();
@@ -823,14 +839,14 @@ fn a_deadline_in_the_queue_expires_and_in_a_batch_is_uncertain() {
     h.deliver_all_but(is_slot_create);
     assert_eq!(pending_slot_creates(&h), vec![keys().slot(1)], "the first write rides a slot create");
     h.fire_timer();
-    assert_eq!(h.reply(riding), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })));
+    assert_eq!(h.reply(riding), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
     assert_eq!(h.reply(waiting), Some(&Err(WriteError::Expired { op_id: OperationId::from(2) })));
     assert_eq!(h.replica.queued(), 0);
     h.deliver();
     assert_eq!(h.committed, vec![1], "the uncertain write's slot commits");
     assert_eq!(
         h.reply(riding),
-        Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })),
+        Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })),
         "and sends no second answer"
     );
     h.run();
@@ -844,14 +860,14 @@ fn an_uncertain_write_is_never_requeued() {
     let r = h.publish(1, "/a.md", "mine");
     h.deliver_all_but(is_slot_create);
     h.fire_timer();
-    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })));
+    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
     let mut peer = Peer::following(&h);
     peer.commit(&mut h, &[(100, publish("/p.md", "peer", Expected::Any))]);
     h.run();
     assert_eq!(h.slots_sent().len(), 1, "the name went to a peer; the write rides no new slot");
     assert_eq!(
         h.reply(r),
-        Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })),
+        Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })),
         "no second answer"
     );
     assert!(h.replica.world().expect("open").document(&path("/a.md")).is_none());
@@ -975,7 +991,7 @@ fn a_slot_create_landing_past_the_reload_age_after_its_base_is_refused_uncertain
     h.failure_expected = true;
     h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(meta))));
     assert!(matches!(h.failures[..], [FailReason::CreateBelowCollection { .. }]), "{:?}", h.failures);
-    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })));
+    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
     assert_eq!(h.replica.stats().stalled_creates_refused, 1);
 }
 
@@ -1023,7 +1039,7 @@ fn a_slot_create_answered_without_a_time_that_landed_past_the_reload_age_is_refu
     h.failure_expected = true;
     h.deliver_with(Fate::Answer(Ok(BlobOutcome::Stat(meta))));
     assert!(matches!(h.failures[..], [FailReason::CreateBelowCollection { .. }]), "{:?}", h.failures);
-    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })));
+    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
 }
 
 #[test]
@@ -1034,7 +1050,7 @@ fn a_slot_created_without_a_time_and_gone_at_its_stat_is_refused_uncertain() {
     h.failure_expected = true;
     h.deliver_with(Fate::Fail(BlobError::NotFound));
     assert!(matches!(h.failures[..], [FailReason::CreatedSlotGone { .. }]), "{:?}", h.failures);
-    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1) })));
+    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
 }
 
 #[test]

@@ -12,10 +12,10 @@
 //! is written or adopted.
 
 use crate::checkpoint::FoldSource;
-use crate::format::{HistoryRef, Slot};
+use crate::format::{HistoryRef, Slot, StoredReceipt};
 use crate::hash::Hash32;
 use crate::ids::WorldId;
-use crate::world::{receipts_from, Document, Path, Policy, Receipt, StateView, WorldState};
+use crate::world::{receipts_from, request_digest, Document, Path, Policy, StateView, WorldState};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub(crate) struct Ledger {
@@ -28,7 +28,7 @@ pub(crate) struct Ledger {
     policy: Policy,
     /// Receipts of sequences up to `base` that a step's window may still need and the
     /// served world no longer holds, in sequence order.
-    dropped: VecDeque<Receipt>,
+    dropped: VecDeque<StoredReceipt>,
     /// The slots applied since `base`, with their hashes, in order.
     slots: VecDeque<(Slot, Hash32)>,
 }
@@ -80,8 +80,8 @@ impl Ledger {
         }
         let keep_from = world.receipts_from_sequence().max(receipts_from(self.base));
         let held_from = receipts_from(slot.last_sequence());
-        let leaving = world.receipts_since(keep_from).take_while(|r| r.sequence < held_from);
-        self.dropped.extend(leaving.filter(|r| r.sequence <= self.base).cloned());
+        let leaving = world.receipts_since(keep_from).take_while(|r| r.receipt.sequence < held_from);
+        self.dropped.extend(leaving.filter(|r| r.receipt.sequence <= self.base).cloned());
         for m in &slot.members {
             if let Some(entry) = &m.entry {
                 if !self.before.contains_key(&entry.path) {
@@ -139,11 +139,11 @@ impl Ledger {
         debug_assert!(at.sequence > self.base && at.sequence <= served.sequence());
         let (images, policy) = self.images_at(at.sequence);
         let from = receipts_from(at.sequence);
-        let mut receipts: Vec<Receipt> =
-            self.dropped.iter().filter(|r| r.sequence >= from).cloned().collect();
-        let held = served.receipts_since(from).take_while(|r| r.sequence <= self.base);
+        let mut receipts: Vec<StoredReceipt> =
+            self.dropped.iter().filter(|r| r.receipt.sequence >= from).cloned().collect();
+        let held = served.receipts_since(from).take_while(|r| r.receipt.sequence <= self.base);
         receipts.extend(held.cloned());
-        receipts.extend(self.receipts_after_base(at.sequence).filter(|r| r.sequence >= from).cloned());
+        receipts.extend(self.receipts_after_base(at.sequence).filter(|r| r.receipt.sequence >= from));
         let absent = images.values().filter(|d| d.is_none()).count() as u64;
         AtBoundary {
             world_id: served.world_id(),
@@ -182,9 +182,9 @@ impl Ledger {
         (images, policy)
     }
 
-    fn receipts_after_base(&self, through: u64) -> impl Iterator<Item = &Receipt> {
+    fn receipts_after_base(&self, through: u64) -> impl Iterator<Item = StoredReceipt> + '_ {
         let members = self.slots.iter().flat_map(|(s, _)| s.members.iter());
-        members.map(|m| &m.receipt).take_while(move |r| r.sequence <= through)
+        members.take_while(move |m| m.sequence() <= through).map(request_digest::stored_receipt)
     }
 
     /// A checkpoint at `at` was written or adopted, its documents storing their versions
@@ -196,11 +196,10 @@ impl Ledger {
         let (mut images, policy) = self.images_at(at);
         let from = receipts_from(at);
         let let_go = served.receipts_from_sequence();
-        self.dropped.retain(|r| r.sequence >= from);
-        let moved: Vec<Receipt> = self
+        self.dropped.retain(|r| r.receipt.sequence >= from);
+        let moved: Vec<StoredReceipt> = self
             .receipts_after_base(at)
-            .filter(|r| r.sequence >= from && r.sequence < let_go)
-            .cloned()
+            .filter(|r| r.receipt.sequence >= from && r.receipt.sequence < let_go)
             .collect();
         self.dropped.extend(moved);
         while self.slots.front().is_some_and(|(s, _)| s.last_sequence() <= at) {
@@ -233,7 +232,7 @@ pub(crate) struct AtBoundary<'w> {
     policy: Policy,
     document_count: u64,
     images: BTreeMap<Path, Option<Document>>,
-    receipts: Vec<Receipt>,
+    receipts: Vec<StoredReceipt>,
 }
 
 impl FoldSource for AtBoundary<'_> {
@@ -258,7 +257,7 @@ impl FoldSource for AtBoundary<'_> {
             None => Some((path, doc)),
         }))
     }
-    fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &Receipt> + '_> {
-        Box::new(self.receipts.iter().filter(move |r| r.sequence >= from))
+    fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &StoredReceipt> + '_> {
+        Box::new(self.receipts.iter().filter(move |r| r.receipt.sequence >= from))
     }
 }

@@ -455,6 +455,10 @@ fn shard_parts(s: &Shard) -> Vec<(String, Vec<u8>)> {
 }
 
 fn receipts_parts(b: &ReceiptBlock) -> Vec<(String, Vec<u8>)> {
+    receipts_parts_with(b, "request_digest ([u8; 32]) (an example value)")
+}
+
+fn receipts_parts_with(b: &ReceiptBlock, digest_label: &str) -> Vec<(String, Vec<u8>)> {
     let r = &b.receipts[0];
     let mut payload: Vec<(String, Vec<u8>)> = vec![
         ("receipts length (varint) = 1".into(), pc(&b.receipts.len())),
@@ -466,7 +470,7 @@ fn receipts_parts(b: &ReceiptBlock) -> Vec<(String, Vec<u8>)> {
     payload.extend(path_parts("receipt.path", r.receipt.path.as_ref().expect("a path")));
     payload.extend(vec![
         ("receipt.version (varint) = 1".into(), pc(&r.receipt.version)),
-        ("request_digest ([u8; 32]) (an example value)".into(), pc(&r.request_digest)),
+        (digest_label.into(), pc(&r.request_digest)),
         ("receipt_block.stamp (varint) = 0".into(), pc(&b.stamp)),
     ]);
     framed(Kind::Receipts, "receipt block", 1, payload)
@@ -548,6 +552,44 @@ fn receipt_block_bytes() {
     assert_eq!(ReceiptBlock::decode_named(&bytes, &block.content_hash()).as_ref(), Ok(&block));
     let key = Keys::new("worlds/w1").receipts(&block.content_hash());
     insta::assert_snapshot!("receipt_block", explained(&key, &parts, block.content_hash()));
+}
+
+/// The example member's receipt with the digest its request has (SPEC 10.13): what a
+/// checkpoint writes.
+#[test]
+fn receipt_block_with_its_request_digest_bytes() {
+    let member = example_member();
+    let digest = crate::world::request_digest::of_member(&member);
+    let block = ReceiptBlock {
+        receipts: vec![StoredReceipt { receipt: member.receipt, request_digest: digest }],
+        stamp: 0,
+    };
+    let bytes = block.encode();
+    let label = "request_digest ([u8; 32]) = BLAKE3 of publish \"/a.md\" and its body hash (SPEC 10.13)";
+    let parts = receipts_parts_with(&block, label);
+    assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+    assert_eq!(ReceiptBlock::decode_named(&bytes, &block.content_hash()).as_ref(), Ok(&block));
+    let key = Keys::new("worlds/w1").receipts(&block.content_hash());
+    insta::assert_snapshot!(
+        "receipt_block_with_request_digest",
+        explained(&key, &parts, block.content_hash())
+    );
+}
+
+/// A block as builds before the digest was defined wrote it: 32 zero bytes, "not
+/// recorded". Same schema, so it decodes as it always did; the reuse rule then takes the
+/// receipt for the same content (`world::receipts_tests`).
+#[test]
+fn receipt_blocks_without_digests_still_decode() {
+    let receipt = example_member().receipt;
+    let block =
+        ReceiptBlock { receipts: vec![StoredReceipt { receipt, request_digest: Hash32::ZERO }], stamp: 0 };
+    let bytes = block.encode();
+    let parts = receipts_parts_with(&block, "request_digest ([u8; 32]) = zero: not recorded");
+    assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+    assert_eq!(ReceiptBlock::decode_named(&bytes, &block.content_hash()).as_ref(), Ok(&block));
+    let key = Keys::new("worlds/w1").receipts(&block.content_hash());
+    insta::assert_snapshot!("receipt_block_without_digest", explained(&key, &parts, block.content_hash()));
 }
 
 #[test]

@@ -92,8 +92,15 @@ pub fn evaluate(
     m: &ValidMutation,
     body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
 ) -> Evaluation {
-    if let Some(r) = view.receipt(&op_id) {
-        return Evaluation::Duplicate(r.clone());
+    // SPEC 1.4 check 2: a committed operation id is a duplicate when sent again with the
+    // same content, and refused when reused with other content (SPEC 10.13). A receipt
+    // whose digest a checkpoint did not record is taken for the same content.
+    if let Some(c) = view.committed(&op_id) {
+        let recorded = c.request_digest != Hash32::ZERO;
+        if recorded && c.request_digest != super::request_digest::of_request(m) {
+            return Evaluation::Rejected(Rejection::OperationIdReused { sequence: c.receipt.sequence });
+        }
+        return Evaluation::Duplicate(c.receipt.clone());
     }
     let sequence = view.sequence() + 1;
     let policy = view.policy();

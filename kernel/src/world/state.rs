@@ -7,8 +7,10 @@ use super::document::Document;
 use super::entry::{IndexEntry, Receipt, SlotMember};
 use super::path::Path;
 use super::policy::Policy;
+use super::receipt_window::{self, receipts_from, ReceiptAnswer};
+use super::request_digest;
 use super::view::StateView;
-use crate::format::Slot;
+use crate::format::{Slot, StoredReceipt};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
 use std::collections::{BTreeMap, VecDeque};
@@ -57,21 +59,6 @@ pub enum ApplyRule {
     ArchiveFlipChangesMore,
 }
 
-/// Members whose receipts a world keeps: an operation id is answered as committed (and
-/// refused as a duplicate) while its member is among about the newest this many. Bounds
-/// memory and checkpoints: a receipt is about 100 bytes, so 26 MB, and about 17 minutes
-/// at 250 writes/s, far past the 10 s a caller waits for an answer.
-pub const RECEIPT_WINDOW_SEQUENCES: u64 = 262_144;
-
-/// The first sequence whose receipt a world at `sequence` keeps: the window's start,
-/// rounded down to a receipt block's start (SPEC 10.13) so checkpoints reuse whole blocks.
-/// A function of the sequence alone, so every replica keeps the same receipts.
-pub fn receipts_from(sequence: u64) -> u64 {
-    let start = (sequence + 1).saturating_sub(RECEIPT_WINDOW_SEQUENCES).max(1);
-    let block = crate::format::RECEIPTS_PER_BLOCK_MAX as u64;
-    (start - 1) / block * block + 1
-}
-
 /// Why a checkpoint's content is not a world.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RestoreProblem {
@@ -86,7 +73,8 @@ pub struct WorldState {
     world_id: WorldId,
     documents: BTreeMap<Path, Document>,
     policy: Policy,
-    receipts: BTreeMap<OperationId, Receipt>,
+    /// Each receipt of the window with the digest of its request (SPEC 10.13).
+    receipts: BTreeMap<OperationId, StoredReceipt>,
     /// The receipts held, in sequence order, so those leaving the window go first.
     receipt_order: VecDeque<(u64, OperationId)>,
     /// Current body hash to the documents that hold it.
@@ -122,7 +110,7 @@ impl WorldState {
         policy: Policy,
         documents: Vec<(Path, Document)>,
         receipts_from_sequence: u64,
-        receipts: Vec<Receipt>,
+        receipts: Vec<StoredReceipt>,
     ) -> Result<WorldState, RestoreProblem> {
         let mut state = WorldState::genesis(world_id, tip_hash);
         state.sequence = sequence;
@@ -138,18 +126,18 @@ impl WorldState {
         let bodies = state.documents.values().map(|d| (d.entry.body_hash, d.entry.path.clone())).collect();
         state.bodies = BodyIndex::build(bodies);
         let mut receipts = receipts;
-        receipts.sort_unstable_by_key(|r| r.sequence);
+        receipts.sort_unstable_by_key(|r| r.receipt.sequence);
         let expected = receipts_from_sequence..=sequence;
-        if !receipts.iter().map(|r| r.sequence).eq(expected)
+        if !receipts.iter().map(|r| r.receipt.sequence).eq(expected)
             || receipts_from_sequence != receipts_from(sequence)
         {
             return Err(RestoreProblem::Receipts);
         }
-        state.receipt_order = receipts.iter().map(|r| (r.sequence, r.op_id)).collect();
+        state.receipt_order = receipts.iter().map(|r| (r.receipt.sequence, r.receipt.op_id)).collect();
         // Stable, so of one operation id twice the newer is kept, as inserting in
         // sequence order would.
-        receipts.sort_by_key(|r| r.op_id);
-        state.receipts = receipts.into_iter().map(|r| (r.op_id, r)).collect();
+        receipts.sort_by_key(|r| r.receipt.op_id);
+        state.receipts = receipts.into_iter().map(|r| (r.receipt.op_id, r)).collect();
         Ok(state)
     }
 
@@ -191,11 +179,18 @@ impl WorldState {
 
     /// The receipt of an operation id committed within the receipt window.
     pub fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
-        self.receipts.get(op_id)
+        self.receipts.get(op_id).map(|c| &c.receipt)
     }
 
-    /// The receipts the window holds from `from` on, in sequence order.
-    pub fn receipts_since(&self, from: u64) -> impl Iterator<Item = &Receipt> {
+    /// A receipt read's answer (SPEC 10.13): committed, absent (exactly: not committed
+    /// from `since` on), or expired (the window no longer covers `since`).
+    pub fn receipt_answer(&self, op_id: &OperationId, since: Option<u64>) -> ReceiptAnswer {
+        receipt_window::answer(self.receipt(op_id), self.sequence, since)
+    }
+
+    /// The receipts the window holds from `from` on, in sequence order, with their
+    /// request digests.
+    pub fn receipts_since(&self, from: u64) -> impl Iterator<Item = &StoredReceipt> {
         let start = self.receipt_order.partition_point(|(s, _)| *s < from);
         self.receipt_order.range(start..).map(|(_, op)| &self.receipts[op])
     }
@@ -268,7 +263,7 @@ impl WorldState {
     fn apply_member(&mut self, m: &SlotMember) {
         debug_assert_eq!(m.sequence(), self.sequence + 1);
         self.sequence = m.sequence();
-        self.receipts.insert(m.op_id(), m.receipt.clone());
+        self.receipts.insert(m.op_id(), request_digest::stored_receipt(m));
         self.receipt_order.push_back((self.sequence, m.op_id()));
         let from = receipts_from(self.sequence);
         while let Some(&(s, op)) = self.receipt_order.front().filter(|(s, _)| *s < from) {
@@ -374,8 +369,8 @@ impl StateView for WorldState {
         &self.policy
     }
 
-    fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
-        WorldState::receipt(self, op_id)
+    fn committed(&self, op_id: &OperationId) -> Option<&StoredReceipt> {
+        self.receipts.get(op_id)
     }
 
     fn sequence(&self) -> u64 {

@@ -35,6 +35,10 @@ pub enum Rejection {
     /// `set_archived` on a document that does not exist.
     #[error("the document does not exist")]
     NotFound,
+    /// The operation id committed at `sequence` with other content (SPEC 10.13): it
+    /// names another operation, whose receipt is not this write's answer.
+    #[error("the operation id committed other content at sequence {sequence}")]
+    OperationIdReused { sequence: u64 },
 }
 
 /// A current version in a message: the number, or that there is none.

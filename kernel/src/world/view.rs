@@ -5,6 +5,7 @@
 use super::entry::{IndexEntry, Receipt, SlotMember};
 use super::path::Path;
 use super::policy::Policy;
+use crate::format::StoredReceipt;
 use crate::ids::OperationId;
 use std::collections::BTreeMap;
 
@@ -14,7 +15,12 @@ pub trait StateView {
     /// The descendant of `path` that sorts first in byte order.
     fn first_descendant(&self, path: &Path) -> Option<&Path>;
     fn policy(&self) -> &Policy;
-    fn receipt(&self, op_id: &OperationId) -> Option<&Receipt>;
+    /// The receipt of an operation id committed within the receipt window, with the
+    /// digest of its request (`Hash32::ZERO` when a checkpoint did not record one).
+    fn committed(&self, op_id: &OperationId) -> Option<&StoredReceipt>;
+    fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
+        self.committed(op_id).map(|c| &c.receipt)
+    }
     /// The last sequence the view includes.
     fn sequence(&self) -> u64;
 }
@@ -35,7 +41,7 @@ pub fn topology_block<'a>(view: &'a impl StateView, path: &Path) -> Option<&'a P
 pub struct Overlay {
     entries: BTreeMap<Path, IndexEntry>,
     policy: Option<Policy>,
-    receipts: BTreeMap<OperationId, Receipt>,
+    receipts: BTreeMap<OperationId, StoredReceipt>,
     /// The last sequence this overlay includes (its base's when empty).
     sequence: u64,
 }
@@ -48,7 +54,7 @@ impl Overlay {
     pub fn apply(&mut self, m: &SlotMember) {
         debug_assert_eq!(m.sequence(), self.sequence + 1);
         self.sequence = m.sequence();
-        self.receipts.insert(m.op_id(), m.receipt.clone());
+        self.receipts.insert(m.op_id(), super::request_digest::stored_receipt(m));
         if let Some(rules) = &m.policy {
             self.policy = Some(Policy { version: m.receipt.version, rules: rules.clone() });
         }
@@ -96,8 +102,8 @@ impl<B: StateView> StateView for Layered<'_, B> {
         self.layers.iter().rev().find_map(|l| l.policy.as_ref()).unwrap_or_else(|| self.base.policy())
     }
 
-    fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
-        self.layers.iter().rev().find_map(|l| l.receipts.get(op_id)).or_else(|| self.base.receipt(op_id))
+    fn committed(&self, op_id: &OperationId) -> Option<&StoredReceipt> {
+        self.layers.iter().rev().find_map(|l| l.receipts.get(op_id)).or_else(|| self.base.committed(op_id))
     }
 
     fn sequence(&self) -> u64 {

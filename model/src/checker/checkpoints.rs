@@ -479,7 +479,7 @@ impl<'a> Judge<'a> {
         let mut held: Vec<Option<&StoredReceipt>> = vec![None; m.receipts.len()];
         for stored in blocks.iter().flat_map(|b| &b.receipts) {
             let sequence = stored.receipt.sequence;
-            if stored.request_digest != Hash32::ZERO {
+            if m.request_digest(sequence).is_some_and(|digest| stored.request_digest.0 != digest) {
                 out.push(Violation::CheckpointRequestDigest { key: key.to_string(), sequence });
             }
             let slot = sequence

@@ -184,7 +184,7 @@ impl Parts {
                 let mut receipts: Vec<StoredReceipt> = (first..=last)
                     .map(|s| StoredReceipt {
                         receipt: receipt_to_kernel(&model.receipt_at(s).expect("applied")),
-                        request_digest: Hash32::ZERO,
+                        request_digest: Hash32(model.request_digest_at(s).expect("applied")),
                     })
                     .collect();
                 receipts.sort_by_key(|r| r.receipt.op_id);
@@ -503,13 +503,34 @@ fn a_missing_receipt_is_a_checkpoint_mismatch() {
 }
 
 #[test]
-fn a_request_digest_is_a_checkpoint_mismatch_until_its_preimage_is_defined() {
-    let mut b = world();
-    let mut parts = b.parts();
-    let r = parts.receipt_blocks[0].receipts.iter_mut().find(|r| r.receipt.sequence == 2).expect("held");
-    r.request_digest = Hash32::of(b"request");
-    parts.store(&mut b);
-    assert_eq!(mismatch(&b), vec![Violation::CheckpointRequestDigest { key: key(&b, 10), sequence: 2 }]);
+fn a_request_digest_other_than_its_requests_is_a_checkpoint_mismatch() {
+    for digest in [Hash32::of(b"request"), Hash32::ZERO] {
+        let mut b = world();
+        let mut parts = b.parts();
+        let r = parts.receipt_blocks[0].receipts.iter_mut().find(|r| r.receipt.sequence == 2).expect("held");
+        r.request_digest = digest;
+        parts.store(&mut b);
+        assert_eq!(mismatch(&b), vec![Violation::CheckpointRequestDigest { key: key(&b, 10), sequence: 2 }]);
+    }
+}
+
+#[test]
+fn the_kernels_request_digests_are_the_models() {
+    // The model's preimage is its own (SPEC 10.13); the kernel's must agree with it.
+    let b = world();
+    let log = b.keys.log_prefix();
+    let slots: Vec<Slot> = b
+        .objects
+        .iter()
+        .filter(|o| o.key.starts_with(&log))
+        .map(|o| Slot::decode(&o.bytes).expect("a slot"))
+        .collect();
+    let members: Vec<&SlotMember> = slots.iter().flat_map(|s| &s.members).collect();
+    assert_eq!(members.len() as u64, b.model.sequence());
+    for m in members {
+        let kernel = slotlog_kernel::world::request_digest::of_member(m);
+        assert_eq!(Some(kernel.0), b.model.request_digest_at(m.sequence()), "member {}", m.sequence());
+    }
 }
 
 #[test]

@@ -15,6 +15,8 @@ mod reach;
 #[cfg(test)]
 mod reach_tests;
 mod reads;
+#[cfg(test)]
+mod reads_tests;
 mod violation;
 mod watches;
 
@@ -403,7 +405,10 @@ pub fn check(
                 }
                 model => r.violation(Violation::MemberNotApplied { sequence: m.sequence(), op_id, model }),
             }
-            if committed.insert(op_id, m.sequence()).is_some() {
+            // An operation id commits again only once its receipt left the window the
+            // member was built against (SPEC 10.13): the kernel can no longer know it.
+            let window_from = crate::checkpoint::receipts_from(m.sequence() - 1);
+            if committed.insert(op_id, m.sequence()).is_some_and(|first| first >= window_from) {
                 r.violation(Violation::CommittedTwice { op_id });
             }
             for &i in indices {
@@ -650,6 +655,9 @@ pub fn rejection_to_model(r: &kw::Rejection) -> ModelRejection {
         kw::Rejection::TooLarge { size, max } => ModelRejection::TooLarge { size: *size, max: *max },
         kw::Rejection::Archived => ModelRejection::Archived,
         kw::Rejection::NotFound => ModelRejection::NotFound,
+        kw::Rejection::OperationIdReused { sequence } => {
+            ModelRejection::OperationIdReused { sequence: *sequence }
+        }
     }
 }
 

@@ -4,9 +4,10 @@
 
 use super::{receipt_to_model, tip_interval, CheckOptions, CheckReport, SlotSpan, Violation};
 use crate::history::{History, Outcome, ReadOp, ReadOutcome};
-use crate::{normalize_path, ModelDocument, ModelVersion, ModelWorld, ReceiptKind};
+use crate::{normalize_path, ModelDocument, ModelReceiptAnswer, ModelVersion, ModelWorld, ReceiptKind};
 use slotlog_kernel::reply::{Answer, ReadError, WriteOk};
 use slotlog_kernel::time::Instant;
+use slotlog_kernel::world::ReceiptAnswer;
 use slotlog_kernel::world::{IndexEntry, VersionKind, VersionRecord};
 use slotlog_kernel::{Read, READ_LIMIT_MAX};
 
@@ -77,6 +78,9 @@ impl<'a> Judge<'a> {
                 Violation::CatalogReadStale { read, replica, at, lag_us }
             });
         }
+        if let Some(v) = receipt_absence(model, i, &op.read, &ok.answer, at) {
+            return r.violation(v);
+        }
         if !answer_agrees(model, &op.read, &ok.answer) {
             r.violation(Violation::ReadDiffers {
                 read: i,
@@ -97,6 +101,37 @@ pub(super) fn judge_error(i: usize, op: &ReadOp, e: &ReadError, r: &mut CheckRep
     };
     if normalize_path(raw).err() != Some(super::path_problem_to_model(problem)) {
         r.violation(Violation::ReadRefusalDisagrees { read: i, problem: *problem, raw: raw.clone() });
+    }
+}
+
+/// Rule `ReceiptAbsence` (SPEC 10.13): a receipt read answered "absent" where the model
+/// holds the operation's receipt, or where the window no longer covers the read's `since`
+/// (the answer must be `Expired`). Found apart from other wrong answers: this one makes a
+/// caller settling an `Uncertain` write write it twice.
+pub(super) fn receipt_absence(
+    model: &ModelWorld,
+    read: usize,
+    request: &Read,
+    answer: &Answer,
+    at: u64,
+) -> Option<Violation> {
+    let (Read::Receipt { op_id, since }, Answer::Receipt(ReceiptAnswer::Absent)) = (request, answer) else {
+        return None;
+    };
+    let expected = model.receipt_answer(*op_id, *since);
+    (expected != ModelReceiptAnswer::Absent).then(|| Violation::ReceiptAbsentNotExact {
+        read,
+        request: request.clone(),
+        at,
+        model: expected,
+    })
+}
+
+fn receipt_answer_to_model(a: &ReceiptAnswer) -> ModelReceiptAnswer {
+    match a {
+        ReceiptAnswer::Committed(r) => ModelReceiptAnswer::Committed(receipt_to_model(r)),
+        ReceiptAnswer::Absent => ModelReceiptAnswer::Absent,
+        ReceiptAnswer::Expired { window_from } => ModelReceiptAnswer::Expired { window_from: *window_from },
     }
 }
 
@@ -180,8 +215,8 @@ fn answer_agrees(model: &ModelWorld, read: &Read, answer: &Answer) -> bool {
                 _ => false,
             }
         }
-        Read::Receipt { op_id } => match answer {
-            Answer::Receipt(r) => r.as_ref().map(receipt_to_model) == model.receipt(*op_id),
+        Read::Receipt { op_id, since } => match answer {
+            Answer::Receipt(r) => receipt_answer_to_model(r) == model.receipt_answer(*op_id, *since),
             _ => false,
         },
         Read::Lookup { prefix, start_after, limit: l } => {

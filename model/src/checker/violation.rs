@@ -3,7 +3,10 @@
 //! with `Display`; tests match on its rule.
 
 use crate::history::NameChange;
-use crate::{ModelApplied, ModelDocument, ModelPolicy, ModelPolicyBody, ModelReceipt, ModelVersion, Verdict};
+use crate::{
+    ModelApplied, ModelDocument, ModelPolicy, ModelPolicyBody, ModelReceipt, ModelReceiptAnswer,
+    ModelVersion, Verdict,
+};
 use slotlog_kernel::format::DecodeError;
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
@@ -48,6 +51,10 @@ pub enum Rule {
     WriteAnswer,
     /// A read's answer is the model's at the state it names.
     ReadAnswer,
+    /// A receipt read answers "absent" only when the operation did not commit inside the
+    /// receipt window and the window covers the read's `since` (SPEC 10.13): otherwise a
+    /// caller settling an `Uncertain` write on it would write twice.
+    ReceiptAbsence,
     /// The state a write answer names was the tip while the write was in flight.
     AnswerOutOfTime,
     /// An acknowledged write's slot was created while the write was in flight.
@@ -192,9 +199,7 @@ pub enum Violation {
     CheckpointReceiptExtra { key: String, sequence: u64 },
     #[error("{key}: the receipt of sequence {sequence} is {found:?}, the model {model:?}")]
     CheckpointReceiptDiffers { key: String, sequence: u64, found: Box<Receipt>, model: Box<ModelReceipt> },
-    #[error(
-        "{key}: the receipt of sequence {sequence} has a request digest; its preimage is not defined yet"
-    )]
+    #[error("{key}: the receipt of sequence {sequence} holds a request digest other than its request's")]
     CheckpointRequestDigest { key: String, sequence: u64 },
 
     #[error("{key} in the log is not a slot name")]
@@ -286,6 +291,8 @@ pub enum Violation {
         "read {read} ({request:?}) at sequence {at}: answered {answer:?}, which the model does not give"
     )]
     ReadDiffers { read: usize, request: Read, at: u64, answer: Box<Answer> },
+    #[error("read {read} ({request:?}) at sequence {at}: answered absent, but the model says {model:?}")]
+    ReceiptAbsentNotExact { read: usize, request: Read, at: u64, model: ModelReceiptAnswer },
     #[error("read {read} ({request:?}) names no path but was refused for one")]
     ReadRefusedWithoutPath { read: usize, request: Read },
     #[error("read {read} was refused {problem:?}, but the model normalizes {raw:?}")]
@@ -389,6 +396,7 @@ impl Violation {
             V::ReadDiffers { .. } | V::ReadRefusedWithoutPath { .. } | V::ReadRefusalDisagrees { .. } => {
                 Rule::ReadAnswer
             }
+            V::ReceiptAbsentNotExact { .. } => Rule::ReceiptAbsence,
             V::WatchEventDiffers { .. } | V::WatchEventPastTip { .. } => Rule::WatchEvents,
             V::WatchResyncCursor { .. } | V::WatchResyncOutsideLog { .. } | V::WatchResyncEarly { .. } => {
                 Rule::WatchResync

@@ -173,7 +173,7 @@ struct Collected<'a> {
 impl<'a> Collected<'a> {
     fn of(world: &'a WorldState) -> Collected<'a> {
         Collected {
-            receipts: world.receipts_since(1).map(|r| (r.op_id.to_string(), r)).collect(),
+            receipts: world.receipts_since(1).map(|r| (r.receipt.op_id.to_string(), &r.receipt)).collect(),
             current: world.documents().map(|(p, d)| (p.as_str(), &d.entry)).collect(),
             receipts_from: world.receipts_from_sequence(),
         }
