@@ -135,8 +135,7 @@ async fn reloads_in_a_row_without_progress_stop_the_world_at_the_limit() {
     let blobs = LateSlots::new(u32::MAX);
     let config = WorldConfig { reloads_without_progress_max: 2, ..WorldConfig::default() };
     let world = World::open_on(blobs, "w", config).await.unwrap();
-    // A new world's first slot has no store time before it to be late against.
-    committed_at(world.publish("/first.md", "one", Expected::Any).await.unwrap());
+    // Even a new world's first slot is judged: its genesis read the marker's time back.
     for reloads in 1..=2 {
         let error = world.publish("/a.md", format!("try {reloads}"), Expected::Any).await.unwrap_err();
         assert!(matches!(error, Error::Write(WriteError::Uncertain { .. })), "{error}");

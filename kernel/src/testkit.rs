@@ -2,7 +2,7 @@
 //! test can hold, answer with a fault, or let through, and a clock that jumps to the next
 //! wake-up. Pure and deterministic, like the kernel.
 
-use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
 use crate::config::Config;
 use crate::effect::{Effect, Input, Request};
 use crate::format::{decode_body, encode_body, Keys, Slot};
@@ -37,6 +37,8 @@ pub struct MemStore {
     pub hidden: BTreeMap<String, u32>,
     /// Pages come in reverse key order, as a local directory's unsorted walk may.
     pub unsorted: bool,
+    /// Creates and rewrites are answered without the store's time, as S3 answers a PUT.
+    pub writes_untimed: bool,
 }
 
 impl MemStore {
@@ -54,7 +56,11 @@ impl MemStore {
                 }
                 self.generation += 1;
                 self.objects.insert(key.clone(), (bytes.clone(), self.generation, now.as_micros()));
-                Ok(BlobOutcome::Created(meta(key, self.generation, now.as_micros(), bytes.len()).into()))
+                let mut written: Written = meta(key, self.generation, now.as_micros(), bytes.len()).into();
+                if self.writes_untimed {
+                    written.created_at_us = None;
+                }
+                Ok(BlobOutcome::Created(written))
             }
             BlobOp::Get { key } => match self.objects.get(key) {
                 Some((b, g, t)) => {
@@ -99,9 +105,12 @@ impl MemStore {
                 Some(_) => {
                     self.generation += 1;
                     self.objects.insert(key.clone(), (bytes.clone(), self.generation, now.as_micros()));
-                    Ok(BlobOutcome::Rewritten(
-                        meta(key, self.generation, now.as_micros(), bytes.len()).into(),
-                    ))
+                    let mut written: Written =
+                        meta(key, self.generation, now.as_micros(), bytes.len()).into();
+                    if self.writes_untimed {
+                        written.created_at_us = None;
+                    }
+                    Ok(BlobOutcome::Rewritten(written))
                 }
             },
             BlobOp::Delete { key, if_generation } => match self.objects.get(key) {

@@ -1063,3 +1063,25 @@ fn a_replica_unconfirmed_past_the_reload_age_reopens_before_it_takes_a_write() {
     assert!(matches!(h.reply(r), Some(Err(WriteError::Failed(FailReason::Unconfirmed { .. })))));
     assert!(h.calls.is_empty(), "no create on a stale world");
 }
+
+/// A world made on a store that answers creates without a time (S3): genesis reads its
+/// marker back, so the store's clock is known and the first slot's landing is judged like
+/// any other's (SPEC 10.15), not let through for want of a time to judge it against.
+#[test]
+fn the_first_slot_of_a_world_made_on_an_untimed_store_is_judged_against_the_marker() {
+    let mut store = MemStore::default();
+    store.writes_untimed = true;
+    let mut h = Harness::with_store(Config::default(), store, 1);
+    h.run();
+    let marker_gets = h.log.iter().filter(|op| matches!(op, BlobOp::Get { key } if *key == keys().marker()));
+    assert_eq!(marker_gets.count(), 2, "not found, then read back after its create");
+    let (r, _) = one_write_at_its_slot_create(&mut h);
+    slot_created_without_a_time(&mut h);
+    let stat = h.apply_early(|op| matches!(op, BlobOp::Stat { .. }));
+    let Ok(BlobOutcome::Stat(mut meta)) = stat else { panic!("stat: {stat:?}") };
+    meta.created_at_us += 24 * 3_600_000_000;
+    h.failure_expected = true;
+    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Stat(meta))));
+    assert!(matches!(h.failures[..], [FailReason::CreateBelowCollection { .. }]), "{:?}", h.failures);
+    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
+}
