@@ -11,7 +11,7 @@ use slotlog_scenarios::tools::bench_cold_start as cold_start;
 use slotlog_scenarios::trace::line as trace_line;
 use slotlog_scenarios::{run_scenario, run_scenario_traced, sweep::sweep};
 use slotlog_sim::gcs::{ProfileKind, VersionTokens};
-use slotlog_sim::TraceEvent;
+use slotlog_sim::{DamagedObject, TraceEvent};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -119,6 +119,11 @@ struct RunFlags {
     /// stay eager).
     #[arg(long, value_parser = parse_role)]
     role: Option<CompactionRole>,
+    /// Before each cold start, damage the newest full checkpoint's object (checkpoint) or
+    /// its root (root) at rest, so the replica opens from an older one; put back once it
+    /// has opened.
+    #[arg(long, value_parser = parse_damaged_object)]
+    damage_at_open: Option<DamagedObject>,
     /// Switch on a deliberate kernel defect (for tests of the command line: a sweep that
     /// must fail). Repeatable.
     #[arg(long = "defect", hide = true, value_parser = parse_defect)]
@@ -139,6 +144,14 @@ fn parse_role(s: &str) -> Result<CompactionRole, String> {
         "backstop" => Ok(CompactionRole::Backstop),
         "off" => Ok(CompactionRole::Off),
         other => Err(format!("expected eager, backstop or off, got {other:?}")),
+    }
+}
+
+fn parse_damaged_object(s: &str) -> Result<DamagedObject, String> {
+    match s {
+        "checkpoint" => Ok(DamagedObject::Checkpoint),
+        "root" => Ok(DamagedObject::Root),
+        other => Err(format!("expected checkpoint or root, got {other:?}")),
     }
 }
 
@@ -169,6 +182,7 @@ impl RunFlags {
             checkpoint_slots: self.checkpoint_slots,
             step_docs: self.step_docs,
             role: self.role,
+            damage_at_open: self.damage_at_open,
             defects: {
                 let mut d = Defects::default();
                 for name in &self.defects {

@@ -107,6 +107,9 @@ pub struct Checkpoints {
     /// instead of stepping (SPEC 10.14).
     pub looks: u64,
     pub adopted: u64,
+    /// Adoptions given up because the checkpoint or an object it names could not be read
+    /// or did not fit (a damaged one among them).
+    pub adoptions_abandoned: u64,
     /// Runs of the compactor: each folds the served snapshot in one step or several.
     pub runs: u64,
     /// Steps folded (SPEC 10.11): each a checkpoint at its own sequence of at most
@@ -125,6 +128,13 @@ pub struct Checkpoints {
     /// fell back from.
     pub loaded_at_open: u64,
     pub skipped_at_open: u64,
+    /// Cold starts that found the newest full checkpoint damaged (`--damage-at-open`),
+    /// those of them that skipped it and opened from an older full checkpoint, damage put
+    /// back after its replica opened, and damage a write or delete replaced first.
+    pub damaged_at_open: u64,
+    pub damaged_opened_from_older: u64,
+    pub damage_repaired: u64,
+    pub damage_replaced: u64,
     /// Full checkpoints the checker compared with the model, and those that differed
     /// (must be 0).
     pub judged: u64,
@@ -436,6 +446,7 @@ impl Report {
                 by_writers: result.replicas.iter().filter(|r| !r.follower).map(|r| r.compactor.written).sum(),
                 looks: result.replicas.iter().map(|r| r.compactor.looks).sum(),
                 adopted: result.replicas.iter().map(|r| r.compactor.adopted).sum(),
+                adoptions_abandoned: result.replicas.iter().map(|r| r.compactor.adoptions_abandoned).sum(),
                 runs: result.replicas.iter().map(|r| r.compactor.runs).sum(),
                 steps: result.replicas.iter().map(|r| r.compactor.steps).sum(),
                 identical_races: result.replicas.iter().map(|r| r.compactor.identical_races).sum(),
@@ -445,6 +456,10 @@ impl Report {
                 objects_reused: result.replicas.iter().map(|r| r.compactor.objects_reused).sum(),
                 loaded_at_open: result.replicas.iter().map(|r| r.compactor.loaded_at_open).sum(),
                 skipped_at_open: result.replicas.iter().map(|r| r.compactor.skipped_at_open).sum(),
+                damaged_at_open: u64::from(result.damage.damaged),
+                damaged_opened_from_older: u64::from(result.damage.opened_from_older),
+                damage_repaired: u64::from(result.damage.repaired),
+                damage_replaced: u64::from(result.damage.replaced),
                 judged: check.checkpoints_judged,
                 model_mismatches: check.checkpoint_mismatches,
                 commit_p99_during_steps_ms: p99_ms(&during_steps),
@@ -574,6 +589,12 @@ impl Report {
                 "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {} steps {}  looks {} adopted {}  identical races {}  objects created {} reused {}  loaded at open {} (skipped {})\n",
                 c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.steps, c.looks, c.adopted, c.identical_races, c.objects_created, c.objects_reused, c.loaded_at_open, c.skipped_at_open
             );
+            if c.damaged_at_open > 0 {
+                s += &format!(
+                    "               damaged at open {} (opened from an older full checkpoint {}, repaired {}, replaced {})  adoptions abandoned {}\n",
+                    c.damaged_at_open, c.damaged_opened_from_older, c.damage_repaired, c.damage_replaced, c.adoptions_abandoned
+                );
+            }
             let p99 = |v: Option<f64>| v.map_or("-".to_string(), |ms| format!("{ms:.1} ms"));
             s += &format!(
                 "               commit p99 while a checkpoint is written {}  otherwise {}\n",

@@ -6,8 +6,8 @@ use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_model::CheckOptions;
 use slotlog_sim::gcs::{Faults, GcsConfig, Listings, ProfileKind, VersionTokens};
 use slotlog_sim::{
-    Arrivals, Bursts, ClusterConfig, Crashes, Mix, Pause, ReadLoad, Stall, StallAt, TraceEvent, WatchLoad,
-    Workload,
+    Arrivals, Bursts, ClusterConfig, Crashes, DamagedObject, Mix, Pause, ReadLoad, Stall, StallAt,
+    TraceEvent, WatchLoad, Workload,
 };
 
 /// What a run may change from a scenario's defaults.
@@ -31,6 +31,9 @@ pub struct Overrides {
     pub step_docs: Option<usize>,
     /// The compaction role of the replicas that take writes.
     pub role: Option<CompactionRole>,
+    /// Damage this object of the newest full checkpoint before each cold start
+    /// (`ClusterConfig::damage_at_open`).
+    pub damage_at_open: Option<DamagedObject>,
     /// Deliberate kernel defects; only tests set these (in-process, or through the hidden
     /// `--defect` flag, so a test can watch a failing sweep from outside).
     pub defects: Defects,
@@ -114,6 +117,11 @@ impl Overrides {
             Some(CompactionRole::Eager) => s += " --role eager",
             Some(CompactionRole::Backstop) => s += " --role backstop",
             Some(CompactionRole::Off) => s += " --role off",
+            None => {}
+        }
+        match self.damage_at_open {
+            Some(DamagedObject::Checkpoint) => s += " --damage-at-open checkpoint",
+            Some(DamagedObject::Root) => s += " --damage-at-open root",
             None => {}
         }
         for name in defect_names(&self.defects) {
@@ -263,6 +271,9 @@ impl Scenario {
         }
         if o.role.is_some() {
             c.writers_role = o.role;
+        }
+        if o.damage_at_open.is_some() {
+            c.damage_at_open = o.damage_at_open;
         }
         c.kernel.defects = o.defects;
         c

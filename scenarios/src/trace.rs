@@ -39,6 +39,8 @@ fn shape(code: u64, numbers: usize) -> Option<(&'static str, &'static [&'static 
         (14, 3) => ("read_answer", &["replica", "request", "at_sequence"]),
         (15, 3) => ("changes", &["replica", "events", "last_sequence"]),
         (16, 2) => ("watch_end", &["replica", "request"]),
+        (17, 1) => ("damage", &["replica"]),
+        (18, 2) => ("repair", &["replica", "repaired"]),
         _ => return None,
     })
 }

@@ -7,13 +7,13 @@
 //! events that fall on the same microsecond (ties are broken by a draw, not by insertion
 //! order). The same (configuration, seed, code) gives the same trace hash on every machine.
 
-use crate::gcs::{GcsConfig, PlannedReply, SimGcs, StoreStats};
+use crate::gcs::{AtRestDamage, GcsConfig, PlannedReply, SimGcs, StoreStats};
 use crate::pause::{Pause, Paused, Stall, StallAt};
 use crate::rng::SimRng;
 use crate::workload::{Arrivals, Generator, ReadLoad, WatchLoad, Workload};
 use bytes::Bytes;
 use slotlog_kernel::blob::{BlobOp, BlobResult};
-use slotlog_kernel::format::{encode_body, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
+use slotlog_kernel::format::{encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{BlobOpId, RequestId, StoreId, WorldId};
 use slotlog_kernel::reply::{FailReason, Reply};
@@ -56,6 +56,29 @@ impl Default for Hints {
     }
 }
 
+/// Which object of the newest full checkpoint a cold start finds damaged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DamagedObject {
+    /// The checkpoint object itself (`checkpoints/<next sequence>`).
+    Checkpoint,
+    /// The root the checkpoint names (`roots/<hash>`).
+    Root,
+}
+
+/// What [`ClusterConfig::damage_at_open`] did over the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DamageCounts {
+    /// Cold starts that found the newest full checkpoint damaged.
+    pub damaged: u32,
+    /// Of those, the ones whose replica skipped a checkpoint and opened from an older
+    /// full one (not checkpoint zero) while the damage was in place.
+    pub opened_from_older: u32,
+    /// Damage undone once its replica had opened, failed or gone down again.
+    pub repaired: u32,
+    /// Damage left as it was because a write or a delete had replaced the object since.
+    pub replaced: u32,
+}
+
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     pub seed: u64,
@@ -86,6 +109,13 @@ pub struct ClusterConfig {
     /// After the clients stop, how long the run may take to settle every write.
     pub settle_ms_max: u64,
     pub prefix: String,
+    /// Just before each cold start (a restart after a crash or a reopen), this object of
+    /// the newest full checkpoint is damaged at rest, so the replica must open from an
+    /// older one (SPEC 10.12). Once that replica has opened (or failed, or gone down) the
+    /// bytes are put back, so the checker judges the bucket the replicas wrote. One
+    /// damage is in place at a time; peers that read it meanwhile meet it as they would
+    /// real damage.
+    pub damage_at_open: Option<DamagedObject>,
 }
 
 impl ClusterConfig {
@@ -110,6 +140,7 @@ impl ClusterConfig {
             clock_skew_ms_max: 0,
             settle_ms_max: 60_000,
             prefix: "worlds/sim".to_string(),
+            damage_at_open: None,
         }
     }
 
@@ -156,6 +187,7 @@ pub struct RunResult {
     /// When some replica was writing a checkpoint (folding, reading blocks or creating
     /// objects), as `[from, to)` spans in order of their start; spans may overlap.
     pub checkpoint_spans: Vec<(Instant, Instant)>,
+    pub damage: DamageCounts,
 }
 
 /// Version records the replicas held, sampled once a virtual second (the largest replica
@@ -299,6 +331,9 @@ struct Cluster<'a> {
     workload_end: Instant,
     memory: MemorySamples,
     checkpoint_spans: Vec<(Instant, Instant)>,
+    /// The damage in place, and the replica whose cold start it was made for.
+    damage: Option<(usize, AtRestDamage)>,
+    damage_counts: DamageCounts,
 }
 
 /// One event of the trace the run's `trace_hash` is computed over: the virtual time, then
@@ -415,6 +450,8 @@ fn run_inner<'a>(
         workload_end: Instant::from_millis(config.duration_ms),
         memory: MemorySamples::default(),
         checkpoint_spans: Vec::new(),
+        damage: None,
+        damage_counts: DamageCounts::default(),
     };
     c.preload();
     for n in 0..config.nodes() {
@@ -675,6 +712,7 @@ impl Cluster<'_> {
             Event::Crash => self.crash(),
             Event::Restart { node } => {
                 self.trace(&[6, node as u64], "restart");
+                self.damage_newest_checkpoint(node);
                 self.start_node(node);
                 let writers: Vec<usize> =
                     (0..self.writer_node.len()).filter(|&w| self.writer_node[w] == node).collect();
@@ -870,6 +908,7 @@ impl Cluster<'_> {
     /// as crashed.
     fn take_down(&mut self, node: usize) {
         self.end_checkpoint_span(node);
+        self.repair_damage(node);
         let n = &mut self.nodes[node];
         let replica = n.replica.take().expect("live");
         merge(&mut n.report, &replica);
@@ -922,6 +961,53 @@ impl Cluster<'_> {
         }
     }
 
+    /// Damages the newest full checkpoint's object (as `damage_at_open` says) for `node`'s
+    /// cold start, unless a damage is in place already.
+    fn damage_newest_checkpoint(&mut self, node: usize) {
+        let Some(object) = self.config.damage_at_open else { return };
+        if self.damage.is_some() {
+            return;
+        }
+        let prefix = self.keys.checkpoints_prefix();
+        let newest = self
+            .gcs
+            .objects()
+            .filter(|(key, _, _)| key.starts_with(&prefix))
+            .filter_map(|(key, bytes, _)| Some((self.keys.parse_checkpoint(key)?, key, bytes)))
+            .filter(|(next_sequence, _, _)| *next_sequence > 1)
+            .max_by_key(|(next_sequence, _, _)| *next_sequence);
+        let Some((_, key, bytes)) = newest else { return };
+        let key = match object {
+            DamagedObject::Checkpoint => Some(key.to_owned()),
+            DamagedObject::Root => {
+                Checkpoint::decode(bytes).ok().and_then(|c| c.root).map(|root| self.keys.root_object(&root))
+            }
+        };
+        let Some(damage) = key.and_then(|key| self.gcs.damage_at_rest(&key)) else { return };
+        self.trace(&[17, node as u64], &damage.key);
+        self.damage_counts.damaged += 1;
+        self.damage = Some((node, damage));
+    }
+
+    /// Puts back what was damaged for `node`'s cold start, if anything is.
+    fn repair_damage(&mut self, node: usize) {
+        if self.damage.as_ref().is_none_or(|(n, _)| *n != node) {
+            return;
+        }
+        let (_, damage) = self.damage.take().expect("checked");
+        let stats = self.nodes[node].replica.as_ref().filter(|r| r.is_open()).map(|r| r.compactor_stats());
+        if stats.is_some_and(|s| s.skipped_at_open > 0 && s.loaded_at_open > 0) {
+            self.damage_counts.opened_from_older += 1;
+        }
+        let repaired = self.gcs.repair_at_rest(&damage);
+        if repaired {
+            self.damage_counts.repaired += 1;
+        } else {
+            self.damage_counts.replaced += 1;
+        }
+        self.trace(&[18, node as u64, u64::from(repaired)], &damage.key);
+    }
+
     fn end_checkpoint_span(&mut self, node: usize) {
         if let Some(since) = self.nodes[node].checkpointing_since.take() {
             self.checkpoint_spans.push((since, self.now));
@@ -960,6 +1046,9 @@ impl Cluster<'_> {
                     self.nodes[node].report.warnings.push(warning);
                 }
             }
+        }
+        if self.nodes[node].replica.as_ref().is_some_and(|r| r.is_open() || r.is_failed()) {
+            self.repair_damage(node);
         }
         let checkpointing = self.nodes[node].replica.as_ref().is_some_and(|r| r.is_checkpointing());
         match (checkpointing, self.nodes[node].checkpointing_since) {
@@ -1142,6 +1231,8 @@ impl Cluster<'_> {
         self.memory.resident_version_records_end = self.resident_version_records();
         for node in 0..self.nodes.len() {
             self.end_checkpoint_span(node);
+            // A replica still opening when the run ended: the bucket is judged undamaged.
+            self.repair_damage(node);
         }
         let mut replicas = Vec::new();
         for n in &mut self.nodes {
@@ -1174,6 +1265,7 @@ impl Cluster<'_> {
             unsettled,
             memory: self.memory,
             checkpoint_spans: self.checkpoint_spans,
+            damage: self.damage_counts,
         }
     }
 }

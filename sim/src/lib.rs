@@ -9,6 +9,9 @@ pub mod pause;
 pub(crate) mod rng;
 pub mod workload;
 
-pub use cluster::{run, run_traced, ClusterConfig, Crashes, Hints, ReplicaReport, RunResult, TraceEvent};
+pub use cluster::{
+    run, run_traced, ClusterConfig, Crashes, DamageCounts, DamagedObject, Hints, ReplicaReport, RunResult,
+    TraceEvent,
+};
 pub use pause::{Pause, Stall, StallAt};
 pub use workload::{Arrivals, Bursts, Generator, Mix, ReadLoad, WatchLoad, Workload};

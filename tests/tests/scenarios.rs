@@ -211,3 +211,40 @@ mod change_feed {
         assert!(read_before >= 2, "only {read_before} seeds read slots before a checkpoint");
     }
 }
+
+/// SPEC 10.12, "a checkpoint that cannot be loaded costs only replay": in the crash
+/// scenario (restarts every few seconds, checkpoints every 64 slots), every cold start
+/// finds the newest full checkpoint damaged at rest, the checkpoint object itself or the
+/// root it names, and the harness puts the bytes back once that replica has opened. The
+/// replica skips it, opens from an older full checkpoint and replays the log past it: no
+/// write is lost, no replica fails closed, and the checker, judging the bucket as the
+/// replicas wrote it, finds every checkpoint equal to the model.
+mod damaged_checkpoint_at_open {
+    use super::*;
+    use slotlog_sim::DamagedObject;
+
+    fn opens_from_an_older_checkpoint(object: DamagedObject) {
+        let o = Overrides { damage_at_open: Some(object), ..Overrides::default() };
+        for seed in 1..=3 {
+            let r = run("crash", seed, &o);
+            assert!(r.passed(), "{object:?} seed {seed}: {:?}", r.violations);
+            assert_eq!(r.lost, 0, "{object:?} seed {seed}");
+            let c = &r.checkpoints;
+            assert!(c.damaged_at_open > 0, "{object:?} seed {seed}: the damage was made: {c:?}");
+            assert!(c.damaged_opened_from_older > 0, "{object:?} seed {seed}: {c:?}");
+            assert!(c.skipped_at_open >= c.damaged_opened_from_older, "{object:?} seed {seed}: {c:?}");
+            assert_eq!(c.damage_repaired + c.damage_replaced, c.damaged_at_open, "{object:?} seed {seed}");
+            assert_eq!((c.judged, c.model_mismatches), (c.in_bucket, 0), "{object:?} seed {seed}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_newest_checkpoint_object_is_skipped_for_an_older_one() {
+        opens_from_an_older_checkpoint(DamagedObject::Checkpoint);
+    }
+
+    #[test]
+    fn a_damaged_newest_root_is_skipped_for_an_older_checkpoint() {
+        opens_from_an_older_checkpoint(DamagedObject::Root);
+    }
+}

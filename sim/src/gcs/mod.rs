@@ -32,7 +32,7 @@ pub mod profile;
 mod testkit;
 
 use bytes::Bytes;
-use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
 use slotlog_kernel::time::Instant;
 
 pub use envelope::{Envelope, WriteRate};
@@ -187,6 +187,16 @@ impl StoreStats {
         };
         *n += 1;
     }
+}
+
+/// One object damaged at rest by [`SimGcs::damage_at_rest`]: what it held and holds now,
+/// at which version, so [`SimGcs::repair_at_rest`] puts back exactly what was there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AtRestDamage {
+    pub key: String,
+    pub version: Generation,
+    pub original: Bytes,
+    pub damaged: Bytes,
 }
 
 /// The simulated bucket.
@@ -350,6 +360,34 @@ impl SimGcs {
     /// One object, if present.
     pub fn object(&self, key: &str) -> Option<(&Bytes, ObjectMeta)> {
         self.objects.get(key)
+    }
+
+    /// Damages `key`'s object at rest, as a disk or a bug below the store's API might:
+    /// every bit of its middle byte flipped, with no operation, so its version, creation
+    /// time and size stay and no caller is told. Every slotlog object ends in a CRC32C
+    /// over the rest (and content objects are named by their hash), so a reader finds it
+    /// undecodable. None when `key` is absent or empty.
+    pub fn damage_at_rest(&mut self, key: &str) -> Option<AtRestDamage> {
+        let (original, meta) = self.objects.get(key).map(|(b, m)| (b.clone(), m))?;
+        if original.is_empty() {
+            return None;
+        }
+        let mut bytes = original.to_vec();
+        bytes[original.len() / 2] ^= 0xff;
+        let damaged = Bytes::from(bytes);
+        let replaced = self.objects.replace_at_rest(key, damaged.clone());
+        debug_assert!(replaced, "present a moment ago");
+        Some(AtRestDamage { key: key.to_owned(), version: meta.generation, original, damaged })
+    }
+
+    /// Undoes `damage` if the object still holds the damaged bytes at the same version;
+    /// false when a write or a delete has replaced them since (and left them alone).
+    pub fn repair_at_rest(&mut self, damage: &AtRestDamage) -> bool {
+        let still = self
+            .objects
+            .get(&damage.key)
+            .is_some_and(|(bytes, meta)| meta.generation == damage.version && *bytes == damage.damaged);
+        still && self.objects.replace_at_rest(&damage.key, damage.original.clone())
     }
 
     /// A blake3 digest of every object (key, generation, creation time, bytes), for
@@ -619,6 +657,34 @@ mod tests {
         let shapes: std::collections::BTreeSet<Shape> =
             a.0.iter().map(|r| Shape::of(&r.plan, r.issued_at)).collect();
         assert_eq!(shapes.len(), 6, "{shapes:?}");
+    }
+
+    #[test]
+    fn damage_at_rest_keeps_the_version_and_a_repair_puts_back_only_what_it_damaged() {
+        let mut gcs = SimGcs::new(GcsConfig::of(ProfileKind::Fast), 0);
+        for key in ["a", "b"] {
+            gcs.apply(Instant::from_millis(5), &small_create(key)).unwrap();
+        }
+        let (before, meta) = gcs.object("a").map(|(b, m)| (b.clone(), m)).unwrap();
+        let damage = gcs.damage_at_rest("a").expect("present");
+        let (after, meta_after) = gcs.object("a").map(|(b, m)| (b.clone(), m)).unwrap();
+        assert_eq!(meta_after, meta, "no write: same version, time and size");
+        assert_ne!(after, before);
+        assert_eq!((damage.original.clone(), damage.damaged.clone()), (before.clone(), after));
+        assert!(gcs.repair_at_rest(&damage));
+        assert_eq!(gcs.object("a").map(|(b, _)| b.clone()), Some(before));
+        assert!(gcs.damage_at_rest("absent").is_none());
+
+        // Rewritten since: the repair leaves the new bytes alone.
+        let damage = gcs.damage_at_rest("b").expect("present");
+        let rewrite = BlobOp::Rewrite {
+            key: "b".into(),
+            bytes: Bytes::from_static(b"new"),
+            if_generation: damage.version.clone(),
+        };
+        gcs.apply(Instant::from_millis(2_000), &rewrite).unwrap();
+        assert!(!gcs.repair_at_rest(&damage));
+        assert_eq!(gcs.object("b").map(|(b, _)| b.clone()), Some(Bytes::from_static(b"new")));
     }
 
     #[test]

@@ -233,6 +233,16 @@ impl Objects {
         self.by_key.iter().map(|(k, o)| (k.as_str(), &o.bytes, o.meta(k)))
     }
 
+    /// Changes the bytes `key` holds without an operation: what rot at rest does, or
+    /// undoing it. No write happened, so the version, the creation time and the size
+    /// stay (`bytes` must be as long as what it replaces). False when `key` is absent.
+    pub fn replace_at_rest(&mut self, key: &str, bytes: Bytes) -> bool {
+        let Some(o) = self.by_key.get_mut(key) else { return false };
+        assert_eq!(o.bytes.len(), bytes.len(), "a change at rest keeps the size");
+        o.bytes = bytes;
+        true
+    }
+
     /// The token for a new write of `bytes`.
     fn next_version(&mut self, bytes: &Bytes) -> Generation {
         self.generation_last += 1;
