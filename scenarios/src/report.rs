@@ -110,6 +110,9 @@ pub struct Checkpoints {
     /// Adoptions given up because the checkpoint or an object it names could not be read
     /// or did not fit (a damaged one among them).
     pub adoptions_abandoned: u64,
+    /// Runs that found their checkpoint's name holding damaged bytes and ended, passing
+    /// over it (SPEC 10.14).
+    pub runs_on_damaged: u64,
     /// Runs of the compactor: each folds the served snapshot in one step or several.
     pub runs: u64,
     /// Steps folded (SPEC 10.11): each a checkpoint at its own sequence of at most
@@ -447,6 +450,7 @@ impl Report {
                 looks: result.replicas.iter().map(|r| r.compactor.looks).sum(),
                 adopted: result.replicas.iter().map(|r| r.compactor.adopted).sum(),
                 adoptions_abandoned: result.replicas.iter().map(|r| r.compactor.adoptions_abandoned).sum(),
+                runs_on_damaged: result.replicas.iter().map(|r| r.compactor.runs_on_damaged).sum(),
                 runs: result.replicas.iter().map(|r| r.compactor.runs).sum(),
                 steps: result.replicas.iter().map(|r| r.compactor.steps).sum(),
                 identical_races: result.replicas.iter().map(|r| r.compactor.identical_races).sum(),

@@ -138,7 +138,11 @@ impl Compactor {
                 return Ok(());
             }
         };
-        let newest = entries.iter().filter_map(|e| self.keys.parse_checkpoint(&e.key)).fold(newest, u64::max);
+        let usable = entries
+            .iter()
+            .filter_map(|e| self.keys.parse_checkpoint(&e.key))
+            .filter(|s| !self.unusable.contains(s));
+        let newest = usable.fold(newest, u64::max);
         self.look = Some(newest);
         if more {
             let last = entries.last().map(|e| e.key.clone());
@@ -181,6 +185,9 @@ impl Compactor {
     /// look (a cadence later) tries again.
     fn abandon(&mut self, now: Instant, key: String, reason: FailReason, io: &mut Io) {
         self.stats.adoptions_abandoned += 1;
+        if let Some(next_sequence) = self.keys.parse_checkpoint(&key) {
+            self.unusable.insert(next_sequence);
+        }
         self.fetching = None;
         self.adoption = None;
         io.effects.push_back(Effect::Warning(Warning::CheckpointSkipped { key, reason }));
@@ -304,6 +311,7 @@ impl Compactor {
         sn.ledger.rebase(&sn.world, adoption.sequence(), &adoption.adopt);
         self.stats.adopted += 1;
         self.newest_next_sequence = adoption.checkpoint.next_sequence;
+        self.unusable.retain(|s| *s > adoption.checkpoint.next_sequence);
         self.slots_at_newest = sn.world.slots_applied();
         self.newest_at = now;
         self.stored = adoption.names;

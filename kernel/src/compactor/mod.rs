@@ -28,7 +28,8 @@ use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use crate::checkpoint::{fold, FoldError, Object, ObjectKind};
 use crate::collector::Written;
 use crate::config::{CompactionRole, Config};
-use crate::format::{Checkpoint, HistoryBlock, HistoryRef, Keys};
+use crate::effect::{Effect, Warning};
+use crate::format::{Checkpoint, DecodeError, HistoryBlock, HistoryRef, Keys};
 use crate::hash::Hash32;
 use crate::history::History;
 use crate::io::{Call, Io};
@@ -104,6 +105,10 @@ pub(crate) struct Compactor {
     /// waiting for the tip to reach it.
     fetching: Option<u64>,
     adoption: Option<Adoption>,
+    /// Checkpoints newer than the newest known that could not be used (damaged, or not
+    /// fitting): a look passes over them, so one damaged checkpoint does not stop this
+    /// replica stepping. Only names past the newest known are kept.
+    unusable: BTreeSet<u64>,
     /// The world's slot count at the last pump, for the calls that end a look.
     slots_applied: u64,
     /// A run reading the blocks its fold needs, then one writing the checkpoint.
@@ -158,6 +163,7 @@ impl Compactor {
             look: None,
             fetching: None,
             adoption: None,
+            unusable: BTreeSet::new(),
             slots_applied: 0,
             gather: None,
             run: None,
@@ -384,7 +390,7 @@ impl Compactor {
         }
         if run.queue.is_empty() && run.in_flight.is_empty() && !run.checkpoint_sent {
             run.checkpoint_sent = true;
-            self.recheck(now, io);
+            self.recheck(now, None, io);
         }
     }
 
@@ -450,6 +456,10 @@ impl Compactor {
                 io.issue(now, step(StepCall::CheckpointGet { next_sequence }), op, 0);
             }
             (StepCall::CheckpointGet { next_sequence }, Ok(BlobOutcome::Got { meta, bytes })) => {
+                if let Err(error) = Checkpoint::decode(&bytes) {
+                    self.run_on_damaged(now, next_sequence, error, io);
+                    return Ok(());
+                }
                 self.compare(next_sequence, &bytes)?;
                 if self.is_old(&meta, store_now_us) {
                     let run = self.run.as_ref().expect("running");
@@ -503,6 +513,22 @@ impl Compactor {
         }
     }
 
+    /// Our checkpoint's name holds bytes that do not decode: damage at rest, not another
+    /// replica's content (a diverged log writes a checkpoint that decodes, and fails this
+    /// replica closed in `compare`). Like any checkpoint that cannot be loaded it costs
+    /// only replay (SPEC 10.12): the run ends with a warning, and a later step writes past it.
+    fn run_on_damaged(&mut self, now: Instant, next_sequence: u64, error: DecodeError, io: &mut Io) {
+        let key = self.keys.checkpoint(next_sequence);
+        self.stats.runs_on_damaged += 1;
+        self.unusable.insert(next_sequence);
+        self.run = None;
+        self.run_target = None;
+        let reason = FailReason::Decode { key: key.clone(), error };
+        io.effects.push_back(Effect::Warning(Warning::CheckpointSkipped { key, reason }));
+        self.looked_at = now;
+        self.slots_at_look = self.slots_applied;
+    }
+
     /// The checkpoint at `next_sequence` found in the bucket must hold our content.
     fn compare(&self, next_sequence: u64, found: &[u8]) -> Result<(), FailReason> {
         let run = self.run.as_ref().expect("running");
@@ -529,6 +555,7 @@ impl Compactor {
         }
         debug_assert_eq!(run.checkpoint.next_sequence, next_sequence);
         self.newest_next_sequence = next_sequence;
+        self.unusable.retain(|s| *s > next_sequence);
         self.slots_at_newest = run.slots_at_fold;
         self.newest_at = now;
         self.stored = run.names;

@@ -13,12 +13,10 @@ use crate::io::{Call, Io};
 use crate::time::Instant;
 
 impl Compactor {
-    pub(super) fn recheck(&mut self, now: Instant, io: &mut Io) {
-        let op = BlobOp::List {
-            prefix: self.keys.checkpoints_prefix(),
-            start_after: Some(self.keys.checkpoint(self.newest_next_sequence)),
-            limit: 2,
-        };
+    pub(super) fn recheck(&mut self, now: Instant, start_after: Option<String>, io: &mut Io) {
+        let start_after = start_after.unwrap_or_else(|| self.keys.checkpoint(self.newest_next_sequence));
+        let op =
+            BlobOp::List { prefix: self.keys.checkpoints_prefix(), start_after: Some(start_after), limit: 8 };
         io.issue(now, step(StepCall::Recheck), op, 0);
     }
 
@@ -37,7 +35,16 @@ impl Compactor {
         let run = self.run.as_ref().expect("running");
         let next_sequence = run.checkpoint.next_sequence;
         let ours = self.keys.checkpoint(next_sequence);
-        let superseded = more || entries.iter().any(|e| e.key != ours);
+        // A checkpoint found unusable (damaged) supersedes nothing: passing over it is how
+        // this replica writes past it.
+        let other = |key: &str| {
+            key != ours && self.keys.parse_checkpoint(key).is_none_or(|s| !self.unusable.contains(&s))
+        };
+        let superseded = entries.iter().any(|e| other(&e.key)) || (more && entries.is_empty());
+        if let (true, false, Some(last)) = (more, superseded, entries.last()) {
+            let last = Some(last.key.clone());
+            return self.recheck(now, last, io);
+        }
         let local_overdue = now.saturating_since(self.run_began) > self.run_ms_max;
         let store_overdue = match (self.run_began_store_us, store_now_us) {
             (Some(began), Some(store_now)) => {

@@ -35,6 +35,9 @@ pub struct CompactorStats {
     /// Runs that found a checkpoint after their base when they came to write theirs, and
     /// so ended without it (the next look adopts it).
     pub runs_superseded: u64,
+    /// Runs whose checkpoint name held bytes that do not decode (damaged at rest): the
+    /// run ends with a warning, and looks pass over that name (SPEC 10.14).
+    pub runs_on_damaged: u64,
 }
 
 impl CompactorStats {
@@ -56,6 +59,7 @@ impl CompactorStats {
             freshened,
             runs_overdue,
             runs_superseded,
+            runs_on_damaged,
         } = other;
         self.runs += runs;
         self.steps += steps;
@@ -72,5 +76,6 @@ impl CompactorStats {
         self.freshened += freshened;
         self.runs_overdue += runs_overdue;
         self.runs_superseded += runs_superseded;
+        self.runs_on_damaged += runs_on_damaged;
     }
 }

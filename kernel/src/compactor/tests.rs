@@ -158,6 +158,44 @@ fn a_checkpoint_name_holding_other_content_fails_the_replica_closed() {
     assert_eq!(h.failures, vec![FailReason::CheckpointMismatch { key: keys().checkpoint(4), problem }]);
 }
 
+/// Bit rot at the name a run is about to create: the bytes there do not decode, which is
+/// damage, not another replica's content. It costs only that checkpoint: the run ends with
+/// a warning, the replica stays up, and a later step writes past the name.
+#[test]
+fn a_checkpoint_name_found_damaged_at_the_create_ends_the_run_and_a_later_step_writes_past_it() {
+    let mut h = Harness::opened(compacting(4));
+    write_docs(&mut h, 1, 3);
+    let r = h.publish(4, "/d4.md", "body");
+    h.deliver_all_but(is_checkpoint_create_full);
+    assert!(h.find(is_checkpoint_create_full).is_some(), "the run is at its checkpoint create");
+    h.store.put(h.now, keys().checkpoint(5), Bytes::from_static(b"not a checkpoint"));
+    h.settle();
+    assert!(matches!(h.reply(r), Some(Ok(_))), "{:?}", h.reply(r));
+    assert_eq!(h.replica.compactor_stats().runs_on_damaged, 1);
+    let skipped = |w: &Warning| matches!(w, Warning::CheckpointSkipped { key, reason: FailReason::Decode { .. } } if *key == keys().checkpoint(5));
+    assert!(h.warnings.iter().any(skipped), "{:?}", h.warnings);
+    write_docs(&mut h, 5, 4);
+    assert_eq!(full_checkpoints(&h.store), vec![5, 9]);
+    assert_eq!(h.replica.compactor_stats().written, 1, "{:?}", h.replica.compactor_stats());
+}
+
+/// A damaged checkpoint newer than the newest a replica knows is given up at its
+/// adoption, and then passed over: before, every later look tried to adopt it again, and
+/// the replica never stepped again.
+#[test]
+fn a_damaged_newer_checkpoint_is_given_up_once_and_the_replica_steps_past_it() {
+    let mut h = Harness::opened(compacting(4));
+    write_docs(&mut h, 1, 2);
+    h.store.put(h.now, keys().checkpoint(3), Bytes::from_static(b"not a checkpoint"));
+    write_docs(&mut h, 3, 2);
+    let stats = h.replica.compactor_stats().clone();
+    assert_eq!((stats.adoptions_abandoned, stats.written), (1, 0), "{stats:?}");
+    write_docs(&mut h, 5, 4);
+    let stats = h.replica.compactor_stats().clone();
+    assert_eq!((stats.adoptions_abandoned, stats.written), (1, 1), "{stats:?}");
+    assert_eq!(full_checkpoints(&h.store), vec![3, 9]);
+}
+
 #[test]
 fn a_checkpoint_missing_an_object_costs_only_replay_from_the_one_before() {
     let mut h = Harness::opened(compacting(4));
