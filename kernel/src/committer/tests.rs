@@ -1032,14 +1032,7 @@ fn a_slot_create_answered_without_a_time_is_acknowledged_only_after_a_stat_of_th
 fn a_slot_create_answered_without_a_time_that_landed_past_the_reload_age_is_refused_uncertain() {
     let mut h = Harness::opened(Config::default());
     let (r, _) = one_write_at_its_slot_create(&mut h);
-    slot_created_without_a_time(&mut h);
-    let stat = h.apply_early(|op| matches!(op, BlobOp::Stat { .. }));
-    let Ok(BlobOutcome::Stat(mut meta)) = stat else { panic!("stat: {stat:?}") };
-    meta.created_at_us += 24 * 3_600_000_000;
-    h.failure_expected = true;
-    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Stat(meta))));
-    assert!(matches!(h.failures[..], [FailReason::CreateBelowCollection { .. }]), "{:?}", h.failures);
-    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
+    stat_landing_a_day_late_is_refused_uncertain(&mut h, r);
 }
 
 #[test]
@@ -1076,7 +1069,13 @@ fn the_first_slot_of_a_world_made_on_an_untimed_store_is_judged_against_the_mark
     let marker_gets = h.log.iter().filter(|op| matches!(op, BlobOp::Get { key } if *key == keys().marker()));
     assert_eq!(marker_gets.count(), 2, "not found, then read back after its create");
     let (r, _) = one_write_at_its_slot_create(&mut h);
-    slot_created_without_a_time(&mut h);
+    stat_landing_a_day_late_is_refused_uncertain(&mut h, r);
+}
+
+/// The head's slot is created without a time, and its stat shows it landed a day late:
+/// the write (op 1) is answered `Uncertain` and the replica fails closed.
+fn stat_landing_a_day_late_is_refused_uncertain(h: &mut Harness, r: RequestId) {
+    slot_created_without_a_time(h);
     let stat = h.apply_early(|op| matches!(op, BlobOp::Stat { .. }));
     let Ok(BlobOutcome::Stat(mut meta)) = stat else { panic!("stat: {stat:?}") };
     meta.created_at_us += 24 * 3_600_000_000;
