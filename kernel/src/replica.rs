@@ -273,7 +273,8 @@ impl Replica {
                     }
                     None => (1, Default::default()),
                 };
-                self.compactor.opened_at((next_sequence, skipped), stored, &mut sn, now);
+                let created_us = opening.checkpoint_created_us;
+                self.compactor.opened_at((next_sequence, skipped), created_us, stored, &mut sn, now);
                 for (id, cursor, credit) in std::mem::take(&mut self.early_watches) {
                     self.feed.watch(id, cursor, credit, &sn, &mut self.io);
                 }

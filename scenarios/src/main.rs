@@ -124,6 +124,10 @@ struct RunFlags {
     /// has opened.
     #[arg(long, value_parser = parse_damaged_object)]
     damage_at_open: Option<DamagedObject>,
+    /// Take the stores that take no writes down at this virtual second for the rest of
+    /// the run, so the writers must take over their checkpoints (above 0, at most a day).
+    #[arg(long, value_parser = positive_at_most(RUN_DURATION_S_MAX))]
+    followers_down_at_s: Option<f64>,
     /// Switch on a deliberate kernel defect (for tests of the command line: a sweep that
     /// must fail). Repeatable.
     #[arg(long = "defect", hide = true, value_parser = parse_defect)]
@@ -168,6 +172,18 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
 }
 
 impl RunFlags {
+    /// Why these flags cannot apply to every scenario in `list`, if they cannot.
+    fn refusal(&self, list: &[&Scenario]) -> Option<String> {
+        self.followers_down_at_s?;
+        list.iter().find_map(|s| match s.config(1, &Overrides::default()).followers {
+            1 => None,
+            n => Some(format!(
+                "--followers-down-at-s needs a scenario with one store that takes no writes; {} has {n}",
+                s.name
+            )),
+        })
+    }
+
     fn overrides(&self) -> Overrides {
         Overrides {
             replicas: self.replicas,
@@ -183,6 +199,7 @@ impl RunFlags {
             step_docs: self.step_docs,
             role: self.role,
             damage_at_open: self.damage_at_open,
+            followers_down_at_s: self.followers_down_at_s,
             defects: {
                 let mut d = Defects::default();
                 for name in &self.defects {
@@ -446,6 +463,10 @@ fn main() -> ExitCode {
         }
         Command::Run { scenario, seed, json, check_determinism, trace, flags } => {
             let s = Scenario::find(&scenario).expect("clap admits only known scenarios");
+            if let Some(refusal) = flags.refusal(&[s]) {
+                eprintln!("{refusal}");
+                return ExitCode::from(exit::USAGE);
+            }
             let overrides = flags.overrides();
             let (report, determinism) = if let Some(path) = &trace {
                 let file = match std::fs::File::create(path) {
@@ -502,6 +523,10 @@ fn main() -> ExitCode {
         }
         Command::Sweep { scenario, seeds: range, jobs, json, junit: junit_path, flags } => {
             let list = scenarios_named(&scenario).expect("clap admits only known scenarios");
+            if let Some(refusal) = flags.refusal(&list) {
+                eprintln!("{refusal}");
+                return ExitCode::from(exit::USAGE);
+            }
             let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let total = list.len() as u64 * (range.end() - range.start() + 1);
             // The bar only where someone watches: on a terminal. Elsewhere (CI logs, a pipe)

@@ -34,6 +34,9 @@ pub struct Overrides {
     /// Damage this object of the newest full checkpoint before each cold start
     /// (`ClusterConfig::damage_at_open`).
     pub damage_at_open: Option<DamagedObject>,
+    /// Virtual second at which the stores that take no writes go down for the rest of the
+    /// run (the writers must take over their checkpoints). Replaces the scenario's pause.
+    pub followers_down_at_s: Option<f64>,
     /// Deliberate kernel defects; only tests set these (in-process, or through the hidden
     /// `--defect` flag, so a test can watch a failing sweep from outside).
     pub defects: Defects,
@@ -123,6 +126,9 @@ impl Overrides {
             Some(DamagedObject::Checkpoint) => s += " --damage-at-open checkpoint",
             Some(DamagedObject::Root) => s += " --damage-at-open root",
             None => {}
+        }
+        if let Some(v) = self.followers_down_at_s {
+            s += &format!(" --followers-down-at-s {v}");
         }
         for name in defect_names(&self.defects) {
             s += &format!(" --defect {name}");
@@ -274,6 +280,12 @@ impl Scenario {
         }
         if o.damage_at_open.is_some() {
             c.damage_at_open = o.damage_at_open;
+        }
+        if let Some(at) = o.followers_down_at_s {
+            assert!(c.followers == 1, "{} has {} stores without writes; one can be taken down", self.name, c.followers);
+            let at_ms = (at * 1_000.0) as u64;
+            // The follower is the node after the writers; it wakes only past the run's end.
+            c.pause = Some(Pause { node: c.replicas, at_ms, for_ms: c.duration_ms.saturating_sub(at_ms) + 3_600_000 });
         }
         c.kernel.defects = o.defects;
         c

@@ -32,11 +32,14 @@ pub(super) struct Adoption {
     pub adopt: Vec<(Path, Vec<HistoryRef>, u64)>,
     /// Whether the checkpoint's chain anchor was checked against this replica's log.
     pub chain_checked: bool,
+    /// The store's creation time of the checkpoint object, when its read said.
+    pub created_us: Option<u64>,
 }
 
 impl Adoption {
-    pub fn new(checkpoint: Checkpoint) -> Adoption {
+    pub fn new(checkpoint: Checkpoint, created_us: Option<u64>) -> Adoption {
         Adoption {
+            created_us,
             checkpoint,
             root: None,
             to_read: VecDeque::new(),
@@ -161,7 +164,7 @@ impl Compactor {
         let step = match self.role {
             _ if self.continuing => true,
             CompactionRole::Eager => true,
-            CompactionRole::Backstop => now.saturating_since(self.newest_at) >= self.backstop_after,
+            CompactionRole::Backstop => self.newest_age(now, io.store_clock.now_us(now)) >= self.backstop_after,
             CompactionRole::Off => false,
         };
         if step {
@@ -218,8 +221,8 @@ impl Compactor {
             return;
         };
         let key = self.keys.checkpoint(next_sequence);
-        let bytes = match result {
-            Ok(BlobOutcome::Got { bytes, .. }) => bytes,
+        let (bytes, created_us) = match result {
+            Ok(BlobOutcome::Got { bytes, meta }) => (bytes, meta.created_at_us),
             Err(BlobError::NotFound) => {
                 let missing = call.op.key().to_string();
                 let reason = FailReason::CheckpointMismatch {
@@ -237,7 +240,7 @@ impl Compactor {
             AdoptCall::Checkpoint { .. } => match Checkpoint::decode(&bytes) {
                 Ok(c) if c.root.is_some() && c.next_sequence == next_sequence => {
                     self.fetching = None;
-                    let adoption = Adoption::new(c);
+                    let adoption = Adoption::new(c, Some(created_us));
                     let op = BlobOp::Get { key: self.keys.root_object(&adoption.root_name()) };
                     io.issue(now, adopt(AdoptCall::Root), op, 0);
                     self.adoption = Some(adoption);
@@ -314,6 +317,7 @@ impl Compactor {
         self.unusable.retain(|s| *s > adoption.checkpoint.next_sequence);
         self.slots_at_newest = sn.world.slots_applied();
         self.newest_at = now;
+        self.newest_created_us = adoption.created_us;
         self.stored = adoption.names;
     }
 }

@@ -91,6 +91,9 @@ pub(crate) struct Compactor {
     newest_next_sequence: u64,
     slots_at_newest: u64,
     newest_at: Instant,
+    /// The store's creation time of that checkpoint, where a read or listing gave it: its
+    /// age survives this replica's restarts, which `newest_at` does not (SPEC 10.14).
+    newest_created_us: Option<u64>,
     /// Object names of that checkpoint: stored, so a run need not create them again.
     stored: BTreeSet<Hash32>,
     /// When the cadence was first found reached, plus a jitter: the run starts then.
@@ -156,6 +159,7 @@ impl Compactor {
             newest_next_sequence: 1,
             slots_at_newest: 0,
             newest_at: now,
+            newest_created_us: None,
             stored: BTreeSet::new(),
             due_at: None,
             looked_at: now,
@@ -183,10 +187,12 @@ impl Compactor {
         }
     }
 
-    /// The world opened from the checkpoint at `next_sequence`, whose objects are `stored`.
+    /// The world opened from the checkpoint at `next_sequence`, created at `created_us` on
+    /// the store's clock where known, whose objects are `stored`.
     pub fn opened_at(
         &mut self,
         (next_sequence, skipped): (u64, usize),
+        created_us: Option<u64>,
         stored: BTreeSet<Hash32>,
         sn: &mut Snapshot,
         now: Instant,
@@ -201,7 +207,19 @@ impl Compactor {
         self.newest_next_sequence = next_sequence;
         self.slots_at_newest = sn.world.slots_applied();
         self.newest_at = now;
+        self.newest_created_us = created_us;
         self.stored = stored;
+    }
+
+    /// How old the newest checkpoint is at least: since this replica learned of it, or
+    /// since the store created it where both that time and the store's clock are known.
+    /// Both are lower bounds (SPEC 10.15), so the larger is too.
+    fn newest_age(&self, now: Instant, store_now_us: Option<u64>) -> Duration {
+        let known_for = now.saturating_since(self.newest_at);
+        match (self.newest_created_us, store_now_us) {
+            (Some(created), Some(store_now)) => known_for.max(Duration::from_micros(store_now.saturating_sub(created))),
+            _ => known_for,
+        }
     }
 
     /// The next instant the compactor has something to do on its own clock: none while
@@ -558,6 +576,8 @@ impl Compactor {
         self.unusable.retain(|s| *s > next_sequence);
         self.slots_at_newest = run.slots_at_fold;
         self.newest_at = now;
+        // Known only on this replica's clock until a restart reads it back.
+        self.newest_created_us = None;
         self.stored = run.names;
         self.adopt = run.adopt;
     }

@@ -461,6 +461,31 @@ fn a_backstop_adopts_and_steps_only_once_the_newest_checkpoint_is_old() {
     assert_eq!(full_checkpoints(&h.store).len(), 1);
 }
 
+/// The backstop's age is the store's, not this replica's uptime (SPEC 10.14): a backstop
+/// that opens when the newest checkpoint is already older than `backstop_after` on the
+/// store's clock steps at its first look after writing, though it has known that
+/// checkpoint for no time at all. Counted from its own open, a backstop restarted more
+/// often than that (crashes, deploys) would never step while the eager store is dead.
+#[test]
+fn a_backstop_that_opens_after_the_newest_checkpoint_aged_on_the_store_steps_at_once() {
+    let mut eager = Harness::opened(compacting(4));
+    write_docs(&mut eager, 1, 8);
+    let peers = full_checkpoints(&eager.store);
+    assert!(!peers.is_empty(), "the eager store wrote checkpoints");
+    let backstop =
+        Config { compaction: CompactionRole::Backstop, backstop_after_ms: 1_200_000, ..compacting(4) };
+    let mut b = Harness::with_store(backstop, eager.store.clone(), 2);
+    // The eager store died; 21 minutes on, the backstop opens. Its own creates tell it
+    // the store's time.
+    b.advance_ms(1_260_000);
+    b.run();
+    assert!(b.replica.is_open());
+    write_docs(&mut b, 100, 8);
+    let stats = b.replica.compactor_stats().clone();
+    assert!(stats.written >= 1, "it stepped without waiting 20 minutes of its own: {stats:?}");
+    assert!(full_checkpoints(&b.store).len() > peers.len());
+}
+
 /// A run delivered until its last look is pending: every object stored, the checkpoint
 /// create not yet sent.
 fn run_to_its_recheck(h: &mut Harness) {

@@ -46,6 +46,9 @@ pub(crate) struct Opening {
     load: Option<Load>,
     /// The full checkpoint the world was opened from (None for checkpoint zero).
     pub loaded: Option<Loaded>,
+    /// The store's creation time of the checkpoint last read: once open, the one the
+    /// world opened at (None when this opening made checkpoint zero itself).
+    pub checkpoint_created_us: Option<u64>,
     /// Checkpoints skipped because they could not be loaded, with the reason.
     pub skipped: Vec<(String, FailReason)>,
     replay_gets_max: usize,
@@ -129,6 +132,7 @@ impl Opening {
             checkpoints_untried: Vec::new(),
             load: None,
             loaded: None,
+            checkpoint_created_us: None,
             skipped: Vec::new(),
             replay_gets_max: config.replay_gets_max,
             list_page_max: config.list_page_max,
@@ -258,14 +262,18 @@ impl Opening {
                     (false, false) => self.try_newest(now, io),
                 }
             }
-            (OpenCall::CheckpointCreate, Ok(_)) => self.list_next(now, io),
+            (OpenCall::CheckpointCreate, Ok(_)) => {
+                self.checkpoint_created_us = None;
+                self.list_next(now, io)
+            }
             // Taken by a racing opener, or ours landed despite the error: it must be ours.
             (OpenCall::CheckpointCreate, Err(e)) if e != BlobError::Throttled => {
                 let key = call.op.key().to_string();
                 io.issue(now, Purpose::Open(OpenCall::CheckpointGet), BlobOp::Get { key }, 0);
             }
-            (OpenCall::CheckpointGet, Ok(BlobOutcome::Got { bytes, .. })) => {
+            (OpenCall::CheckpointGet, Ok(BlobOutcome::Got { bytes, meta })) => {
                 let key = call.op.key().to_string();
+                self.checkpoint_created_us = Some(meta.created_at_us);
                 match self.check_checkpoint(&key, &bytes) {
                     Ok(None) => self.list_next(now, io),
                     Ok(Some(full)) => {
