@@ -6,7 +6,7 @@ use slotlog_kernel::{CompactionRole, Defects};
 use slotlog_model::CheckOptions;
 use slotlog_sim::gcs::{Faults, GcsConfig, Listings, ProfileKind, VersionTokens};
 use slotlog_sim::{
-    Arrivals, Bursts, ClusterConfig, Crashes, DamagedObject, Mix, Pause, ReadLoad, Stall, StallAt,
+    Arrivals, Bursts, ClusterConfig, Crashes, DamagedObject, Gone, Mix, Pause, ReadLoad, Stall, StallAt,
     TraceEvent, WatchLoad, Workload,
 };
 
@@ -34,8 +34,8 @@ pub struct Overrides {
     /// Damage this object of the newest full checkpoint before each cold start
     /// (`ClusterConfig::damage_at_open`).
     pub damage_at_open: Option<DamagedObject>,
-    /// Virtual second at which the stores that take no writes go down for the rest of the
-    /// run (the writers must take over their checkpoints). Replaces the scenario's pause.
+    /// Virtual second at which the store that takes no writes stops for good (the writers
+    /// must take over its checkpoints).
     pub followers_down_at_s: Option<f64>,
     /// Deliberate kernel defects; only tests set these (in-process, or through the hidden
     /// `--defect` flag, so a test can watch a failing sweep from outside).
@@ -283,9 +283,8 @@ impl Scenario {
         }
         if let Some(at) = o.followers_down_at_s {
             assert!(c.followers == 1, "{} has {} stores without writes; one can be taken down", self.name, c.followers);
-            let at_ms = (at * 1_000.0) as u64;
-            // The follower is the node after the writers; it wakes only past the run's end.
-            c.pause = Some(Pause { node: c.replicas, at_ms, for_ms: c.duration_ms.saturating_sub(at_ms) + 3_600_000 });
+            // The follower is the node after the writers.
+            c.gone = Some(Gone { node: c.replicas, at_ms: (at * 1_000.0) as u64 });
         }
         c.kernel.defects = o.defects;
         c

@@ -41,6 +41,7 @@ fn shape(code: u64, numbers: usize) -> Option<(&'static str, &'static [&'static 
         (16, 2) => ("watch_end", &["replica", "request"]),
         (17, 1) => ("damage", &["replica"]),
         (18, 2) => ("repair", &["replica", "repaired"]),
+        (19, 1) => ("gone", &["replica"]),
         _ => return None,
     })
 }

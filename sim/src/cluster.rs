@@ -8,7 +8,7 @@
 //! order). The same (configuration, seed, code) gives the same trace hash on every machine.
 
 use crate::gcs::{AtRestDamage, GcsConfig, PlannedReply, SimGcs, StoreStats};
-use crate::pause::{Pause, Paused, Stall, StallAt};
+use crate::pause::{Gone, Pause, Paused, Stall, StallAt};
 use crate::rng::SimRng;
 use crate::workload::{Arrivals, Generator, ReadLoad, WatchLoad, Workload};
 use bytes::Bytes;
@@ -103,6 +103,8 @@ pub struct ClusterConfig {
     pub crashes: Option<Crashes>,
     /// A replica paused once for a long time, and one stalled at a slot create.
     pub pause: Option<Pause>,
+    /// A replica stopped for good.
+    pub gone: Option<Gone>,
     pub stalls: Vec<Stall>,
     /// Each replica's clock runs ahead of true time by up to this much.
     pub clock_skew_ms_max: u64,
@@ -136,6 +138,7 @@ impl ClusterConfig {
             preload_members_per_slot: SLOT_MEMBERS_MAX,
             crashes: None,
             pause: None,
+            gone: None,
             stalls: Vec::new(),
             clock_skew_ms_max: 0,
             settle_ms_max: 60_000,
@@ -230,6 +233,10 @@ enum Event {
     Restart {
         node: usize,
     },
+    /// The replica stops for good (`ClusterConfig::gone`).
+    Gone {
+        node: usize,
+    },
     /// A replica stops taking input and sending calls for `for_ms`, then resumes.
     Pause {
         node: usize,
@@ -292,6 +299,8 @@ struct Node {
     /// Since when the replica has been writing a checkpoint.
     checkpointing_since: Option<Instant>,
     paused: Paused,
+    /// Stopped for good: never restarted.
+    gone: bool,
 }
 
 struct Watcher {
@@ -468,6 +477,7 @@ fn run_inner<'a>(
             report,
             checkpointing_since: None,
             paused: Paused::default(),
+            gone: false,
         });
         c.start_node(n);
     }
@@ -499,6 +509,9 @@ fn run_inner<'a>(
     }
     if let Some(p) = config.pause {
         c.schedule(Instant::from_millis(p.at_ms), Event::Pause { node: p.node, for_ms: p.for_ms });
+    }
+    if let Some(g) = config.gone {
+        c.schedule(Instant::from_millis(g.at_ms), Event::Gone { node: g.node });
     }
     if let Some(cr) = &config.crashes {
         let first = Instant::ZERO + ms(c.chaos.exponential(cr.mean_interval_ms as f64));
@@ -710,6 +723,14 @@ impl Cluster<'_> {
                 self.input(node, Input::Follow { sequence });
             }
             Event::Crash => self.crash(),
+            Event::Gone { node } => {
+                self.trace(&[19, node as u64], "gone");
+                self.nodes[node].gone = true;
+                if self.nodes[node].replica.is_some() {
+                    self.take_down(node);
+                }
+            }
+            Event::Restart { node } if self.nodes[node].gone => {}
             Event::Restart { node } => {
                 self.trace(&[6, node as u64], "restart");
                 self.damage_newest_checkpoint(node);

@@ -13,5 +13,5 @@ pub use cluster::{
     run, run_traced, ClusterConfig, Crashes, DamageCounts, DamagedObject, Hints, ReplicaReport, RunResult,
     TraceEvent,
 };
-pub use pause::{Pause, Stall, StallAt};
+pub use pause::{Gone, Pause, Stall, StallAt};
 pub use workload::{Arrivals, Bursts, Generator, Mix, ReadLoad, WatchLoad, Workload};

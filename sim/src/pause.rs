@@ -17,6 +17,14 @@ pub struct Pause {
     pub for_ms: u64,
 }
 
+/// A replica stopped for good at `at_ms`: taken down if it is up then, never restarted
+/// (a store decommissioned, or dead past any restart), so its peers must do its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gone {
+    pub node: usize,
+    pub at_ms: u64,
+}
+
 /// A replica stalled at the first call of kind `at` it sends after `after_ms`, for
 /// `for_ms`, its clock stopped meanwhile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
