@@ -1,5 +1,6 @@
 //! Identifiers. Each is a newtype so one can never be passed where another is meant.
 
+use crate::hash::HEX_DIGITS;
 use core::fmt;
 use serde::{Deserialize, Serialize};
 
@@ -51,11 +52,15 @@ impl OperationId {
     }
 }
 
-fn hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
-    for b in bytes {
-        write!(f, "{b:02x}")?;
+/// Two lowercase hex digits a byte, written at once (ids are formatted into every trace
+/// line that names one; a `write!` a byte cost more than the rest of the line).
+fn hex(f: &mut fmt::Formatter<'_>, bytes: &[u8; 16]) -> fmt::Result {
+    let mut digits = [0u8; 32];
+    for (pair, b) in digits.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX_DIGITS[usize::from(b >> 4)];
+        pair[1] = HEX_DIGITS[usize::from(b & 15)];
     }
-    Ok(())
+    f.write_str(core::str::from_utf8(&digits).expect("hex digits are ASCII"))
 }
 
 impl fmt::Display for WorldId {
@@ -92,6 +97,15 @@ impl fmt::Debug for StoreId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_print_as_lowercase_hex() {
+        let mut bytes = [0u8; 16];
+        bytes[0] = 0xab;
+        bytes[15] = 0x0f;
+        assert_eq!(OperationId(bytes).to_string(), format!("ab{}0f", "00".repeat(14)));
+        assert_eq!(format!("{:?}", WorldId(bytes)), format!("WorldId(ab{}0f)", "00".repeat(14)));
+    }
 
     #[test]
     fn operation_ids_order_as_their_bytes_do() {
