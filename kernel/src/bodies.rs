@@ -11,6 +11,7 @@ use crate::io::{Call, Io, Purpose};
 use crate::reply::FailReason;
 use crate::time::Instant;
 use bytes::Bytes;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
 /// The calls the body owner makes.
@@ -73,14 +74,14 @@ impl Bodies {
 
     /// Starts storing a body unless it is stored or on its way. True while it is not stored.
     pub fn store(&mut self, now: Instant, hash: Hash32, body: Bytes, io: &mut Io) -> bool {
-        match self.states.get(&hash) {
-            Some(BodyState::Stored) => false,
-            Some(BodyState::Creating(_)) => true,
-            None => {
+        // One search of the states for both the look and the insert.
+        match self.states.entry(hash) {
+            Entry::Occupied(o) => matches!(o.get(), BodyState::Creating(_)),
+            Entry::Vacant(v) => {
                 let op =
                     BlobOp::Create { key: self.keys.body(&hash), bytes: Bytes::from(encode_body(&body)) };
                 io.issue(now, Purpose::Body(BodyCall::Create { hash }), op, 0);
-                self.states.insert(hash, BodyState::Creating(body));
+                v.insert(BodyState::Creating(body));
                 true
             }
         }

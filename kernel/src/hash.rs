@@ -11,15 +11,7 @@ pub struct Hash32(pub [u8; 32]);
 /// body index, the body cache and the body states).
 impl Ord for Hash32 {
     fn cmp(&self, other: &Self) -> core::cmp::Ordering {
-        let word = |h: &Hash32, i: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&h.0[8 * i..8 * i + 8]);
-            u64::from_be_bytes(w)
-        };
-        (0..4)
-            .map(|i| word(self, i).cmp(&word(other, i)))
-            .find(|o| o.is_ne())
-            .unwrap_or(core::cmp::Ordering::Equal)
+        self.words().cmp(&other.words())
     }
 }
 
@@ -31,6 +23,12 @@ impl PartialOrd for Hash32 {
 
 impl Hash32 {
     pub const ZERO: Hash32 = Hash32([0; 32]);
+
+    /// The bytes as four big-endian words, which order as the bytes do.
+    fn words(&self) -> [u64; 4] {
+        let word = |i: usize| u64::from_be_bytes(self.0[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        [word(0), word(1), word(2), word(3)]
+    }
 
     pub fn of(bytes: &[u8]) -> Hash32 {
         Hash32(*blake3::hash(bytes).as_bytes())

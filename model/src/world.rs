@@ -215,12 +215,14 @@ impl ModelWorld {
             Ok(p) => p,
             Err(problem) => return (Verdict::Invalid(ModelInvalid::Path(problem)), None),
         };
-        // 2. Committed operation id.
-        let request = match &kind {
-            WriteKind::Publish(body) => {
-                ModelRequest::Publish { path: path.clone(), body_hash: body_hash(body) }
-            }
-            WriteKind::Append(_) => ModelRequest::Append { path: path.clone() },
+        // 2. Committed operation id. A published body is the new body: hashed once here.
+        let published_hash = match &kind {
+            WriteKind::Publish(body) => Some(body_hash(body)),
+            WriteKind::Append(_) => None,
+        };
+        let request = match published_hash {
+            Some(body_hash) => ModelRequest::Publish { path: path.clone(), body_hash },
+            None => ModelRequest::Append { path: path.clone() },
         };
         if let Some(judged) = self.judge_committed(op_id, &request) {
             return judged;
@@ -286,7 +288,7 @@ impl ModelWorld {
                 version,
             },
             archived: false,
-            body_hash: Some(body_hash(&new_body)),
+            body_hash: Some(published_hash.unwrap_or_else(|| body_hash(&new_body))),
             body_len: size,
             first_version,
             prune,

@@ -1265,12 +1265,11 @@ impl Cluster<'_> {
         let root = self.keys.root().to_string();
         let objects = self
             .gcs
-            .objects()
-            .filter(|(k, _, _)| k.starts_with(&root))
-            .map(|(key, bytes, meta)| StoredObject {
+            .objects_under(&root)
+            .map(|(key, bytes, created_at_us)| StoredObject {
                 key: key.to_string(),
                 bytes: bytes.clone(),
-                created_at: Instant::from_micros(meta.created_at_us),
+                created_at: Instant::from_micros(created_at_us),
             })
             .collect();
         RunResult {

@@ -210,7 +210,7 @@ impl Committer {
             self.check_not_below_collection(sn, landed_us, io)?;
         }
         let mut head = self.pipeline.pop_front().expect("a head to commit");
-        let enc = head.slot.clone().expect("a committed head has a slot");
+        let enc = head.slot.as_ref().expect("a committed head has a slot");
         match sn.install(&enc.slot, enc.hash, now) {
             // The slot landed after its first create was sent; then the world was exactly
             // this, so it was the tip at an instant at or after that send.
@@ -218,15 +218,17 @@ impl Committer {
             Ok(Installed::AlreadyHeld) => {}
             Err(e) => panic!("own slot {} does not apply: {e:?}", enc.slot.first_sequence),
         }
+        let (first, last, members) =
+            (enc.slot.first_sequence, enc.slot.last_sequence(), enc.slot.members.len());
         self.head_call = false;
         self.turns.start_hold(now, sn, &mut self.stats);
         self.stats.slots_won += 1;
-        self.stats.members_committed += enc.slot.members.len() as u64;
+        self.stats.members_committed += members as u64;
         if let Some(landed_us) = landed_us {
-            sn.note_created(enc.slot.first_sequence, landed_us);
+            sn.note_created(first, landed_us);
         }
         answer_batch(&mut head, &mut self.deadlines, io);
-        io.effects.push_back(Effect::Committed { sequence: enc.slot.last_sequence() });
+        io.effects.push_back(Effect::Committed { sequence: last });
         Ok(())
     }
 

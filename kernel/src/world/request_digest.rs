@@ -7,7 +7,7 @@
 //! A member does not record an append's bytes (only the body they made), so two appends
 //! to one path under one operation id have one digest: that reuse is not caught.
 
-use super::entry::{ReceiptKind, SlotMember};
+use super::entry::{Receipt, ReceiptKind, SlotMember};
 use super::evaluate::ValidMutation;
 use super::path::Path;
 use super::policy::PolicyRules;
@@ -38,10 +38,18 @@ pub fn of_request(m: &ValidMutation) -> Hash32 {
 /// The digest of the request a committed member records. A member whose shape is not
 /// one a write makes (refused by the slot decoder) has no digest: `Hash32::ZERO`.
 pub fn of_member(m: &SlotMember) -> Hash32 {
-    let content = match (m.receipt.kind, &m.receipt.path, &m.entry, &m.policy) {
-        (ReceiptKind::Published, Some(path), Some(entry), _) => {
-            Content::Publish { path, body_hash: &entry.body_hash }
-        }
+    of_member_parts(&m.receipt, m.entry.as_ref().map(|e| &e.body_hash), m.policy.as_ref())
+}
+
+/// [`of_member`] from the parts of a member it reads: the receipt, the entry's body hash
+/// and the policy rules.
+pub fn of_member_parts(
+    receipt: &Receipt,
+    body_hash: Option<&Hash32>,
+    policy: Option<&PolicyRules>,
+) -> Hash32 {
+    let content = match (receipt.kind, &receipt.path, body_hash, policy) {
+        (ReceiptKind::Published, Some(path), Some(body_hash), _) => Content::Publish { path, body_hash },
         (ReceiptKind::Appended, Some(path), _, _) => Content::Append { path },
         (ReceiptKind::Archived, Some(path), _, _) => Content::Archive { path, archived: true },
         (ReceiptKind::Unarchived, Some(path), _, _) => Content::Archive { path, archived: false },

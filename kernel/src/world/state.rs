@@ -79,6 +79,9 @@ pub struct WorldState {
     receipt_order: VecDeque<(u64, OperationId)>,
     /// Current body hash to the documents that hold it.
     bodies: BodyIndex,
+    /// Version records held in memory over every document, kept as documents change so
+    /// that a memory sample need not walk them all.
+    held_records: usize,
     sequence: u64,
     tip_hash: Hash32,
     slots_applied: u64,
@@ -94,6 +97,7 @@ impl WorldState {
             receipts: BTreeMap::new(),
             receipt_order: VecDeque::new(),
             bodies: BodyIndex::default(),
+            held_records: 0,
             sequence: 0,
             tip_hash: marker_hash,
             slots_applied: 0,
@@ -123,6 +127,7 @@ impl WorldState {
         }
         // Sorted and without duplicates, so collecting is a bulk build.
         state.documents = documents.into_iter().collect();
+        state.held_records = state.documents.values().map(|d| d.held_versions().len()).sum();
         let bodies = state.documents.values().map(|d| (d.entry.body_hash, d.entry.path.clone())).collect();
         state.bodies = BodyIndex::build(bodies);
         let mut receipts = receipts;
@@ -204,13 +209,15 @@ impl WorldState {
     /// `blocks`: the document holds those instead of the records (SPEC 10.5).
     pub fn adopt_history(&mut self, path: &Path, blocks: &[crate::format::HistoryRef], through: u64) {
         if let Some(doc) = self.documents.get_mut(path) {
+            let before = doc.held_versions().len();
             doc.adopt(blocks, through);
+            self.held_records = self.held_records - before + doc.held_versions().len();
         }
     }
 
     /// Version records held in memory, over every document.
     pub fn held_version_records(&self) -> usize {
-        self.documents.values().map(|d| d.held_versions().len()).sum()
+        self.held_records
     }
 
     pub fn document_count(&self) -> usize {
@@ -279,12 +286,15 @@ impl WorldState {
         let old_hash = match self.documents.get_mut(&entry.path) {
             Some(doc) => {
                 let old_hash = doc.entry.body_hash;
+                let before = doc.held_versions().len();
                 doc.apply(entry.clone(), m.version.clone());
+                self.held_records = self.held_records - before + doc.held_versions().len();
                 Some(old_hash)
             }
             None => {
                 let doc = Document::held(entry.clone(), m.version.clone())
                     .expect("a checked member starts a document at version 1");
+                self.held_records += doc.held_versions().len();
                 self.documents.insert(entry.path.clone(), doc);
                 None
             }

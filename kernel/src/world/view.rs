@@ -4,9 +4,11 @@
 
 use super::entry::{IndexEntry, Receipt, SlotMember};
 use super::path::Path;
-use super::policy::Policy;
+use super::policy::{Policy, PolicyRules};
 use crate::format::StoredReceipt;
+use crate::hash::Hash32;
 use crate::ids::OperationId;
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 /// What evaluating a mutation needs to read.
@@ -41,9 +43,42 @@ pub fn topology_block<'a>(view: &'a impl StateView, path: &Path) -> Option<&'a P
 pub struct Overlay {
     entries: BTreeMap<Path, IndexEntry>,
     policy: Option<Policy>,
-    receipts: BTreeMap<OperationId, StoredReceipt>,
+    receipts: BTreeMap<OperationId, PendingReceipt>,
     /// The last sequence this overlay includes (its base's when empty).
     sequence: u64,
+}
+
+/// An uncommitted member's receipt. Its request digest is made only when a duplicate of
+/// the operation id asks for it: most receipts are only checked for presence.
+#[derive(Clone, Debug)]
+struct PendingReceipt {
+    receipt: Receipt,
+    /// What the digest reads of the member besides the receipt.
+    body_hash: Option<Hash32>,
+    rules: Option<PolicyRules>,
+    stored: OnceCell<StoredReceipt>,
+}
+
+impl PendingReceipt {
+    fn of(m: &SlotMember) -> PendingReceipt {
+        PendingReceipt {
+            receipt: m.receipt.clone(),
+            body_hash: m.entry.as_ref().map(|e| e.body_hash),
+            rules: m.policy.clone(),
+            stored: OnceCell::new(),
+        }
+    }
+
+    fn stored(&self) -> &StoredReceipt {
+        self.stored.get_or_init(|| StoredReceipt {
+            receipt: self.receipt.clone(),
+            request_digest: super::request_digest::of_member_parts(
+                &self.receipt,
+                self.body_hash.as_ref(),
+                self.rules.as_ref(),
+            ),
+        })
+    }
 }
 
 impl Overlay {
@@ -54,7 +89,7 @@ impl Overlay {
     pub fn apply(&mut self, m: &SlotMember) {
         debug_assert_eq!(m.sequence(), self.sequence + 1);
         self.sequence = m.sequence();
-        self.receipts.insert(m.op_id(), super::request_digest::stored_receipt(m));
+        self.receipts.insert(m.op_id(), PendingReceipt::of(m));
         if let Some(rules) = &m.policy {
             self.policy = Some(Policy { version: m.receipt.version, rules: rules.clone() });
         }
@@ -103,7 +138,13 @@ impl<B: StateView> StateView for Layered<'_, B> {
     }
 
     fn committed(&self, op_id: &OperationId) -> Option<&StoredReceipt> {
-        self.layers.iter().rev().find_map(|l| l.receipts.get(op_id)).or_else(|| self.base.committed(op_id))
+        let pending = self.layers.iter().rev().find_map(|l| l.receipts.get(op_id));
+        pending.map(PendingReceipt::stored).or_else(|| self.base.committed(op_id))
+    }
+
+    fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
+        let pending = self.layers.iter().rev().find_map(|l| l.receipts.get(op_id));
+        pending.map(|p| &p.receipt).or_else(|| self.base.receipt(op_id))
     }
 
     fn sequence(&self) -> u64 {

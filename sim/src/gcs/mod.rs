@@ -357,6 +357,14 @@ impl SimGcs {
         self.objects.iter()
     }
 
+    /// The objects under `prefix`, in key order: key, bytes, creation time (store clock).
+    pub fn objects_under<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Bytes, u64)> + 'a {
+        self.objects.under(prefix)
+    }
+
     /// One object, if present.
     pub fn object(&self, key: &str) -> Option<(&Bytes, ObjectMeta)> {
         self.objects.get(key)

@@ -233,6 +233,15 @@ impl Objects {
         self.by_key.iter().map(|(k, o)| (k.as_str(), &o.bytes, o.meta(k)))
     }
 
+    /// The objects whose keys start with `prefix`, in key order: key, bytes and creation
+    /// time, without building each one's metadata.
+    pub fn under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a Bytes, u64)> + 'a {
+        self.by_key
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .map(|(k, o)| (k.as_str(), &o.bytes, o.created_at_us))
+    }
+
     /// Changes the bytes `key` holds without an operation: what rot at rest does, or
     /// undoing it. No write happened, so the version, the creation time and the size
     /// stay (`bytes` must be as long as what it replaces). False when `key` is absent.
