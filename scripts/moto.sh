@@ -10,7 +10,7 @@
 #
 # Needs only python3 with venv and pip, and PyPI. moto checks S3 preconditions without a
 # lock, so the server runs behind one (scripts/moto_serialized.py); the race test in
-# tests/tests/conformance.rs checks that no name gets two winners.
+# tests/tests/cross/conformance.rs checks that no name gets two winners.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,4 +1,4 @@
-//! Cross-crate tests live in tests/tests/. This library holds what they share: the backend
+//! Cross-crate tests live in tests/tests/cross/ (one binary). This library holds what they share: the backend
 //! conformance suite and the simulated GCS behind object_store's trait.
 
 pub mod conformance;

@@ -25,21 +25,21 @@ use std::collections::BTreeMap;
 // ---------------------------------------------------------------------------------------
 // Strategies. Every generated object satisfies its decoder's shape rules by construction.
 
-fn record(version: u64) -> impl Strategy<Value = VersionRecord> {
-    (spread(u64::MAX), any::<u128>(), hash32(), spread(1 << 26), any::<bool>()).prop_map(
-        move |(sequence, op, body_hash, body_len, append)| VersionRecord {
+fn record(version: u64) -> BoxedStrategy<VersionRecord> {
+    (spread(u64::MAX), any::<u128>(), hash32(), spread(1 << 26), any::<bool>())
+        .prop_map(move |(sequence, op, body_hash, body_len, append)| VersionRecord {
             version,
             sequence,
             op_id: OperationId::from(op),
             body_hash,
             body_len,
             kind: if append { VersionKind::Append } else { VersionKind::Publish },
-        },
-    )
+        })
+        .boxed()
 }
 
 /// Up to 256 consecutive versions inside one window, at any window.
-fn history_block() -> impl Strategy<Value = HistoryBlock> {
+fn history_block() -> BoxedStrategy<HistoryBlock> {
     (path(), 0..(u64::MAX / 256 - 1), 0..256u64)
         .prop_flat_map(|(path, window, offset)| {
             let first = history_window_start(window) + offset;
@@ -51,11 +51,12 @@ fn history_block() -> impl Strategy<Value = HistoryBlock> {
             (Just(path), records)
         })
         .prop_map(|(path, records)| HistoryBlock { path, records })
+        .boxed()
 }
 
 /// An entry retaining `first_version ..= version` (at most about 1,000 versions) with the
 /// history references the shard rules require.
-fn shard_entry(path: Path) -> impl Strategy<Value = ShardEntry> {
+fn shard_entry(path: Path) -> BoxedStrategy<ShardEntry> {
     (spread(1 << 40), 0..1_000u64, 0..256u64, hash32(), any::<u64>(), spread(u64::MAX), any::<bool>())
         .prop_flat_map(
             move |(first_version, span, back, body_hash, body_len, modified_sequence, archived)| {
@@ -89,10 +90,11 @@ fn shard_entry(path: Path) -> impl Strategy<Value = ShardEntry> {
                 .collect();
             ShardEntry { entry, history }
         })
+        .boxed()
 }
 
 /// A shard of a small layout holding the generated paths that fall in it.
-fn shard() -> impl Strategy<Value = Shard> {
+fn shard() -> BoxedStrategy<Shard> {
     (
         0..=4u8,
         prop::collection::vec(path(), 0..12),
@@ -108,10 +110,11 @@ fn shard() -> impl Strategy<Value = Shard> {
             (Just(shard_bits), Just(index), entries, Just(if stamped { stamp } else { 0 }))
         })
         .prop_map(|(shard_bits, index, entries, stamp)| Shard { shard_bits, index, entries, stamp })
+        .boxed()
 }
 
 /// Receipts of the sequences `first .. first + n`, given distinct operation ids in order.
-fn receipt_block() -> impl Strategy<Value = ReceiptBlock> {
+fn receipt_block() -> BoxedStrategy<ReceiptBlock> {
     (spread(u64::MAX - 64), prop::collection::btree_set(any::<u128>(), 1..24), any::<u64>(), any::<bool>())
         .prop_flat_map(|(first, ops, stamp, stamped)| {
             let n = ops.len();
@@ -147,10 +150,11 @@ fn receipt_block() -> impl Strategy<Value = ReceiptBlock> {
                 .collect();
             ReceiptBlock { receipts, stamp }
         })
+        .boxed()
 }
 
 /// A root of a world of up to 3,000 documents whose receipt window ends at its sequence.
-fn root() -> impl Strategy<Value = Root> {
+fn root() -> BoxedStrategy<Root> {
     (
         world_id(),
         (2..=u64::MAX - 1).prop_flat_map(|next| (Just(next), 0..=(next - 1).min(5_000))),
@@ -226,6 +230,7 @@ fn root() -> impl Strategy<Value = Root> {
                 stamp,
             }
         })
+        .boxed()
 }
 
 // ---------------------------------------------------------------------------------------

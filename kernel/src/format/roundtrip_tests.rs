@@ -22,24 +22,24 @@ pub(super) const CASES: u32 = 256;
 // Strategies. Every generated slot satisfies `Slot::decode`'s shape rules by construction.
 
 /// Small, then anywhere up to `max`: exercises one-byte and multi-byte varints.
-pub(super) fn spread(max: u64) -> impl Strategy<Value = u64> {
-    prop_oneof![1..=127u64.min(max), 1..=max]
+pub(super) fn spread(max: u64) -> BoxedStrategy<u64> {
+    prop_oneof![1..=127u64.min(max), 1..=max].boxed()
 }
 
-pub(super) fn hash32() -> impl Strategy<Value = Hash32> {
-    any::<[u8; 32]>().prop_map(Hash32)
+pub(super) fn hash32() -> BoxedStrategy<Hash32> {
+    any::<[u8; 32]>().prop_map(Hash32).boxed()
 }
 
 /// A segment that is never `.` or `..`, with some non-ASCII to exercise UTF-8 lengths.
-fn segment() -> impl Strategy<Value = String> {
-    "[a-zA-Z0-9_.~é漢-]{1,12}".prop_filter("dot segment", |s| s != "." && s != "..")
+fn segment() -> BoxedStrategy<String> {
+    "[a-zA-Z0-9_.~é漢-]{1,12}".prop_filter("dot segment", |s| s != "." && s != "..").boxed()
 }
 
 /// A path through `Path::parse`, from segments joined by one or two slashes, with or
 /// without a leading and a trailing slash (all normalized away).
-pub(super) fn path() -> impl Strategy<Value = Path> {
-    (prop::collection::vec((segment(), any::<bool>()), 1..5), any::<bool>(), any::<bool>()).prop_map(
-        |(segs, lead, trail)| {
+pub(super) fn path() -> BoxedStrategy<Path> {
+    (prop::collection::vec((segment(), any::<bool>()), 1..5), any::<bool>(), any::<bool>())
+        .prop_map(|(segs, lead, trail)| {
             let mut raw = String::new();
             if lead {
                 raw.push('/');
@@ -54,12 +54,12 @@ pub(super) fn path() -> impl Strategy<Value = Path> {
                 raw.push('/');
             }
             Path::parse(&raw).expect("generated paths are valid")
-        },
-    )
+        })
+        .boxed()
 }
 
 /// Rules in the shape `PolicyRules::from_body` makes: in range, prefixes sorted, no repeats.
-pub(super) fn policy_rules() -> impl Strategy<Value = PolicyRules> {
+pub(super) fn policy_rules() -> BoxedStrategy<PolicyRules> {
     (
         1..=RETENTION_VERSIONS_MAX,
         prop_oneof![0..=1024u64, 0..=BODY_BYTES_LIMIT],
@@ -69,6 +69,7 @@ pub(super) fn policy_rules() -> impl Strategy<Value = PolicyRules> {
             let set: BTreeSet<Path> = prefixes.into_iter().collect();
             PolicyRules { retention_versions, body_bytes_max, read_only_prefixes: set.into_iter().collect() }
         })
+        .boxed()
 }
 
 /// Everything about a member except its sequence and operation id, which the slot assigns.
@@ -90,7 +91,7 @@ enum MemberSpec {
     },
 }
 
-fn member_spec() -> impl Strategy<Value = MemberSpec> {
+fn member_spec() -> BoxedStrategy<MemberSpec> {
     let kind = prop_oneof![
         Just(ReceiptKind::Published),
         Just(ReceiptKind::Appended),
@@ -116,7 +117,7 @@ fn member_spec() -> impl Strategy<Value = MemberSpec> {
         });
     let policy = (spread(u64::MAX / 2), policy_rules())
         .prop_map(|(version, rules)| MemberSpec::Policy { version, rules });
-    prop_oneof![4 => document, 1 => policy]
+    prop_oneof![4 => document, 1 => policy].boxed()
 }
 
 impl MemberSpec {
@@ -162,13 +163,13 @@ impl MemberSpec {
     }
 }
 
-pub(super) fn world_id() -> impl Strategy<Value = WorldId> {
-    any::<[u8; 16]>().prop_map(WorldId)
+pub(super) fn world_id() -> BoxedStrategy<WorldId> {
+    any::<[u8; 16]>().prop_map(WorldId).boxed()
 }
 
 /// A checkpoint of any shape the decoder admits: checkpoint zero of some world and marker
 /// (schema 1), or a full one naming a root (schema 2), freshened or not.
-fn checkpoint() -> impl Strategy<Value = Checkpoint> {
+fn checkpoint() -> BoxedStrategy<Checkpoint> {
     let zero = (world_id(), hash32()).prop_map(|(w, h)| Checkpoint::zero(w, h));
     let full = (
         world_id(),
@@ -181,12 +182,12 @@ fn checkpoint() -> impl Strategy<Value = Checkpoint> {
         .prop_map(|(world_id, next_sequence, previous_hash, document_count, root, stamp)| {
             Checkpoint::full(world_id, next_sequence, previous_hash, document_count, root).with_stamp(stamp)
         });
-    prop_oneof![zero, full]
+    prop_oneof![zero, full].boxed()
 }
 
 /// A slot of 1 to 8 members: contiguous sequences, distinct operation ids (shuffled, so
 /// not always ascending), parts agreeing.
-fn slot() -> impl Strategy<Value = Slot> {
+fn slot() -> BoxedStrategy<Slot> {
     (1usize..=8)
         .prop_flat_map(|n| {
             (
@@ -212,6 +213,7 @@ fn slot() -> impl Strategy<Value = Slot> {
                 .map(|(i, (spec, op))| spec.member(first_sequence + i as u64, OperationId::from(op)))
                 .collect(),
         })
+        .boxed()
 }
 
 /// The error a single flipped bit at `index` must give, by the frame region it falls in
@@ -278,12 +280,12 @@ fn break_member(m: &mut SlotMember, pick: u8) {
 }
 
 /// A byte position within an object, and a bit of that byte.
-pub(super) fn position() -> impl Strategy<Value = (prop::sample::Index, u8)> {
-    (any::<prop::sample::Index>(), 0u8..8)
+pub(super) fn position() -> BoxedStrategy<(prop::sample::Index, u8)> {
+    (any::<prop::sample::Index>(), 0u8..8).boxed()
 }
 
-pub(super) fn bytes_up_to(max: usize) -> impl Strategy<Value = Vec<u8>> {
-    prop::collection::vec(any::<u8>(), 0..max)
+pub(super) fn bytes_up_to(max: usize) -> BoxedStrategy<Vec<u8>> {
+    prop::collection::vec(any::<u8>(), 0..max).boxed()
 }
 
 proptest! {

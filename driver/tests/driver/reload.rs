@@ -2,7 +2,6 @@
 //! to be reopened (`Unconfirmed`, `CreateBelowCollection`) reopens it from the newest
 //! checkpoint by itself and commits again; what the failure answered stays answered; and
 //! reloads in a row without progress stop the world with `Error::Reloads`.
-#![cfg(all(feature = "object-store", not(madsim)))]
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

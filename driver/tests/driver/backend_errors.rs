@@ -1,7 +1,6 @@
 //! The adapter's error mapping and conditional-delete requests, checked against object_store's
 //! real HTTP client and error chains: a scripted HTTP server on loopback answers each
 //! request with a chosen status (or not at all), and records what it was sent.
-#![cfg(all(feature = "object-store", not(madsim)))]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

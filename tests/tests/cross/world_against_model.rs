@@ -5,6 +5,7 @@
 
 use bytes::Bytes;
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use slotlog_kernel::format::Slot;
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, StoreId, WorldId};
@@ -61,7 +62,13 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    // The regressions stay next to this file (world_against_model.proptest-regressions):
+    // proptest's default would put them under tests/tests/proptest-regressions/, since
+    // this directory has a main.rs.
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::with_cases(512)
+    })]
 
     #[test]
     fn the_kernel_and_the_model_agree_on_every_verdict(ops in proptest::collection::vec((0u8..6, mutation()), 1..60)) {

@@ -6,9 +6,8 @@
 //! answers an unknown key as S3 does: 403 `InvalidAccessKeyId`. Not covered here, since
 //! moto will not produce them: `PermissionDenied` (a known key without the right policy),
 //! `Rejected` (a wrong region; moto serves every region), `Unsupported` (moto does
-//! conditional puts); `driver/tests/bounded_open.rs` covers those against a loopback server
+//! conditional puts); `driver/tests/driver/bounded_open.rs` covers those against a loopback server
 //! that answers with the status.
-#![cfg(all(feature = "object-store", not(madsim)))]
 
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};

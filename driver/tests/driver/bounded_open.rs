@@ -2,7 +2,6 @@
 //! reaches the caller at once, typed, in the store's own words: against a closed port,
 //! a loopback server answering 401, 403 or a missing bucket, a prefix that breaks a rule,
 //! and a store that turns on a world already open.
-#![cfg(all(feature = "object-store", not(madsim)))]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
