@@ -31,7 +31,14 @@ sim SCENARIO="single" SEED="1": build
 # (Before: light 1..150 and cheap 151..400, 2,080 runs; the light runs grew dearer with
 # listings that are not snapshots.) `just soak` sweeps all over 5,000 seeds.
 # The driver under madsim is `just madsim-sweep` (its own build, ~3 min).
-test: build
+test:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    # moto's install from PyPI (70 s in a fresh CI, mostly waiting on the network) runs
+    # beside the build instead of after it.
+    scripts/moto.sh install & installing=$!
+    cargo build --release --workspace --all-targets
+    wait "$installing"
     scripts/with-moto.sh just unit
     cargo test --release --workspace --doc
     {{slotlog}} sweep {{light}} --seeds 1..100

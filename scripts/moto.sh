@@ -5,6 +5,7 @@
 #                           on a free loopback port, a bucket made with a SigV4-signed PUT;
 #                           writes target/moto.env and prints it (SLOTLOG_MOTO_PYTHON names
 #                           the virtualenv's python, for tests that start a moto of their own)
+#   scripts/moto.sh install makes the virtualenv only (if missing), so it can overlap a build
 #   scripts/moto.sh stop    stops the server started by `start` (by its pid file)
 #   scripts/moto.sh env     prints target/moto.env
 #
@@ -131,11 +132,12 @@ stop() {
 }
 
 case "${1:-}" in
+    install) install ;;
     start) start ;;
     stop) stop ;;
     env) cat "$env_file" ;;
     *)
-        echo "usage: $0 start|stop|env" >&2
+        echo "usage: $0 install|start|stop|env" >&2
         exit 2
         ;;
 esac

@@ -282,7 +282,12 @@ impl Scenario {
             c.damage_at_open = o.damage_at_open;
         }
         if let Some(at) = o.followers_down_at_s {
-            assert!(c.followers == 1, "{} has {} stores without writes; one can be taken down", self.name, c.followers);
+            assert!(
+                c.followers == 1,
+                "{} has {} stores without writes; one can be taken down",
+                self.name,
+                c.followers
+            );
             // The follower is the node after the writers.
             c.gone = Some(Gone { node: c.replicas, at_ms: (at * 1_000.0) as u64 });
         }

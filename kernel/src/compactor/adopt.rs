@@ -164,7 +164,9 @@ impl Compactor {
         let step = match self.role {
             _ if self.continuing => true,
             CompactionRole::Eager => true,
-            CompactionRole::Backstop => self.newest_age(now, io.store_clock.now_us(now)) >= self.backstop_after,
+            CompactionRole::Backstop => {
+                self.newest_age(now, io.store_clock.now_us(now)) >= self.backstop_after
+            }
             CompactionRole::Off => false,
         };
         if step {

@@ -217,7 +217,9 @@ impl Compactor {
     fn newest_age(&self, now: Instant, store_now_us: Option<u64>) -> Duration {
         let known_for = now.saturating_since(self.newest_at);
         match (self.newest_created_us, store_now_us) {
-            (Some(created), Some(store_now)) => known_for.max(Duration::from_micros(store_now.saturating_sub(created))),
+            (Some(created), Some(store_now)) => {
+                known_for.max(Duration::from_micros(store_now.saturating_sub(created)))
+            }
             _ => known_for,
         }
     }

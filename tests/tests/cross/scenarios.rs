@@ -150,6 +150,32 @@ mod checkpoints {
     }
 }
 
+/// Checkpoints issue, "beyond the record": with the eager store gone for good, the
+/// backstop writers take over its checkpoints once the newest is older than
+/// `backstop_after` (20 minutes) on the store's clock, although each of them restarts
+/// every few seconds (compact's crashes), and they do not all write the same steps.
+mod takeover {
+    use super::*;
+
+    #[test]
+    fn backstops_take_over_when_the_eager_store_is_gone_though_they_restart_often() {
+        let o = Overrides {
+            role: Some(slotlog_kernel::CompactionRole::Backstop),
+            rate: Some(30.0),
+            duration_s: Some(1_320.0),
+            followers_down_at_s: Some(30.0),
+            ..Overrides::default()
+        };
+        let r = run("compact", 1, &o);
+        assert!(r.passed(), "{:?}", r.violations);
+        assert_eq!(r.lost, 0);
+        let c = &r.checkpoints;
+        assert!(c.by_writers > 0, "the backstops took over: {c:?}");
+        assert!(c.identical_races <= c.runs, "at most one step a takeover written twice: {c:?}");
+        assert_eq!((c.judged, c.model_mismatches), (c.in_bucket, 0), "{c:?}");
+    }
+}
+
 /// Checkpoints issue, "bounded steps": with the step lowered to 256 documents (the
 /// least it may be), the compact scenario's backlogs (its 2,000-document seed, then
 /// cadences of 64 slots that change more than 256 documents) fold in several steps a
