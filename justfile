@@ -20,13 +20,14 @@ sim SCENARIO="single" SEED="1": build
 
 # The full test suite: unit, property and cross-crate tests (the S3 ones against moto,
 # installed from PyPI on first use) and 2,130 seeded runs, at least the 2,000 issue 13
-# asks. This is what CI runs. Wall time a run in the last fresh-clone CI (2 cores):
-# the eight light scenarios 0.31 s, faults, crash and conflicts 0.10 s, the heavy three
-# (compact, open300, watch) 1.27 s, collect 1.9 s. So:
-#   light    seeds 1..100     8 x 100 =   800 runs   about 245 s
-#   cheap    seeds 101..500   3 x 400 = 1,200 runs   about 125 s
-#   heavy    seeds 1..40      3 x  40 =   120 runs   about 150 s
-#   collect  seeds 1..10      1 x  10 =    10 runs   about  20 s (30 virtual hours each:
+# asks. This is what CI runs. The last fresh-clone CI (2 cores, 18 min 37 s in all: build
+# 7 min 19 s with moto installing beside it, nextest 99 s) spent, a run on average: the
+# eight light scenarios 0.50 s, faults, crash and conflicts 0.27 s, the heavy three
+# (compact, open300, watch) 3.1 s, collect 3.5 s. So:
+#   light    seeds 1..100     8 x 100 =   800 runs   198 s
+#   cheap    seeds 101..500   3 x 400 = 1,200 runs   161 s
+#   heavy    seeds 1..40      3 x  40 =   120 runs   189 s
+#   collect  seeds 1..10      1 x  10 =    10 runs    18 s (30 virtual hours each:
 #            checkpoints, drops, slot collection, a pause and a stall)
 # (Before: light 1..150 and cheap 151..400, 2,080 runs; the light runs grew dearer with
 # listings that are not snapshots.) `just soak` sweeps all over 5,000 seeds.
