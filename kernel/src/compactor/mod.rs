@@ -91,7 +91,7 @@ pub(crate) struct Compactor {
     newest_next_sequence: u64,
     slots_at_newest: u64,
     newest_at: Instant,
-    /// The store's creation time of that checkpoint, where a read or listing gave it: its
+    /// The store's creation time of that checkpoint, where this replica read it: its
     /// age survives this replica's restarts, which `newest_at` does not (SPEC 10.14).
     newest_created_us: Option<u64>,
     /// Object names of that checkpoint: stored, so a run need not create them again.
