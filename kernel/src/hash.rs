@@ -43,12 +43,7 @@ impl Hash32 {
     /// Appends the 64 lowercase hex digits of [`Hash32::to_hex`] to `out` (object keys are
     /// built this way, without a `String` of their own for the digits).
     pub fn push_hex(&self, out: &mut String) {
-        let mut digits = [0u8; 64];
-        for (pair, b) in digits.chunks_exact_mut(2).zip(self.0) {
-            pair[0] = HEX_DIGITS[usize::from(b >> 4)];
-            pair[1] = HEX_DIGITS[usize::from(b & 15)];
-        }
-        out.push_str(core::str::from_utf8(&digits).expect("hex digits are ASCII"));
+        out.push_str(hex_of(&self.0, &mut [0u8; 64]));
     }
 
     /// Parses exactly 64 lowercase hex digits.
@@ -70,6 +65,16 @@ impl Hash32 {
 /// Lowercase hex digits by value.
 pub(crate) const HEX_DIGITS: [u8; 16] = *b"0123456789abcdef";
 
+/// The lowercase hex digits of as many of `bytes` as fill `digits` (two a byte), written
+/// at once into it: no `write!` a byte, no `String` of their own.
+pub(crate) fn hex_of<'d>(bytes: &[u8], digits: &'d mut [u8]) -> &'d str {
+    for (pair, b) in digits.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX_DIGITS[usize::from(b >> 4)];
+        pair[1] = HEX_DIGITS[usize::from(b & 15)];
+    }
+    core::str::from_utf8(digits).expect("hex digits are ASCII")
+}
+
 fn lower_hex_digit(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
@@ -87,12 +92,7 @@ impl fmt::Display for Hash32 {
 impl fmt::Debug for Hash32 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The first 12 hex digits, as `&self.to_hex()[..12]`, without building all 64.
-        let mut digits = [0u8; 12];
-        for (pair, b) in digits.chunks_exact_mut(2).zip(self.0) {
-            pair[0] = HEX_DIGITS[usize::from(b >> 4)];
-            pair[1] = HEX_DIGITS[usize::from(b & 15)];
-        }
-        write!(f, "Hash32({})", core::str::from_utf8(&digits).expect("hex digits are ASCII"))
+        write!(f, "Hash32({})", hex_of(&self.0, &mut [0u8; 12]))
     }
 }
 

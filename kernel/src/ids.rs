@@ -1,6 +1,6 @@
 //! Identifiers. Each is a newtype so one can never be passed where another is meant.
 
-use crate::hash::HEX_DIGITS;
+use crate::hash::hex_of;
 use core::fmt;
 use serde::{Deserialize, Serialize};
 
@@ -52,15 +52,10 @@ impl OperationId {
     }
 }
 
-/// Two lowercase hex digits a byte, written at once (ids are formatted into every trace
-/// line that names one; a `write!` a byte cost more than the rest of the line).
+/// Ids are formatted into every trace line that names one, so their digits are written at
+/// once ([`hex_of`]), not a `write!` a byte.
 fn hex(f: &mut fmt::Formatter<'_>, bytes: &[u8; 16]) -> fmt::Result {
-    let mut digits = [0u8; 32];
-    for (pair, b) in digits.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = HEX_DIGITS[usize::from(b >> 4)];
-        pair[1] = HEX_DIGITS[usize::from(b & 15)];
-    }
-    f.write_str(core::str::from_utf8(&digits).expect("hex digits are ASCII"))
+    f.write_str(hex_of(bytes, &mut [0u8; 32]))
 }
 
 impl fmt::Display for WorldId {

@@ -32,12 +32,12 @@ pub(super) struct Adoption {
     pub adopt: Vec<(Path, Vec<HistoryRef>, u64)>,
     /// Whether the checkpoint's chain anchor was checked against this replica's log.
     pub chain_checked: bool,
-    /// The store's creation time of the checkpoint object, when its read said.
-    pub created_us: Option<u64>,
+    /// The store's creation time of the checkpoint object, as its read said.
+    pub created_us: u64,
 }
 
 impl Adoption {
-    pub fn new(checkpoint: Checkpoint, created_us: Option<u64>) -> Adoption {
+    pub fn new(checkpoint: Checkpoint, created_us: u64) -> Adoption {
         Adoption {
             created_us,
             checkpoint,
@@ -242,7 +242,7 @@ impl Compactor {
             AdoptCall::Checkpoint { .. } => match Checkpoint::decode(&bytes) {
                 Ok(c) if c.root.is_some() && c.next_sequence == next_sequence => {
                     self.fetching = None;
-                    let adoption = Adoption::new(c, Some(created_us));
+                    let adoption = Adoption::new(c, created_us);
                     let op = BlobOp::Get { key: self.keys.root_object(&adoption.root_name()) };
                     io.issue(now, adopt(AdoptCall::Root), op, 0);
                     self.adoption = Some(adoption);
@@ -319,7 +319,7 @@ impl Compactor {
         self.unusable.retain(|s| *s > adoption.checkpoint.next_sequence);
         self.slots_at_newest = sn.world.slots_applied();
         self.newest_at = now;
-        self.newest_created_us = adoption.created_us;
+        self.newest_created_us = Some(adoption.created_us);
         self.stored = adoption.names;
     }
 }
