@@ -124,6 +124,9 @@ pub struct Checkpoints {
     /// replica's clock or the store's), or superseded by a checkpoint after their base.
     pub runs_overdue: u64,
     pub runs_superseded: u64,
+    /// Checkpoints their writer created and deleted again, having landed more than the
+    /// grace after the run's look (SPEC 10.15, "A checkpoint that lands late").
+    pub checkpoints_withdrawn: u64,
     pub objects_created: u64,
     /// Objects a checkpoint named without creating them, the one before it having made them.
     pub objects_reused: u64,
@@ -164,6 +167,9 @@ pub struct Collection {
     pub bytes_reclaimed: u64,
     /// Anything a kept checkpoint or retained slot reaches found missing (must be 0).
     pub reachable_missing: u64,
+    /// Checkpoints created more than the grace after the slot they cover, which the
+    /// checker leaves to their writer's withdrawal.
+    pub checkpoints_landed_late: u64,
     /// Replicas that turned collection off (their backend cannot condition a delete).
     pub off: u64,
     /// Slot creates that landed too long after their base, refused before any member
@@ -456,6 +462,11 @@ impl Report {
                 identical_races: result.replicas.iter().map(|r| r.compactor.identical_races).sum(),
                 runs_overdue: result.replicas.iter().map(|r| r.compactor.runs_overdue).sum(),
                 runs_superseded: result.replicas.iter().map(|r| r.compactor.runs_superseded).sum(),
+                checkpoints_withdrawn: result
+                    .replicas
+                    .iter()
+                    .map(|r| r.compactor.checkpoints_withdrawn)
+                    .sum(),
                 objects_created: result.replicas.iter().map(|r| r.compactor.objects_created).sum(),
                 objects_reused: result.replicas.iter().map(|r| r.compactor.objects_reused).sum(),
                 loaded_at_open: result.replicas.iter().map(|r| r.compactor.loaded_at_open).sum(),
@@ -491,6 +502,7 @@ impl Report {
                     fenced_deletes: all.fenced_deletes,
                     bytes_reclaimed: all.bytes_reclaimed,
                     reachable_missing: check.reachable_missing,
+                    checkpoints_landed_late: check.checkpoints_landed_late,
                     off: result.replicas.iter().filter(|r| r.collector.off).count() as u64,
                     stalled_creates_refused: result
                         .replicas

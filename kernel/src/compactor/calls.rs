@@ -41,6 +41,16 @@ pub(crate) enum StepCall {
     CheckpointGet {
         next_sequence: u64,
     },
+    /// Our create of it was answered without a store time (S3): its metadata, for the
+    /// post-create check (SPEC 10.15, "A checkpoint that lands late").
+    CheckpointStat {
+        next_sequence: u64,
+    },
+    /// Delete our own checkpoint that landed too late to vouch for what it names, at the
+    /// generation our create made.
+    CheckpointWithdraw {
+        next_sequence: u64,
+    },
     /// Rewrite a stored object (or the checkpoint object) found old, with a new stamp, at
     /// the generation its metadata read returned (SPEC 10.15, the freshen).
     Freshen {

@@ -16,6 +16,7 @@
 mod adopt;
 mod calls;
 mod freshen;
+mod landed;
 mod ledger;
 mod recheck;
 mod stats;
@@ -122,6 +123,9 @@ pub(crate) struct Compactor {
     /// Stored objects older than this on the store's clock are freshened before use.
     freshen_after_us: u64,
     run_ms_max: Duration,
+    /// A checkpoint of ours that landed later than this after its run's look, on the
+    /// store's clock, is withdrawn (SPEC 10.15).
+    grace_us: u64,
     /// The deliberate defect: a freshen writes the first write's bytes again.
     freshen_keeps_bytes: bool,
     /// When the current run's look began: its checkpoint create must go out within
@@ -174,6 +178,7 @@ impl Compactor {
             adopt: Vec::new(),
             freshen_after_us: config.freshen_after_ms * 1_000,
             run_ms_max: Duration::from_millis(config.checkpoint_run_ms_max),
+            grace_us: config.checkpoint_grace_ms * 1_000,
             freshen_keeps_bytes: config.defects.freshen_keeps_bytes,
             run_began: now,
             run_began_store_us: None,
@@ -464,12 +469,13 @@ impl Compactor {
                 self.stats.freshened += 1;
                 self.object_stored(name, false)
             }
-            (StepCall::CheckpointCreate { next_sequence }, Ok(_)) => {
-                self.stats.written += 1;
-                let names = self.run.as_ref().expect("running").names.clone();
-                self.written_out = Some(Written { next_sequence, names });
-                self.finish(next_sequence, now, true);
+            (StepCall::CheckpointCreate { next_sequence }, Ok(outcome)) => {
+                self.on_created(now, next_sequence, outcome, io)
             }
+            (StepCall::CheckpointStat { next_sequence }, result) => {
+                self.on_checkpoint_stat(now, call, next_sequence, result, io)
+            }
+            (StepCall::CheckpointWithdraw { .. }, result) => self.on_withdraw(now, call, result, io),
             (StepCall::CheckpointCreate { .. }, Err(BlobError::Throttled)) => io.retry_later(now, call),
             (StepCall::CheckpointCreate { next_sequence }, Err(_)) => {
                 let op = BlobOp::Get { key: self.keys.checkpoint(next_sequence) };

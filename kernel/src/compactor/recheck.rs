@@ -62,6 +62,9 @@ impl Compactor {
             self.run = None;
             self.run_target = None;
         } else {
+            // The store's time at the look, for the check after the create (`landed`):
+            // where the look carried none, the earliest time known since.
+            self.run_began_store_us = self.run_began_store_us.or(store_now_us);
             let op = BlobOp::Create { key: ours, bytes: run.checkpoint_bytes.clone() };
             io.issue(now, step(StepCall::CheckpointCreate { next_sequence }), op, 0);
         }

@@ -38,6 +38,11 @@ pub struct CompactorStats {
     /// Runs whose checkpoint name held bytes that do not decode (damaged at rest): the
     /// run ends with a warning, and looks pass over that name (SPEC 10.14).
     pub runs_on_damaged: u64,
+    /// Checkpoints this replica created that landed more than the grace after their run's
+    /// look on the store's clock (a writer stalled between its last look and the create
+    /// landing), and so were deleted again by it (SPEC 10.15, "A checkpoint that lands
+    /// late").
+    pub checkpoints_withdrawn: u64,
 }
 
 impl CompactorStats {
@@ -60,6 +65,7 @@ impl CompactorStats {
             runs_overdue,
             runs_superseded,
             runs_on_damaged,
+            checkpoints_withdrawn,
         } = other;
         self.runs += runs;
         self.steps += steps;
@@ -77,5 +83,6 @@ impl CompactorStats {
         self.runs_overdue += runs_overdue;
         self.runs_superseded += runs_superseded;
         self.runs_on_damaged += runs_on_damaged;
+        self.checkpoints_withdrawn += checkpoints_withdrawn;
     }
 }

@@ -539,3 +539,70 @@ fn a_run_whose_last_look_shows_the_store_past_its_bound_writes_none() {
     // The next run begins on the store's clock as it now knows it, and writes.
     assert_eq!((stats.runs, stats.written), (2, 1), "{stats:?}");
 }
+
+/// A run taken to its checkpoint create, which is applied to the store and whose answer
+/// is returned with the store's time moved `late_us` on, and without it where `untimed`.
+fn checkpoint_created_late(h: &mut Harness, late_us: u64, untimed: bool) -> crate::blob::BlobResult {
+    write_docs(h, 1, 3);
+    h.publish(4, "/d4.md", "body");
+    run_to_its_recheck(h);
+    h.deliver();
+    assert!(h.calls.front().is_some_and(|(_, op)| is_checkpoint_create(op)), "{:?}", h.calls.front());
+    let Ok(BlobOutcome::Created(mut written)) = h.apply_early(is_checkpoint_create) else {
+        panic!("created")
+    };
+    written.created_at_us = if untimed { None } else { written.created_at_us.map(|t| t + late_us) };
+    Ok(BlobOutcome::Created(written))
+}
+
+const DAY_US: u64 = 24 * 3_600_000_000;
+
+/// SPEC 10.15, "A checkpoint that lands late": the writer stopped a day between its last
+/// look and its create landing; what the checkpoint names may have been dropped meanwhile.
+#[test]
+fn a_checkpoint_landing_past_the_grace_after_its_look_is_withdrawn_by_its_writer() {
+    let mut h = Harness::opened(compacting(4));
+    let answer = checkpoint_created_late(&mut h, DAY_US, false);
+    h.deliver_with(Fate::Answer(answer));
+    let withdraw = h.calls.front().map(|(_, op)| op.clone());
+    assert!(
+        matches!(&withdraw, Some(BlobOp::Delete { key, .. }) if *key == keys().checkpoint(5)),
+        "{withdraw:?}"
+    );
+    h.settle();
+    let stats = h.replica.compactor_stats();
+    assert_eq!((stats.checkpoints_withdrawn, stats.written), (1, 0), "{stats:?}");
+    assert!(!full_checkpoints(&h.store).contains(&5), "withdrawn");
+}
+
+#[test]
+fn a_checkpoint_landing_within_the_grace_after_its_look_stands() {
+    let mut h = Harness::opened(compacting(4));
+    let grace_us = Config::default().checkpoint_grace_ms * 1_000;
+    let answer = checkpoint_created_late(&mut h, grace_us / 2, false);
+    h.deliver_with(Fate::Answer(answer));
+    h.settle();
+    let stats = h.replica.compactor_stats();
+    assert_eq!((stats.checkpoints_withdrawn, stats.written), (0, 1), "{stats:?}");
+    assert!(full_checkpoints(&h.store).contains(&5));
+}
+
+/// On a store whose create answers carry no time (S3) the writer reads the checkpoint's
+/// metadata, and judges its creation time the same way.
+#[test]
+fn a_checkpoint_created_without_a_time_is_judged_by_a_metadata_read() {
+    let mut h = Harness::opened(compacting(4));
+    let answer = checkpoint_created_late(&mut h, 0, true);
+    h.deliver_with(Fate::Answer(answer));
+    let stat = h.calls.front().map(|(_, op)| op.clone());
+    assert_eq!(stat, Some(BlobOp::Stat { key: keys().checkpoint(5) }));
+    let Ok(BlobOutcome::Stat(mut meta)) = h.apply_early(|op| matches!(op, BlobOp::Stat { .. })) else {
+        panic!("a stat")
+    };
+    meta.created_at_us += DAY_US;
+    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Stat(meta))));
+    h.settle();
+    let stats = h.replica.compactor_stats();
+    assert_eq!((stats.checkpoints_withdrawn, stats.written), (1, 0), "{stats:?}");
+    assert!(!full_checkpoints(&h.store).contains(&5), "withdrawn");
+}

@@ -74,6 +74,9 @@ pub struct CheckReport {
     /// Deletes of what a kept checkpoint or retained slot reached, and checkpoints created
     /// reaching a missing object (must be 0).
     pub reachable_missing: u64,
+    /// Checkpoints created more than the grace after the slot they cover: their writer
+    /// withdraws them (SPEC 10.15), so they are not held to reach only present objects.
+    pub checkpoints_landed_late: u64,
     /// Objects and bytes under the world's prefix at the end.
     pub store_objects_end: u64,
     pub store_bytes_end: u64,

@@ -6,6 +6,13 @@
 //! the oldest kept checkpoint does not cover or younger than the retention, of any
 //! content object) and at every checkpoint create (everything it reaches is present).
 //! Knows nothing of the collector's code.
+//!
+//! A checkpoint that *landed late* (created more than the grace after the slot holding the
+//! sequence it covers) is the one exception: a run's look happens after that slot exists,
+//! and a drop can take what a run names only if its create lands more than the grace after
+//! that look (SPEC 10.15), so only such a checkpoint may reach a missing object, and its
+//! writer deletes it at once, kept or not. One left in the bucket at the end is still
+//! judged whole by the checkpoint rules (`CheckpointObjectMissing`).
 
 use super::{CheckReport, Violation};
 use crate::history::{NameChange, NameHistory};
@@ -21,7 +28,16 @@ pub(super) struct Ages {
 
 pub(super) fn check(names: &NameHistory, keys: &Keys, ages: Ages, r: &mut CheckReport) {
     let content_prefixes = [keys.history_prefix(), keys.blobs_prefix()];
-    let judge = Judge { names, keys, ages, content_prefixes };
+    let mut slots: Vec<(u64, Instant)> = names
+        .names()
+        .filter_map(|(k, events)| {
+            let first = keys.parse_slot(k)?;
+            let created = events.iter().find(|e| e.change == NameChange::Created)?;
+            Some((first, created.at))
+        })
+        .collect();
+    slots.sort_unstable();
+    let judge = Judge { names, keys, ages, content_prefixes, slots };
     let checkpoints: Vec<(u64, &str)> = names
         .names()
         .filter_map(|(k, _)| keys.parse_checkpoint(k).filter(|s| *s > 1).map(|s| (s, k)))
@@ -31,6 +47,10 @@ pub(super) fn check(names: &NameHistory, keys: &Keys, ages: Ages, r: &mut CheckR
             let found = match e.change {
                 NameChange::Deleted => judge.delete(key, e.at, &checkpoints),
                 NameChange::Created if keys.parse_checkpoint(key).is_some_and(|s| s > 1) => {
+                    if judge.landed_late(key, e.at) {
+                        r.checkpoints_landed_late += 1;
+                        continue;
+                    }
                     judge.reaches(key, e.at).err().map(|missing| Violation::CheckpointReachesMissing {
                         checkpoint: key.to_owned(),
                         missing,
@@ -53,6 +73,8 @@ struct Judge<'a> {
     ages: Ages,
     /// Where content objects (history blocks, bodies) live: never collected.
     content_prefixes: [String; 2],
+    /// Every slot name's first sequence and first creation, by first sequence.
+    slots: Vec<(u64, Instant)>,
 }
 
 impl Judge<'_> {
@@ -66,7 +88,11 @@ impl Judge<'_> {
         let just_before = Instant::from_micros(at.as_micros().saturating_sub(1));
         let kept = self.kept(just_before, checkpoints);
         if let Some(sequence) = keys.parse_checkpoint(key) {
-            let needed = sequence == 1 || kept.iter().any(|(_, k)| *k == key);
+            // The create that began what the name holds (a freshen rewrites it later).
+            let events = self.names.events(key).iter().take_while(|e| e.at <= just_before);
+            let created = events.filter(|e| e.change == NameChange::Created).last().map_or(at, |e| e.at);
+            let withdrawn = sequence > 1 && self.landed_late(key, created);
+            let needed = sequence == 1 || (kept.iter().any(|(_, k)| *k == key) && !withdrawn);
             return needed.then(|| Violation::KeptCheckpointDeleted { key: owned(), at });
         }
         if let Some(first) = keys.parse_slot(key) {
@@ -84,6 +110,15 @@ impl Judge<'_> {
             }
         }
         None
+    }
+
+    /// Whether checkpoint `key`, created at `at`, landed more than the grace after the
+    /// slot holding the sequence it covers was first created.
+    fn landed_late(&self, key: &str, at: Instant) -> bool {
+        let Some(covered) = self.keys.parse_checkpoint(key).map(|s| s - 1) else { return false };
+        let holding = self.slots.partition_point(|(first, _)| *first <= covered);
+        let Some((_, slot_created)) = holding.checked_sub(1).map(|i| self.slots[i]) else { return false };
+        at.as_micros() > slot_created.as_micros() + self.ages.grace_us
     }
 
     /// The kept full checkpoints present at `at`, oldest first.

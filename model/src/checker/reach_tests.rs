@@ -151,3 +151,44 @@ fn a_checkpoint_created_over_a_missing_shard_is_caught() {
     let r = judge(&names);
     assert!(r.violations.iter().any(|v| matches!(v, Violation::CheckpointReachesMissing { .. })), "{r:?}");
 }
+
+/// Slot 19 (holding the sequence checkpoint 20 covers) created at `at_us`.
+fn slot_19(names: &mut NameHistory, at_us: u64) {
+    names.record(Instant::from_micros(at_us), &keys().slot(19), NameChange::Created, Some(&[19]));
+}
+
+#[test]
+fn a_checkpoint_landing_within_the_grace_of_what_it_covers_over_a_missing_shard_is_caught() {
+    let mut names = history();
+    slot_19(&mut names, 0);
+    names.record(Instant::ZERO, &keys().shard(&Hash32::of(&[1])), NameChange::Created, Some(&[1]));
+    delete(&mut names, &keys().shard(&Hash32::of(&[1])), 5);
+    checkpoint_over(&mut names, 20, 1, 10 * MINUTE_US, false);
+    let r = judge(&names);
+    assert_eq!((rules(&r), r.checkpoints_landed_late), (vec![Rule::Reachable], 0), "{r:?}");
+}
+
+/// A writer stalled between its last look and its create landing (SPEC 10.15): what it
+/// names may be gone, and its writer withdraws it even while it is kept.
+#[test]
+fn a_checkpoint_landing_past_the_grace_of_what_it_covers_is_withdrawn_not_judged() {
+    let mut names = history();
+    slot_19(&mut names, 0);
+    checkpoint(&mut names, 10, 2, 0);
+    names.record(Instant::ZERO, &keys().shard(&Hash32::of(&[1])), NameChange::Created, Some(&[1]));
+    delete(&mut names, &keys().shard(&Hash32::of(&[1])), HOUR_US);
+    let late = checkpoint_over(&mut names, 20, 1, 26 * HOUR_US, false);
+    delete(&mut names, &late, 26 * HOUR_US + 1);
+    let r = judge(&names);
+    assert_eq!((rules(&r), r.checkpoints_landed_late), (vec![], 1), "{r:?}");
+}
+
+#[test]
+fn a_kept_checkpoint_that_landed_in_time_may_not_be_withdrawn() {
+    let mut names = history();
+    slot_19(&mut names, 0);
+    checkpoint(&mut names, 10, 2, 0);
+    let prompt = checkpoint(&mut names, 20, 1, MINUTE_US);
+    delete(&mut names, &prompt, 2 * MINUTE_US);
+    assert_eq!(rules(&judge(&names)), vec![Rule::Reachable]);
+}

@@ -99,6 +99,17 @@ mod regressions {
         assert!(r.passed(), "{:?}", r.violations);
         assert!(r.rejected > 0 && r.acked > 0, "the run still exercises conflicts");
     }
+
+    /// A replica stopped a day between its last look and its checkpoint create landing
+    /// (SPEC 10.15, "A checkpoint that lands late"): the checkpoint names a root a drop
+    /// took meanwhile; its writer died first, and a drop takes it once past the grace.
+    #[test]
+    fn collect_seed_57_a_checkpoint_landing_a_day_late_is_taken_by_a_drop() {
+        let r = run("collect", 57, &Overrides::default());
+        assert!(r.passed(), "{:?}", r.violations);
+        let c = &r.collection;
+        assert_eq!((c.checkpoints_landed_late, c.reachable_missing), (1, 0), "{c:?}");
+    }
 }
 
 /// The decision record's "Group commit": one store alone.
