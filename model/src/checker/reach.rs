@@ -87,6 +87,18 @@ impl Judge<'_> {
         }
         let just_before = Instant::from_micros(at.as_micros().saturating_sub(1));
         let kept = self.kept(just_before, checkpoints);
+        // A drop deletes only what was written more than the grace before it began, at
+        // the generation it listed: a write since (a freshen) must fence the delete. On a
+        // store whose version token is a hash of the bytes, only a freshen that changes
+        // the bytes does (the collection-fences issue, part 1).
+        if keys.parse_slot(key).is_none() {
+            if let Some(written) = self.names.held_at(key, just_before).map(|e| e.at) {
+                let young = written.as_micros() + self.ages.grace_us > at.as_micros();
+                if young && !self.landed_late(key, written) {
+                    return Some(Violation::YoungDeleted { key: owned(), written, at });
+                }
+            }
+        }
         if let Some(sequence) = keys.parse_checkpoint(key) {
             // The create that began what the name holds (a freshen rewrites it later).
             let events = self.names.events(key).iter().take_while(|e| e.at <= just_before);

@@ -160,10 +160,10 @@ fn slot_19(names: &mut NameHistory, at_us: u64) {
 #[test]
 fn a_checkpoint_landing_within_the_grace_of_what_it_covers_over_a_missing_shard_is_caught() {
     let mut names = history();
-    slot_19(&mut names, 0);
     names.record(Instant::ZERO, &keys().shard(&Hash32::of(&[1])), NameChange::Created, Some(&[1]));
-    delete(&mut names, &keys().shard(&Hash32::of(&[1])), 5);
-    checkpoint_over(&mut names, 20, 1, 10 * MINUTE_US, false);
+    delete(&mut names, &keys().shard(&Hash32::of(&[1])), HOUR_US);
+    slot_19(&mut names, HOUR_US);
+    checkpoint_over(&mut names, 20, 1, HOUR_US + 10 * MINUTE_US, false);
     let r = judge(&names);
     assert_eq!((rules(&r), r.checkpoints_landed_late), (vec![Rule::Reachable], 0), "{r:?}");
 }
@@ -189,6 +189,32 @@ fn a_kept_checkpoint_that_landed_in_time_may_not_be_withdrawn() {
     slot_19(&mut names, 0);
     checkpoint(&mut names, 10, 2, 0);
     let prompt = checkpoint(&mut names, 20, 1, MINUTE_US);
-    delete(&mut names, &prompt, 2 * MINUTE_US);
-    assert_eq!(rules(&judge(&names)), vec![Rule::Reachable]);
+    delete(&mut names, &prompt, HOUR_US);
+    let r = judge(&names);
+    assert!(r.violations.iter().any(|v| matches!(v, Violation::KeptCheckpointDeleted { .. })), "{r:?}");
+}
+
+/// The generation fence (SPEC 10.15): a drop's delete at the generation it listed must
+/// fail once a freshen rewrote the object; one that succeeds took an object written
+/// within the grace, as a freshen that keeps the bytes allows where the version token is
+/// a hash of them.
+#[test]
+fn deleting_an_object_freshened_within_the_grace_is_caught() {
+    let mut names = history();
+    let shard = keys().shard(&Hash32::of(&[1]));
+    names.record(Instant::ZERO, &shard, NameChange::Created, Some(&[1]));
+    names.record(Instant::from_micros(HOUR_US), &shard, NameChange::Rewritten, Some(&[1]));
+    delete(&mut names, &shard, HOUR_US + MINUTE_US);
+    let r = judge(&names);
+    assert!(matches!(r.violations[..], [Violation::YoungDeleted { .. }]), "{r:?}");
+}
+
+#[test]
+fn an_object_freshened_more_than_the_grace_before_may_be_deleted() {
+    let mut names = history();
+    let shard = keys().shard(&Hash32::of(&[1]));
+    names.record(Instant::ZERO, &shard, NameChange::Created, Some(&[1]));
+    names.record(Instant::from_micros(HOUR_US), &shard, NameChange::Rewritten, Some(&[1]));
+    delete(&mut names, &shard, 2 * HOUR_US);
+    assert_eq!(rules(&judge(&names)), vec![]);
 }

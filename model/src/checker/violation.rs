@@ -274,6 +274,8 @@ pub enum Violation {
     KeptCheckpointDeleted { key: String, at: Instant },
     #[error("slot {key} deleted at {at:?}: younger than the retention, or not covered by the oldest kept checkpoint")]
     RetainedSlotDeleted { key: String, at: Instant },
+    #[error("{key} deleted at {at:?}, written at {written:?}: less than the grace before (a delete the generation fence should have refused)")]
+    YoungDeleted { key: String, written: Instant, at: Instant },
     #[error("content object {key} deleted at {at:?}; content is never collected")]
     ContentDeleted { key: String, at: Instant },
     #[error("checkpoint {checkpoint} created at {at:?} reaches {missing}, which is missing")]
@@ -389,6 +391,7 @@ impl Violation {
             | V::KeptCheckpointDeleted { .. }
             | V::RetainedSlotDeleted { .. }
             | V::ContentDeleted { .. }
+            | V::YoungDeleted { .. }
             | V::CheckpointReachesMissing { .. } => Rule::Reachable,
             V::NameHistoryIncoherent { .. } | V::NameHistoryDisagrees { .. } => Rule::NameHistory,
             V::ExactReadStale { .. } => Rule::ExactReadStale,
