@@ -377,7 +377,19 @@ fn tool_exit(result: Result<bool, String>) -> ExitCode {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Rust ignores SIGPIPE, so a print to a closed pipe (`slotlog inspect | head`) panics.
+/// Like every Unix filter, the tool should just end when its reader does.
+fn end_quietly_when_the_reader_goes() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    end_quietly_when_the_reader_goes();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -281,3 +281,24 @@ fn moto_a_writer_takes_its_endpoint_and_credentials_from_the_aws_environment() {
     assert_eq!(missing.status.code(), Some(3), "{}", text(&missing.stderr));
     assert!(text(&missing.stderr).contains("bucket does not exist"), "{}", text(&missing.stderr));
 }
+
+/// `slotlog inspect | head`: the reader closes the pipe before the tool has printed all;
+/// the tool ends as Unix filters do (by SIGPIPE), never with a panic.
+#[cfg(unix)]
+#[test]
+fn a_reader_that_closes_the_pipe_early_ends_the_tool_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_slotlog"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("slotlog runs");
+    // Closed before the tool has started up, so its first print meets a closed pipe.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("slotlog ends");
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?} {stderr}", out.status);
+}
