@@ -43,8 +43,14 @@ pub(super) fn check(names: &NameHistory, keys: &Keys, ages: Ages, r: &mut CheckR
         .filter_map(|(k, _)| keys.parse_checkpoint(k).filter(|s| *s > 1).map(|s| (s, k)))
         .collect();
     for (key, events) in names.names() {
-        for e in events {
+        for (i, e) in events.iter().enumerate() {
             let found = match e.change {
+                // The freshen's premise (SPEC 10.15): a rewrite changes the stored bytes,
+                // so a version token that is their hash moves too. Judged on every
+                // freshen, since the race it fences (a drop's stale delete) is rare.
+                NameChange::Rewritten if i > 0 && events[i - 1].bytes_hash == e.bytes_hash => {
+                    Some(Violation::RewriteKeptBytes { key: key.to_owned(), at: e.at })
+                }
                 NameChange::Deleted => judge.delete(key, e.at, &checkpoints),
                 NameChange::Created if keys.parse_checkpoint(key).is_some_and(|s| s > 1) => {
                     if judge.landed_late(key, e.at) {

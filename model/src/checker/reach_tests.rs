@@ -203,7 +203,7 @@ fn deleting_an_object_freshened_within_the_grace_is_caught() {
     let mut names = history();
     let shard = keys().shard(&Hash32::of(&[1]));
     names.record(Instant::ZERO, &shard, NameChange::Created, Some(&[1]));
-    names.record(Instant::from_micros(HOUR_US), &shard, NameChange::Rewritten, Some(&[1]));
+    names.record(Instant::from_micros(HOUR_US), &shard, NameChange::Rewritten, Some(&[1, 7]));
     delete(&mut names, &shard, HOUR_US + MINUTE_US);
     let r = judge(&names);
     assert!(matches!(r.violations[..], [Violation::YoungDeleted { .. }]), "{r:?}");
@@ -214,7 +214,21 @@ fn an_object_freshened_more_than_the_grace_before_may_be_deleted() {
     let mut names = history();
     let shard = keys().shard(&Hash32::of(&[1]));
     names.record(Instant::ZERO, &shard, NameChange::Created, Some(&[1]));
-    names.record(Instant::from_micros(HOUR_US), &shard, NameChange::Rewritten, Some(&[1]));
+    names.record(Instant::from_micros(HOUR_US), &shard, NameChange::Rewritten, Some(&[1, 7]));
     delete(&mut names, &shard, 2 * HOUR_US);
     assert_eq!(rules(&judge(&names)), vec![]);
+}
+
+/// A freshen that writes the bytes the name held leaves an S3 ETag (a hash of them) as it
+/// was, so a drop's delete at the listed ETag would still succeed.
+#[test]
+fn a_rewrite_that_keeps_the_bytes_is_caught() {
+    let mut names = history();
+    let shard = keys().shard(&Hash32::of(&[1]));
+    names.record(Instant::ZERO, &shard, NameChange::Created, Some(&[1]));
+    names.record(Instant::from_micros(HOUR_US), &shard, NameChange::Rewritten, Some(&[1, 7]));
+    assert_eq!(rules(&judge(&names)), vec![], "new bytes");
+    names.record(Instant::from_micros(2 * HOUR_US), &shard, NameChange::Rewritten, Some(&[1, 7]));
+    let r = judge(&names);
+    assert!(matches!(r.violations[..], [Violation::RewriteKeptBytes { .. }]), "{r:?}");
 }

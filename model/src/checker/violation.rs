@@ -276,6 +276,8 @@ pub enum Violation {
     RetainedSlotDeleted { key: String, at: Instant },
     #[error("{key} deleted at {at:?}, written at {written:?}: less than the grace before (a delete the generation fence should have refused)")]
     YoungDeleted { key: String, written: Instant, at: Instant },
+    #[error("{key} rewritten at {at:?} with the bytes it held: where the version token is a hash of the bytes (S3's ETag) the fence did not move")]
+    RewriteKeptBytes { key: String, at: Instant },
     #[error("content object {key} deleted at {at:?}; content is never collected")]
     ContentDeleted { key: String, at: Instant },
     #[error("checkpoint {checkpoint} created at {at:?} reaches {missing}, which is missing")]
@@ -392,6 +394,7 @@ impl Violation {
             | V::RetainedSlotDeleted { .. }
             | V::ContentDeleted { .. }
             | V::YoungDeleted { .. }
+            | V::RewriteKeptBytes { .. }
             | V::CheckpointReachesMissing { .. } => Rule::Reachable,
             V::NameHistoryIncoherent { .. } | V::NameHistoryDisagrees { .. } => Rule::NameHistory,
             V::ExactReadStale { .. } => Rule::ExactReadStale,
