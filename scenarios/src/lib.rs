@@ -3,6 +3,7 @@
 
 pub mod report;
 pub mod scenario;
+pub mod shrink;
 pub mod sweep;
 pub mod tools;
 pub mod trace;

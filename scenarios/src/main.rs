@@ -5,7 +5,10 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use slotlog_kernel::format::SLOT_MEMBERS_MAX;
 use slotlog_kernel::{CompactionRole, Defects};
-use slotlog_scenarios::scenario::{set_defect, Determinism, Overrides, Scenario, DEFECT_NAMES, SCENARIOS};
+use slotlog_scenarios::scenario::{
+    set_defect, Determinism, Overrides, Scenario, Without, DEFECT_NAMES, SCENARIOS,
+};
+use slotlog_scenarios::shrink::shrink;
 use slotlog_scenarios::sweep::{fail_lines, junit, RunLine};
 use slotlog_scenarios::tools::bench_cold_start as cold_start;
 use slotlog_scenarios::trace::line as trace_line;
@@ -128,6 +131,10 @@ struct RunFlags {
     /// the run, so the writers must take over their checkpoints (above 0, at most a day).
     #[arg(long, value_parser = positive_at_most(RUN_DURATION_S_MAX))]
     followers_down_at_s: Option<f64>,
+    /// Go without these disturbances, comma-separated: crashes, store-faults (429s, 5xx,
+    /// timeouts, late creates), stalls (pauses and clock-stopped stalls), skew, hint-loss.
+    #[arg(long, value_delimiter = ',', value_parser = PossibleValuesParser::new(Without::NAMES))]
+    without: Vec<String>,
     /// Switch on a deliberate kernel defect (for tests of the command line: a sweep that
     /// must fail). Repeatable.
     #[arg(long = "defect", hide = true, value_parser = parse_defect)]
@@ -200,6 +207,13 @@ impl RunFlags {
             role: self.role,
             damage_at_open: self.damage_at_open,
             followers_down_at_s: self.followers_down_at_s,
+            without: {
+                let mut w = Without::default();
+                for name in &self.without {
+                    assert!(w.set(name), "the parser admits only known kinds");
+                }
+                w
+            },
             defects: {
                 let mut d = Defects::default();
                 for name in &self.defects {
@@ -286,6 +300,20 @@ enum Command {
         /// (the lines hash to the report's trace hash).
         #[arg(long, value_name = "FILE")]
         trace: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        flags: RunFlags,
+    },
+    /// From a failing run, search smaller ones (fewer replicas, a shorter run, half the
+    /// rate or writers, a kind of disturbance fewer) that break the same checker rule, and
+    /// print the smallest one's replay command. Exit 1 if the run given passes.
+    Shrink {
+        #[arg(value_parser = scenario_names())]
+        scenario: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The most runs the search makes, the first included (2 to 10,000).
+        #[arg(long, default_value_t = 60, value_parser = RangedU64ValueParser::<usize>::new().range(2..=10_000))]
+        runs_max: usize,
         #[command(flatten)]
         flags: RunFlags,
     },
@@ -472,6 +500,37 @@ fn main() -> ExitCode {
                 println!("{:<10} {}", s.name, s.about);
             }
             ExitCode::SUCCESS
+        }
+        Command::Shrink { scenario, seed, runs_max, flags } => {
+            let s = Scenario::find(&scenario).expect("clap admits only known scenarios");
+            if let Some(refusal) = flags.refusal(&[s]) {
+                eprintln!("{refusal}");
+                return ExitCode::from(exit::USAGE);
+            }
+            slotlog_scenarios::scenario::QUIET_RUN_PANICS.store(true, Ordering::Relaxed);
+            let mut run = |o: &Overrides| run_scenario(s, seed, o);
+            let mut tried = |change: &str, alike: bool| {
+                eprintln!("  {change}: {}", if alike { "still fails alike, kept" } else { "no" });
+            };
+            match shrink(s, seed, &flags.overrides(), runs_max, &mut run, &mut tried) {
+                Ok(found) => {
+                    println!(
+                        "rule {} broken; {} runs, {} changes kept",
+                        found.rule,
+                        found.runs,
+                        found.kept.len()
+                    );
+                    for change in &found.kept {
+                        println!("  {change}");
+                    }
+                    println!("smallest: {}", found.repro);
+                    ExitCode::SUCCESS
+                }
+                Err(passes) => {
+                    eprintln!("{passes}");
+                    ExitCode::from(exit::FOUND)
+                }
+            }
         }
         Command::Run { scenario, seed, json, check_determinism, trace, flags } => {
             let s = Scenario::find(&scenario).expect("clap admits only known scenarios");

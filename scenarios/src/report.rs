@@ -231,6 +231,9 @@ pub struct Report {
     /// Slot names that held two different sets of bytes (must be 0).
     pub forks: u64,
     pub violations: Vec<String>,
+    /// The rule each of `violations` broke, in the same order: a checker rule's name
+    /// (`model::checker::Rule`), or `Assertion`, `FailedClosed`, `Unanswered`.
+    pub rules: Vec<String>,
     pub violations_total: usize,
     /// Successful answers per second of workload time.
     pub throughput_wps: f64,
@@ -291,6 +294,7 @@ impl Report {
             ahead: config.kernel.batches_ahead_max,
             wall_s,
             violations: vec![format!("the run stopped on an assertion: {message}")],
+            rules: vec!["Assertion".to_string()],
             violations_total: 1,
             store: Store { etag: config.gcs.rules.tokens.to_string(), ..Store::default() },
             repro,
@@ -354,9 +358,11 @@ impl Report {
         let slots_won: u64 = result.replicas.iter().map(|r| r.stats.slots_won).sum();
         let members: u64 = result.replicas.iter().map(|r| r.stats.members_committed).sum();
         let mut violations: Vec<String> = check.violations.iter().map(ToString::to_string).collect();
+        let mut rules: Vec<String> = check.violations.iter().map(|v| format!("{:?}", v.rule())).collect();
         for (i, r) in result.replicas.iter().enumerate() {
             if let Some(f) = &r.failed {
                 violations.push(format!("replica {i} failed closed: {f:?}"));
+                rules.push("FailedClosed".to_string());
             }
         }
         if result.unsettled > 0 {
@@ -364,6 +370,7 @@ impl Report {
                 "{} writes were still unanswered when the settle time ran out",
                 result.unsettled
             ));
+            rules.push("Unanswered".to_string());
         }
         Report {
             scenario: scenario.to_string(),
@@ -386,6 +393,7 @@ impl Report {
             forks: check.forks,
             violations_total: check.violations_total + violations.len() - check.violations.len(),
             violations,
+            rules,
             throughput_wps: acked_in_window as f64 / window_s,
             share_min: {
                 let writers = &acked_by[..config.replicas];

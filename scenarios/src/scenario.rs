@@ -37,6 +37,8 @@ pub struct Overrides {
     /// Virtual second at which the store that takes no writes stops for good (the writers
     /// must take over its checkpoints).
     pub followers_down_at_s: Option<f64>,
+    /// Disturbances the run goes without (`--without`), as `shrink` strips them.
+    pub without: Without,
     /// Deliberate kernel defects; only tests set these (in-process, or through the hidden
     /// `--defect` flag, so a test can watch a failing sweep from outside).
     pub defects: Defects,
@@ -130,10 +132,72 @@ impl Overrides {
         if let Some(v) = self.followers_down_at_s {
             s += &format!(" --followers-down-at-s {v}");
         }
+        let without = self.without.names();
+        if !without.is_empty() {
+            s += &format!(" --without {}", without.join(","));
+        }
         for name in defect_names(&self.defects) {
             s += &format!(" --defect {name}");
         }
         s
+    }
+}
+
+/// The kinds of disturbance a scenario injects that a run can go without.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Without {
+    /// Replica crashes and restarts.
+    pub crashes: bool,
+    /// The store's injected errors: 429s, 5xx, timeouts, late and ambiguous creates.
+    pub store_faults: bool,
+    /// Pauses and clock-stopped stalls.
+    pub stalls: bool,
+    /// Clock skew between replicas.
+    pub skew: bool,
+    /// Lost commit hints.
+    pub hint_loss: bool,
+}
+
+impl Without {
+    /// Every kind by the name `--without` takes, with its switch.
+    pub const NAMES: [&'static str; 5] = ["crashes", "store-faults", "stalls", "skew", "hint-loss"];
+
+    fn switches(&mut self) -> [&mut bool; 5] {
+        [&mut self.crashes, &mut self.store_faults, &mut self.stalls, &mut self.skew, &mut self.hint_loss]
+    }
+
+    /// Switches on the kind `name` (one of [`Without::NAMES`]); false for an unknown name.
+    pub fn set(&mut self, name: &str) -> bool {
+        let Some(i) = Self::NAMES.iter().position(|n| *n == name) else { return false };
+        *self.switches()[i] = true;
+        true
+    }
+
+    /// The names switched on, in [`Without::NAMES`] order.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut copy = *self;
+        let on = copy.switches().map(|b| *b);
+        Self::NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(n, _)| *n).collect()
+    }
+
+    fn apply(&self, c: &mut ClusterConfig) {
+        if self.crashes {
+            c.crashes = None;
+        }
+        if self.store_faults {
+            c.gcs.faults = Faults::none();
+        }
+        if self.stalls {
+            c.pause = None;
+            c.stalls.clear();
+        }
+        if self.skew {
+            c.clock_skew_ms_max = 0;
+        }
+        if self.hint_loss {
+            c.hints.loss_rate = 0.0;
+            c.hints.follower_loss_rate = 0.0;
+        }
     }
 }
 
@@ -291,6 +355,7 @@ impl Scenario {
             // The follower is the node after the writers.
             c.gone = Some(Gone { node: c.replicas, at_ms: (at * 1_000.0) as u64 });
         }
+        o.without.apply(&mut c);
         c.kernel.defects = o.defects;
         c
     }

@@ -302,3 +302,37 @@ fn a_reader_that_closes_the_pipe_early_ends_the_tool_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?} {stderr}", out.status);
 }
+
+/// `slotlog shrink` on a run a deliberate defect breaks: it prints a smaller run, and
+/// that run, replayed, breaks the same rule.
+#[test]
+fn shrink_finds_a_smaller_run_that_fails_alike() {
+    let out = slotlog(&[
+        "shrink",
+        "conflicts",
+        "--seed",
+        "1",
+        "--duration-s",
+        "3",
+        "--runs-max",
+        "30",
+        "--defect",
+        "ack-before-confirm",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("rule CommitOutOfFlight broken"), "{stdout}");
+    let smallest = stdout.lines().find_map(|l| l.strip_prefix("smallest: slotlog ")).expect("a smallest run");
+    assert!(smallest.contains("--replicas 1"), "{smallest}");
+    let args: Vec<&str> = smallest.split_whitespace().collect();
+    let replay = slotlog(&args);
+    assert_eq!(replay.status.code(), Some(1), "the smallest run fails: {}", text(&replay.stdout));
+    assert!(text(&replay.stdout).contains("created outside the time its write was in flight"));
+}
+
+#[test]
+fn shrink_of_a_passing_run_says_so_and_exits_1() {
+    let out = slotlog(&["shrink", "conflicts", "--seed", "1", "--duration-s", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("passes: there is no failure to shrink"), "{}", text(&out.stderr));
+}
