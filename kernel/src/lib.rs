@@ -56,7 +56,7 @@ mod testkit;
 pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
 pub use collector::{Collected, CollectorStats};
 pub use committer::CommitterStats;
-pub use compactor::CompactorStats;
+pub use compactor::{CompactorStats, LedgerHeld};
 pub use config::{CompactionRole, Config, ConfigError, Defects};
 pub use effect::{Effect, Input, Read, Request, Warning, WatchEnd};
 pub use feed::FeedStats;

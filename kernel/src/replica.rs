@@ -7,7 +7,7 @@ use crate::blob::{BlobOutcome, BlobResult};
 use crate::bodies::{Bodies, BodyEvent};
 use crate::collector::{Collector, CollectorStats};
 use crate::committer::{Committer, CommitterStats};
-use crate::compactor::{Compactor, CompactorStats};
+use crate::compactor::{Compactor, CompactorStats, LedgerHeld};
 use crate::config::{Config, ConfigError};
 use crate::effect::{Effect, Input, Request, Warning, WatchEnd};
 use crate::feed::{Feed, FeedStats};
@@ -363,6 +363,12 @@ impl Replica {
     /// its newest checkpoint, and those of the history blocks it keeps cached.
     pub fn resident_version_records(&self) -> usize {
         self.world().map_or(0, |w| w.held_version_records()) + self.history.cached_records()
+    }
+
+    /// What the compactor's ledger holds since the newest checkpoint (SPEC 10.11): it
+    /// grows with the changes since then, like the held version records.
+    pub fn ledger_held(&self) -> LedgerHeld {
+        self.snapshot.as_ref().map_or_else(LedgerHeld::default, |s| s.ledger.held())
     }
 
     /// Whether a checkpoint is being written (its blocks read, or its objects created).

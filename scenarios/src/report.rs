@@ -197,6 +197,12 @@ pub struct Memory {
     pub resident_version_records_max: u64,
     pub resident_version_records_120s: Option<u64>,
     pub resident_version_records_end: u64,
+    /// The compactor ledger's size (SPEC 10.11): the most slots and documents any replica
+    /// held since its newest checkpoint, and at the end.
+    pub ledger_slots_max: u64,
+    pub ledger_documents_max: u64,
+    pub ledger_slots_end: u64,
+    pub ledger_documents_end: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -525,6 +531,10 @@ impl Report {
                 resident_version_records_max: result.memory.resident_version_records_max,
                 resident_version_records_120s: result.memory.resident_version_records_120s,
                 resident_version_records_end: result.memory.resident_version_records_end,
+                ledger_slots_max: result.memory.ledger_slots_max,
+                ledger_documents_max: result.memory.ledger_documents_max,
+                ledger_slots_end: result.memory.ledger_slots_end,
+                ledger_documents_end: result.memory.ledger_documents_end,
             },
             store: Store {
                 creates: result.store.creates,

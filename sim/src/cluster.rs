@@ -201,6 +201,12 @@ pub struct MemorySamples {
     /// At 120 virtual seconds (None if the run was shorter).
     pub resident_version_records_120s: Option<u64>,
     pub resident_version_records_end: u64,
+    /// The most slots and documents any replica's compactor ledger held (SPEC 10.11), and
+    /// at the end: bounded by the changes since the newest checkpoint, not by the world.
+    pub ledger_slots_max: u64,
+    pub ledger_documents_max: u64,
+    pub ledger_slots_end: u64,
+    pub ledger_documents_end: u64,
     /// The next sample is due at this many virtual seconds.
     next_s: u64,
 }
@@ -1224,6 +1230,12 @@ impl Cluster<'_> {
         held.max().unwrap_or(0) as u64
     }
 
+    /// The most any live replica's ledger holds now: slots, and documents.
+    fn ledger_held(&self) -> (u64, u64) {
+        let live = self.nodes.iter().filter_map(|n| n.replica.as_ref()).map(|r| r.ledger_held());
+        live.fold((0, 0), |(s, d), h| (s.max(h.slots as u64), d.max(h.documents as u64)))
+    }
+
     /// Samples once a virtual second, between events: sampling schedules nothing, so it
     /// changes no run.
     fn sample_memory(&mut self) {
@@ -1233,8 +1245,11 @@ impl Cluster<'_> {
         }
         self.memory.next_s = now_s + 1;
         let held = self.resident_version_records();
+        let (ledger_slots, ledger_documents) = self.ledger_held();
         let m = &mut self.memory;
         m.resident_version_records_max = m.resident_version_records_max.max(held);
+        m.ledger_slots_max = m.ledger_slots_max.max(ledger_slots);
+        m.ledger_documents_max = m.ledger_documents_max.max(ledger_documents);
         if now_s >= 120 && m.resident_version_records_120s.is_none() {
             m.resident_version_records_120s = Some(held);
         }
@@ -1250,6 +1265,7 @@ impl Cluster<'_> {
             }
         }
         self.memory.resident_version_records_end = self.resident_version_records();
+        (self.memory.ledger_slots_end, self.memory.ledger_documents_end) = self.ledger_held();
         for node in 0..self.nodes.len() {
             self.end_checkpoint_span(node);
             // A replica still opening when the run ended: the bucket is judged undamaged.

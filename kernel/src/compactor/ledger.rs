@@ -40,6 +40,15 @@ pub(crate) struct Recorded {
     slots: usize,
 }
 
+/// The ledger's size, as a memory report reads it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LedgerHeld {
+    /// Slots applied since the newest checkpoint.
+    pub slots: usize,
+    /// Documents those slots touched, each held as it was at that checkpoint.
+    pub documents: usize,
+}
+
 /// Where a step ends: the slot at which the documents changed since the newest
 /// checkpoint reach the step's most (SPEC 10.11).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +113,11 @@ impl Ledger {
     /// slot at which the documents changed since the base reach `docs_max`, or of the
     /// slot before one that would take them past it. A function of the log and the
     /// newest checkpoint alone, so racing compactors cut the same step.
+    /// What it holds now: slots since its base, and documents captured as they were there.
+    pub fn held(&self) -> LedgerHeld {
+        LedgerHeld { slots: self.slots.len(), documents: self.before.len() }
+    }
+
     pub fn boundary(&self, docs_max: usize) -> Option<Boundary> {
         let mut changed: BTreeSet<&Path> = BTreeSet::new();
         let mut end: Option<usize> = None;

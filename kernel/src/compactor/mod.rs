@@ -49,6 +49,7 @@ use std::sync::Arc;
 use calls::{adopt, step};
 pub(crate) use calls::{AdoptCall, CompactCall, StepCall};
 pub(crate) use ledger::Ledger;
+pub use ledger::LedgerHeld;
 pub use stats::CompactorStats;
 
 /// Stored history blocks a fold needs before it can finish: a document's window that

@@ -140,6 +140,10 @@ mod checkpoints {
         assert!(c.objects_reused > 0, "a checkpoint reuses what the one before it wrote: {c:?}");
         assert!(c.loaded_at_open > 0, "a restarted replica opened from a full checkpoint: {c:?}");
         assert!(c.adopted > 0, "a due replica adopted a peer's newer checkpoint: {c:?}");
+        // The ledger holds what changed since the newest checkpoint, and lets it go there.
+        let m = &r.memory;
+        assert!(m.ledger_slots_max > 0 && m.ledger_documents_max > 0, "{m:?}");
+        assert!(m.ledger_slots_end <= m.ledger_slots_max, "{m:?}");
     }
 
     /// With the writers as backstops, the eager follower writes every checkpoint and the
