@@ -52,6 +52,12 @@ test:
 unit: build
     if command -v cargo-nextest >/dev/null; then cargo nextest run --release --workspace --no-fail-fast; else cargo test --release --workspace; fi
 
+# The publishable crates as crates.io would take them, packaged together (each names the
+# others by version, so until they are published they package only as a set; publish in
+# this order).
+package:
+    cargo package -p slotlog-kernel -p slotlog-model -p slotlog-sim -p slotlog --no-verify
+
 # Sweep seeds over one scenario or `all`.
 sweep SCENARIO="all" SEEDS="1..200": build
     {{slotlog}} sweep {{SCENARIO}} --seeds {{SEEDS}}
