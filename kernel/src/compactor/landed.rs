@@ -7,7 +7,7 @@
 //! its create made: it never vouches for what it names, and no drop runs after it.
 
 use super::{step, Compactor, StepCall};
-use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, Written as BlobWritten};
 use crate::collector::Written;
 use crate::io::{Call, Io};
 use crate::time::Instant;
@@ -15,17 +15,12 @@ use crate::time::Instant;
 impl Compactor {
     /// Our own create of the checkpoint at `next_sequence` succeeded.
     pub(super) fn on_created(&mut self, now: Instant, next_sequence: u64, outcome: BlobOutcome, io: &mut Io) {
-        match outcome {
-            BlobOutcome::Created(w) if w.created_at_us.is_some() => {
-                let landed = w.created_at_us.expect("a time");
-                self.on_landed(now, next_sequence, landed, w.generation, io)
-            }
-            // A store that answers a create without its time (S3): a metadata read tells it.
-            _ => {
-                let op = BlobOp::Stat { key: self.keys.checkpoint(next_sequence) };
-                io.issue(now, step(StepCall::CheckpointStat { next_sequence }), op, 0);
-            }
+        if let BlobOutcome::Created(BlobWritten { created_at_us: Some(landed), generation, .. }) = outcome {
+            return self.on_landed(now, next_sequence, landed, generation, io);
         }
+        // A store that answers a create without its time (S3): a metadata read tells it.
+        let op = BlobOp::Stat { key: self.keys.checkpoint(next_sequence) };
+        io.issue(now, step(StepCall::CheckpointStat { next_sequence }), op, 0);
     }
 
     /// The metadata read after an untimed create.
