@@ -113,6 +113,8 @@ pub use reload::WorldStats;
 pub use slotlog_kernel::world::{Expected, PolicyBody, ReceiptAnswer, Rejection};
 pub use slotlog_kernel::{Answer, Read, ReadOk, WriteOk};
 #[cfg(feature = "object-store")]
-pub use store_url::{gcs_store, open_store, s3_store, StoreOptions, StoreUrlError};
+pub use store_url::{
+    gcs_store, open_store, parse_store_url, s3_store, StoreLocation, StoreOptions, StoreUrlError,
+};
 pub use watch::Watch;
 pub use world::{new_op_id, World, WorldConfig};

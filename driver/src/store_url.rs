@@ -182,6 +182,62 @@ impl std::error::Error for StoreUrlError {
     }
 }
 
+/// Where a store URL points, read from the URL alone: nothing is built, made or looked
+/// at. [`open_store`] opens it; [`parse_store_url`] gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreLocation {
+    /// `memory://` or `memory://any/prefix`.
+    Memory { prefix: String },
+    /// `file:///abs/dir` (host empty or `localhost`): an absolute directory.
+    Local { dir: std::path::PathBuf },
+    /// `s3://bucket/prefix` or `s3a://bucket/prefix`.
+    S3 { bucket: String, prefix: String },
+    /// `gs://bucket/prefix`.
+    Gcs { bucket: String, prefix: String },
+}
+
+/// Reads a store URL (the grammar [`open_store`] describes) without building the store.
+/// Every prefix has no leading or trailing `/`; every bucket is non-empty; a local
+/// directory is absolute. Anything else is a [`StoreUrlError`], never a panic.
+pub fn parse_store_url(url: &str) -> Result<StoreLocation, StoreUrlError> {
+    let parsed =
+        Url::parse(url).map_err(|error| StoreUrlError::InvalidUrl { url: url.to_string(), error })?;
+    match parsed.scheme() {
+        // object_store's parser takes no host on memory URLs; ours carry the prefix there.
+        "memory" => {
+            Ok(StoreLocation::Memory { prefix: join_prefix(parsed.host_str().unwrap_or(""), parsed.path()) })
+        }
+        "file" => {
+            let not_local = || StoreUrlError::NotALocalPath { url: url.to_string() };
+            if !matches!(parsed.host_str(), None | Some("") | Some("localhost")) {
+                return Err(not_local());
+            }
+            let dir = parsed.to_file_path().map_err(|_| not_local())?;
+            Ok(StoreLocation::Local { dir })
+        }
+        "s3" | "s3a" => {
+            let (bucket, prefix) = bucket_and_prefix(url, &parsed)?;
+            Ok(StoreLocation::S3 { bucket, prefix })
+        }
+        "gs" => {
+            let (bucket, prefix) = bucket_and_prefix(url, &parsed)?;
+            Ok(StoreLocation::Gcs { bucket, prefix })
+        }
+        other => Err(match ObjectStoreScheme::parse(&parsed) {
+            Ok((ObjectStoreScheme::MicrosoftAzure, _)) => {
+                StoreUrlError::NotBuiltIn { url: url.to_string(), store: "Azure Blob Storage" }
+            }
+            Ok((ObjectStoreScheme::AmazonS3, _)) => StoreUrlError::S3HttpsUrl { url: url.to_string() },
+            Ok((ObjectStoreScheme::Http, _)) => StoreUrlError::NotBuiltIn {
+                url: url.to_string(),
+                store: "a plain HTTP (WebDAV) store, which has no create-if-absent,",
+            },
+            _ => StoreUrlError::UnsupportedScheme { scheme: other.to_string() },
+        }),
+    }
+}
+
 /// Open the store `url` names. Returns the store, its [`Backend`] (hand both to
 /// [`World::open_with`](crate::World::open_with)) and the prefix inside the store (no
 /// leading or trailing `/`; empty for the whole store).
@@ -200,36 +256,17 @@ pub fn open_store(
     url: &str,
     options: &StoreOptions,
 ) -> Result<(Arc<dyn ObjectStore>, Backend, String), StoreUrlError> {
-    let parsed =
-        Url::parse(url).map_err(|error| StoreUrlError::InvalidUrl { url: url.to_string(), error })?;
-    match parsed.scheme() {
-        // object_store's parser takes no host on memory URLs; ours carry the prefix there.
-        "memory" => {
-            let prefix = join_prefix(parsed.host_str().unwrap_or(""), parsed.path());
-            Ok((Arc::new(InMemory::new()), Backend::Memory, prefix))
-        }
-        "file" => open_local(url, &parsed, options),
-        "s3" | "s3a" => {
-            let (bucket, prefix) = bucket_and_prefix(url, &parsed)?;
+    match parse_store_url(url)? {
+        StoreLocation::Memory { prefix } => Ok((Arc::new(InMemory::new()), Backend::Memory, prefix)),
+        StoreLocation::Local { dir } => open_local(&dir, options),
+        StoreLocation::S3 { bucket, prefix } => {
             let (store, backend) = s3_store(s3_builder(&bucket, options)?)?;
             Ok((store, backend, prefix))
         }
-        "gs" => {
-            let (bucket, prefix) = bucket_and_prefix(url, &parsed)?;
+        StoreLocation::Gcs { bucket, prefix } => {
             let (store, backend) = gcs_store(gcs_builder(&bucket, options))?;
             Ok((store, backend, prefix))
         }
-        other => Err(match ObjectStoreScheme::parse(&parsed) {
-            Ok((ObjectStoreScheme::MicrosoftAzure, _)) => {
-                StoreUrlError::NotBuiltIn { url: url.to_string(), store: "Azure Blob Storage" }
-            }
-            Ok((ObjectStoreScheme::AmazonS3, _)) => StoreUrlError::S3HttpsUrl { url: url.to_string() },
-            Ok((ObjectStoreScheme::Http, _)) => StoreUrlError::NotBuiltIn {
-                url: url.to_string(),
-                store: "a plain HTTP (WebDAV) store, which has no create-if-absent,",
-            },
-            _ => StoreUrlError::UnsupportedScheme { scheme: other.to_string() },
-        }),
     }
 }
 
@@ -254,22 +291,16 @@ fn bucket_and_prefix(url: &str, parsed: &Url) -> Result<(String, String), StoreU
 }
 
 fn open_local(
-    url: &str,
-    parsed: &Url,
+    dir: &std::path::Path,
     options: &StoreOptions,
 ) -> Result<(Arc<dyn ObjectStore>, Backend, String), StoreUrlError> {
-    let not_local = || StoreUrlError::NotALocalPath { url: url.to_string() };
-    if !matches!(parsed.host_str(), None | Some("") | Some("localhost")) {
-        return Err(not_local());
-    }
-    let dir = parsed.to_file_path().map_err(|_| not_local())?;
     if options.create_dir {
-        std::fs::create_dir_all(&dir)
+        std::fs::create_dir_all(dir)
             .map_err(|error| StoreUrlError::LocalDir { path: dir.display().to_string(), error })?;
     } else if !dir.is_dir() {
         return Err(StoreUrlError::LocalDirMissing { path: dir.display().to_string() });
     }
-    let store = LocalFileSystem::new_with_prefix(&dir)
+    let store = LocalFileSystem::new_with_prefix(dir)
         .map_err(|error| StoreUrlError::Build { scheme: "file", error })?
         .with_fsync(options.fsync);
     Ok((Arc::new(store), Backend::Local, String::new()))

@@ -7,3 +7,4 @@ mod backend_errors;
 mod bounded_open;
 mod moto_errors;
 mod reload;
+mod store_url_hostile;

@@ -39,7 +39,7 @@ fn record(version: u64) -> BoxedStrategy<VersionRecord> {
 }
 
 /// Up to 256 consecutive versions inside one window, at any window.
-fn history_block() -> BoxedStrategy<HistoryBlock> {
+pub(super) fn history_block() -> BoxedStrategy<HistoryBlock> {
     (path(), 0..(u64::MAX / 256 - 1), 0..256u64)
         .prop_flat_map(|(path, window, offset)| {
             let first = history_window_start(window) + offset;
@@ -94,7 +94,7 @@ fn shard_entry(path: Path) -> BoxedStrategy<ShardEntry> {
 }
 
 /// A shard of a small layout holding the generated paths that fall in it.
-fn shard() -> BoxedStrategy<Shard> {
+pub(super) fn shard() -> BoxedStrategy<Shard> {
     (
         0..=4u8,
         prop::collection::vec(path(), 0..12),
@@ -114,7 +114,7 @@ fn shard() -> BoxedStrategy<Shard> {
 }
 
 /// Receipts of the sequences `first .. first + n`, given distinct operation ids in order.
-fn receipt_block() -> BoxedStrategy<ReceiptBlock> {
+pub(super) fn receipt_block() -> BoxedStrategy<ReceiptBlock> {
     (spread(u64::MAX - 64), prop::collection::btree_set(any::<u128>(), 1..24), any::<u64>(), any::<bool>())
         .prop_flat_map(|(first, ops, stamp, stamped)| {
             let n = ops.len();
@@ -154,7 +154,7 @@ fn receipt_block() -> BoxedStrategy<ReceiptBlock> {
 }
 
 /// A root of a world of up to 3,000 documents whose receipt window ends at its sequence.
-fn root() -> BoxedStrategy<Root> {
+pub(super) fn root() -> BoxedStrategy<Root> {
     (
         world_id(),
         (2..=u64::MAX - 1).prop_flat_map(|next| (Just(next), 0..=(next - 1).min(5_000))),

@@ -37,6 +37,8 @@ pub use slot::{Slot, SLOT_MEMBERS_MAX};
 #[cfg(test)]
 mod checkpoint_objects_tests;
 #[cfg(test)]
+mod hostile_tests;
+#[cfg(test)]
 mod roundtrip_tests;
 #[cfg(test)]
 mod snapshot_tests;

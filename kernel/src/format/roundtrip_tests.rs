@@ -169,7 +169,7 @@ pub(super) fn world_id() -> BoxedStrategy<WorldId> {
 
 /// A checkpoint of any shape the decoder admits: checkpoint zero of some world and marker
 /// (schema 1), or a full one naming a root (schema 2), freshened or not.
-fn checkpoint() -> BoxedStrategy<Checkpoint> {
+pub(super) fn checkpoint() -> BoxedStrategy<Checkpoint> {
     let zero = (world_id(), hash32()).prop_map(|(w, h)| Checkpoint::zero(w, h));
     let full = (
         world_id(),
@@ -187,7 +187,7 @@ fn checkpoint() -> BoxedStrategy<Checkpoint> {
 
 /// A slot of 1 to 8 members: contiguous sequences, distinct operation ids (shuffled, so
 /// not always ascending), parts agreeing.
-fn slot() -> BoxedStrategy<Slot> {
+pub(super) fn slot() -> BoxedStrategy<Slot> {
     (1usize..=8)
         .prop_flat_map(|n| {
             (
