@@ -156,6 +156,7 @@ fn a_resume_past_the_newest_slots_resyncs() {
     assert!(events(&h, too_old).is_empty() && events(&h, from_start).is_empty());
     assert_eq!(slot_gets(&h.log[mark..]).len(), 4, "no slot read for a resync");
     assert_eq!(h.replica.feed_stats().resyncs, 2);
+    assert_eq!(h.marked(crate::marks::Mark::FeedResync), 2);
 }
 
 #[test]
@@ -358,6 +359,7 @@ fn a_slot_collected_between_the_listing_and_its_read_resyncs_the_cursors_it_held
     assert_eq!(h.ended.get(&gone), Some(&WatchEnd::Resync { cursor: 6, tip: 12 }));
     assert_eq!(events(&h, held), receipts[8..]);
     assert!(!h.ended.contains_key(&held));
+    assert_eq!(h.marked(crate::marks::Mark::FeedBeforeSlotCollected), 1);
 }
 
 #[test]

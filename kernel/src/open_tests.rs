@@ -9,6 +9,7 @@ use crate::format::frame::HEADER_LEN;
 use crate::format::{Checkpoint, CheckpointRule, DecodeError, Marker, Root, ShapeRule};
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
+use crate::marks::Mark;
 use crate::reply::{CheckpointProblem, FailReason, WriteError};
 use crate::testkit::{is_checkpoint_create, is_slot_get, keys, Fate, Harness, MemStore, WORLD};
 use crate::time::Instant;
@@ -141,6 +142,10 @@ fn two_racing_geneses_end_with_one_identical_checkpoint_zero() {
     assert_eq!(first.store.bytes(&keys().checkpoint(1)).as_ref(), Some(sent[0]));
     let tip = |h: &Harness| h.replica.world().expect("open").tip_hash();
     assert_eq!(tip(&first), tip(&second));
+    assert_eq!(
+        (first.marked(Mark::OpenCheckpointZeroRace), second.marked(Mark::OpenCheckpointZeroRace)),
+        (1, 0)
+    );
 }
 
 #[test]
@@ -485,6 +490,8 @@ fn a_listed_checkpoint_gone_when_read_falls_back_instead_of_listing_again() {
         .iter()
         .filter(|op| matches!(op, BlobOp::List { prefix, .. } if *prefix == keys().checkpoints_prefix()));
     assert_eq!(listings.count(), 1, "no second listing");
+    assert_eq!(cold.marked(Mark::OpenFallbackCheckpoint), 1);
+    assert_eq!(cold.marked(Mark::OpenCheckpointRelisted), 0, "fell back, did not start over");
 }
 
 #[test]

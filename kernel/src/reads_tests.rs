@@ -158,6 +158,7 @@ fn concurrent_exact_reads_share_one_probe() {
         assert_eq!(h.read_ok(id).at_sequence, 1);
     }
     assert_eq!(h.replica.read_stats().probes, 1);
+    assert_eq!(h.marked(crate::marks::Mark::ProbeShared), 1);
 }
 
 #[test]

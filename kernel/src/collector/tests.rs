@@ -198,6 +198,7 @@ fn a_shard_freshened_after_the_listing_survives_its_delete() {
     assert!(fenced, "the drop asked to delete shard 1");
     assert!(b.has(&shard(1)), "the delete at the listed generation failed");
     assert_eq!(b.collector.stats.fenced_deletes, 1);
+    assert_eq!(b.io.marks.count(crate::marks::Mark::DeleteFenced), 1);
 }
 
 #[test]

@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::format::{encode_body, DecodeError, Marker, NameRule, Slot};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, RequestId, StoreId, WorldId};
+use crate::marks::Mark;
 use crate::reply::{FailReason, WriteError, WriteOk};
 use crate::testkit::{
     is_body_create, is_body_get, is_slot_create, is_slot_get, is_slot_stat, keys, publish, Fate, Harness,
@@ -732,6 +733,8 @@ fn an_ambiguous_create_that_did_not_land_retries_the_identical_bytes() {
     h.deliver();
     assert_eq!(h.receipt(r).sequence, 1);
     assert_eq!(h.replica.stats().creates_ambiguous, 1);
+    assert_eq!((h.marked(Mark::CreateAmbiguous), h.marked(Mark::CreateAmbiguousSettledAbsent)), (1, 1));
+    assert_eq!(h.marked(Mark::CreateAmbiguousSettledOurs) + h.marked(Mark::CreateAmbiguousSettledTheirs), 0);
 }
 
 #[test]
@@ -746,6 +749,8 @@ fn an_ambiguous_create_that_landed_commits() {
     assert_eq!(h.committed, vec![1]);
     assert_eq!(h.log.iter().filter(|op| is_slot_create(op)).count(), 1, "found our bytes: no second create");
     assert!(h.calls.is_empty());
+    assert_eq!(h.marked(Mark::CreateAmbiguousSettledOurs), 1);
+    assert_eq!(h.marked(Mark::CreateAmbiguousSettledAbsent) + h.marked(Mark::CreateTakenWasOurs), 0);
 }
 
 #[test]
@@ -762,6 +767,8 @@ fn an_ambiguous_create_lost_to_a_peer_rebuilds() {
     assert_eq!(h.receipt(r).sequence, 2);
     assert_eq!(h.store.bytes(&keys().slot(1)), Some(theirs));
     assert_eq!((h.replica.stats().slots_lost, h.replica.stats().creates_ambiguous), (1, 1));
+    assert_eq!(h.marked(Mark::CreateAmbiguousSettledTheirs), 1);
+    assert_eq!(h.marked(Mark::CreateAmbiguousSettledOurs) + h.marked(Mark::CreateAmbiguousSettledAbsent), 0);
 }
 
 #[test]
@@ -842,6 +849,7 @@ fn a_deadline_in_the_queue_expires_and_in_a_batch_is_uncertain() {
     assert_eq!(h.reply(riding), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
     assert_eq!(h.reply(waiting), Some(&Err(WriteError::Expired { op_id: OperationId::from(2) })));
     assert_eq!(h.replica.queued(), 0);
+    assert_eq!((h.marked(Mark::WriteUncertainAtDeadline), h.marked(Mark::WriteExpiredQueued)), (1, 1));
     h.deliver();
     assert_eq!(h.committed, vec![1], "the uncertain write's slot commits");
     assert_eq!(

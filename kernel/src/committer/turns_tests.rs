@@ -10,6 +10,7 @@ use crate::effect::Input;
 use crate::format::Slot;
 use crate::hash::Hash32;
 use crate::ids::{OperationId, RequestId};
+use crate::marks::Mark;
 use crate::reply::FailReason;
 use crate::testkit::{is_body_create, is_slot_create, is_slot_stat, keys, publish, Harness, Peer};
 use crate::world::ApplyError;
@@ -191,6 +192,7 @@ fn a_hint_inside_the_slot_being_created_holds_the_next_create_after_that_win() {
     assert_eq!(slot_creates_sent(&h), vec![keys().slot(1)]);
     assert!(h.reply(second).is_none());
     assert_eq!(h.replica.poll_timeout(), Some(won_at + hold(&config)), "the hold's end is the next wake-up");
+    assert_eq!((h.marked(Mark::TurnOwedWhileCreating), h.marked(Mark::HoldBegun)), (1, 1));
 }
 
 #[test]
@@ -281,6 +283,7 @@ fn a_peers_slot_installed_during_the_hold_rebuilds_the_held_batch_once_on_it() {
     assert_eq!(stats.slots_lost, 0, "no create lost");
     assert_eq!(stats.requeued, 1, "the held write was rebuilt once");
     assert_eq!((stats.holds, stats.holds_answered), (1, 1));
+    assert_eq!((h.marked(Mark::HoldAnsweredByPeer), h.marked(Mark::HoldExpiredByClock)), (1, 0));
 }
 
 #[test]
@@ -307,6 +310,7 @@ fn a_hold_that_runs_out_creates_as_built() {
     let stats = h.replica.stats();
     assert_eq!(stats.requeued, 0, "nothing was rebuilt");
     assert_eq!((stats.holds, stats.holds_answered), (1, 0));
+    assert_eq!((h.marked(Mark::HoldExpiredByClock), h.marked(Mark::HoldAnsweredByPeer)), (1, 0));
 }
 
 // Holds are bounded (TURNS.md 4).
@@ -556,6 +560,7 @@ fn a_catch_up_past_one_listing_lists_on_after_the_last_name() {
     h.settle();
     assert_eq!(h.receipt(r).sequence, 71);
     assert_eq!(slot_creates_sent(&h), vec![keys().slot(1), keys().slot(71)]);
+    assert_eq!((h.marked(Mark::CatchUpListed), h.marked(Mark::CatchUpPaged)), (1, 1));
 }
 
 /// A loser whose slot 1 lost to a peer that has since committed through slot 4; the
@@ -584,6 +589,7 @@ fn a_name_a_catch_up_listing_skipped_is_read_directly_and_installed() {
     assert_eq!(pending_slot_creates(&h), vec![keys().slot(5)]);
     h.settle();
     assert_eq!(h.receipt(r).sequence, 5);
+    assert_eq!((h.marked(Mark::CatchUpGapRead), h.marked(Mark::CatchUpGapRelisted)), (1, 0));
 }
 
 #[test]
@@ -596,6 +602,7 @@ fn a_name_a_catch_up_listing_skipped_that_reads_absent_is_a_break() {
     let relist = BlobOp::List { prefix: keys().log_prefix(), start_after: Some(keys().slot(2)), limit: 64 };
     assert!(h.log.contains(&relist), "listed once more from the missing name first");
     assert!(pending_slot_creates(&h).is_empty(), "nothing written past the break");
+    assert_eq!((h.marked(Mark::CatchUpGapRead), h.marked(Mark::CatchUpGapRelisted)), (1, 1));
 }
 
 #[test]
