@@ -375,6 +375,20 @@ impl Report {
                 rules.push("FailedClosed".to_string());
             }
         }
+        // The hold bound (TURNS.md 4): a hold ends at the first wake-up after `hold_ms`, and
+        // the simulator wakes a replica when it asks unless the run paused or stalled it.
+        for (i, r) in result.replicas.iter().enumerate() {
+            let pauses = config.pause.iter().filter(|p| p.node == i).map(|p| p.for_ms);
+            let stalls = config.stalls.iter().filter(|s| s.node == i).map(|s| s.for_ms);
+            let stopped_us = pauses.chain(stalls).sum::<u64>() * 1_000;
+            if r.stats.hold_overrun_us_max > stopped_us {
+                violations.push(format!(
+                    "replica {i} held a create {} us past hold_ms ({} ms); it was stopped for {} us",
+                    r.stats.hold_overrun_us_max, config.kernel.hold_ms, stopped_us
+                ));
+                rules.push("HoldBound".to_string());
+            }
+        }
         if result.unsettled > 0 {
             violations.push(format!(
                 "{} writes were still unanswered when the settle time ran out",

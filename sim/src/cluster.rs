@@ -1362,6 +1362,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.calls_hedged += s.calls_hedged;
     t.holds += s.holds;
     t.hold_ms_total += s.hold_ms_total;
+    t.hold_overrun_us_max = t.hold_overrun_us_max.max(s.hold_overrun_us_max);
     t.holds_answered += s.holds_answered;
     t.recoveries_us.extend(s.recoveries_us.iter().copied());
     t.stalled_creates_refused += s.stalled_creates_refused;

@@ -132,6 +132,8 @@ impl Turns {
         }
         self.held = None;
         stats.hold_ms_total += now.saturating_since(h.since).as_millis() as u64;
+        let overrun_us = now.saturating_since(h.until).as_micros() as u64;
+        stats.hold_overrun_us_max = stats.hold_overrun_us_max.max(overrun_us);
         if answered {
             stats.holds_answered += 1;
             marks.hit(Mark::HoldAnsweredByPeer);

@@ -310,7 +310,22 @@ fn a_hold_that_runs_out_creates_as_built() {
     let stats = h.replica.stats();
     assert_eq!(stats.requeued, 0, "nothing was rebuilt");
     assert_eq!((stats.holds, stats.holds_answered), (1, 0));
+    assert_eq!(stats.hold_overrun_us_max, 0, "woken when it asked, the hold ended on time");
     assert_eq!((h.marked(Mark::HoldExpiredByClock), h.marked(Mark::HoldAnsweredByPeer)), (1, 0));
+}
+
+#[test]
+fn a_hold_woken_late_ends_at_that_wake_up_and_counts_the_overrun() {
+    let config = turns_on();
+    let (mut h, _) = won_slot_1_a_peer_lost(config.clone());
+    h.settle();
+    assert!(h.calls.is_empty(), "held");
+    h.advance_ms(config.hold_ms + 25);
+    h.replica.handle_timeout(h.now);
+    h.drain();
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(2)], "the late wake-up ends the hold");
+    assert_eq!(h.replica.stats().hold_overrun_us_max, 25_000);
+    assert_eq!(h.marked(Mark::HoldExpiredByClock), 1);
 }
 
 // Holds are bounded (TURNS.md 4).
