@@ -14,72 +14,71 @@ use std::collections::BTreeMap;
 pub const NOT_REQUIRED: &[(Mark, &str)] = &[
     (
         Mark::CreateTakenOlderThanIndex,
-        "a name below the tip and older than the index of recent slots can be found taken only by a create sent before the index moved recent_slots_max slots on; no scenario stalls a create that long (kernel test: a_store_that_loses_to_a_slot_older_than_its_index_reports_the_winners_last_sequence)",
+        "a name below the tip and older than the index of recent slots is found taken only by a create sent before the index moved recent_slots_max slots on; no scenario delays a create that long (kernel test a_store_that_loses_to_a_slot_older_than_its_index_reports_the_winners_last_sequence)",
+    ),
+    (
+        Mark::CreateUntimedStat,
+        "only a store whose create answers carry no time (the s3 profile) takes it; CI sweeps gcs-shaped profiles (soak48's even seeds and `--profile s3` reach it)",
     ),
     (
         Mark::CreatedSlotGone,
-        "a slot created and then gone before its metadata read needs collection to take it within one round trip of its create; only a clock-stopped stall at the create in soak48 (S3 rules) comes near",
+        "a slot gone between its untimed create and the metadata read after it needs the s3 profile and collection taking it within one round trip; no scenario does",
     ),
     (
-        Mark::AbortHeadUncertain,
-        "needs a replica to fail closed while its head create is in flight; CI's scenarios fail closed only to reopen (reload, post-create check), which do not race a create",
+        Mark::CatchUpPaged,
+        "a loser more than 64 slots behind the hints when it loses; CI's losers trail by a few slots (kernel test a_catch_up_past_one_listing_lists_on_after_the_last_name)",
     ),
     (
         Mark::CatchUpGapRelisted,
-        "a name a listing skipped that then reads absent is a break in the log: the replica fails closed, which no passing run does (kernel test: a_name_a_catch_up_listing_skipped_that_reads_absent_is_a_break)",
+        "a name a catch-up listing skipped that then reads absent is a break in the log and fails the replica closed, which no passing run does (kernel test a_name_a_catch_up_listing_skipped_that_reads_absent_is_a_break)",
+    ),
+    (
+        Mark::WriteRefusedBusy,
+        "no CI workload fills queue_members_max: saturate's 256 closed-loop writers stay below it",
+    ),
+    (
+        Mark::ProbeHintUnmet,
+        "a hint past everything the store holds needs a hint from a peer whose slot never lands; CI's hints follow real slots (kernel test a_hint_past_what_the_store_holds_costs_one_probe_and_is_forgotten)",
     ),
     (
         Mark::ProbeBelowCollection,
-        "collection passing a live replica's tip needs a pause longer than slot retention; soak48's 13 h pause reaches it, CI's scenarios have none",
+        "collection passing a live replica's tip needs a pause longer than slot retention; soak48's 13 h pause reaches it, CI's scenarios do not",
+    ),
+    (
+        Mark::ReadDeadline,
+        "no CI read waits out request_deadline_ms: a failed probe flight answers its reads Unavailable first",
     ),
     (
         Mark::FeedBeforeSlotCollected,
-        "a watcher resuming before a checkpoint whose slots collection takes while it reads needs watch and collect in one run; no CI scenario has both",
+        "a watcher resuming before a checkpoint whose slots collection takes while it reads needs watchers and collection in one run; no CI scenario has both (kernel test a_slot_collected_between_the_listing_and_its_read_resyncs_the_cursors_it_held)",
     ),
     (
-        Mark::FeedVerifiedBeforeCheckpoint,
-        "a watcher resuming before the checkpoint its replica cold-started from needs watchers and checkpoint cold starts in one run; kernel feed tests reach it",
-    ),
-    (
-        Mark::OpenCheckpointRelisted,
-        "a listed checkpoint gone when read with none skipped needs a drop to take it between an opener's listing and its read",
-    ),
-    (
-        Mark::OpenFallbackCheckpoint,
-        "reached by `--damage-at-open checkpoint` (compact), which CI's sweep does not pass; kernel open tests reach it",
+        Mark::OpenGenesis,
+        "every scenario starts from a world the harness wrote (marker, checkpoint zero, preloaded slots); kernel open tests make worlds (genesis_writes_the_marker_then_checkpoint_zero)",
     ),
     (
         Mark::OpenGenesisRace,
-        "every scenario makes its world with one replica before the others open; kernel open tests race two geneses",
+        "as open_genesis: no scenario makes its world through the kernel, so none races a genesis (kernel test a_genesis_race_adopts_the_marker_that_won)",
     ),
     (
-        Mark::OpenCheckpointZeroRace,
-        "as open_genesis_race: checkpoint zero is made by the first replica alone, unless a fault hits that one create",
+        Mark::OpenFallbackCheckpoint,
+        "reached by `--damage-at-open checkpoint` on compact, which CI's sweep does not pass (kernel test a_listed_checkpoint_gone_when_read_falls_back_instead_of_listing_again)",
     ),
     (
         Mark::AdoptionAbandoned,
         "needs a peer's checkpoint that cannot be read whole: damage at rest (`--damage-at-open`) or a drop racing the adoption",
     ),
-    (
-        Mark::BackstopStepped,
-        "needs `--role backstop`; CI's scenarios run eager compactors",
-    ),
-    (
-        Mark::BackstopDeferred,
-        "needs `--role backstop`; CI's scenarios run eager compactors",
-    ),
+    (Mark::BackstopStepped, "needs `--role backstop`; CI's scenarios run eager compactors"),
+    (Mark::BackstopDeferred, "needs `--role backstop`; CI's scenarios run eager compactors"),
     (
         Mark::FreshenRaced,
         "a freshen that loses to another write of the same object needs two runs freshening one old object at once",
     ),
     (
         Mark::CheckpointFreshened,
-        "a checkpoint name found taken by identical bytes older than the freshen age needs a racer hours behind; soak48 reaches it",
+        "a checkpoint name found taken by identical bytes older than the freshen age needs a racer hours behind; collect's 10 seeds have none",
     ),
-    (
-        Mark::RunOnDamaged,
-        "needs a checkpoint name holding bytes that do not decode: damage at rest",
-    ),
+    (Mark::RunOnDamaged, "needs a checkpoint name holding bytes that do not decode: damage at rest"),
     (
         Mark::RunOverdue,
         "needs a run stalled past checkpoint_run_ms_max between its look and its create: soak48's clock-stopped stall at a checkpoint object create",
@@ -89,21 +88,11 @@ pub const NOT_REQUIRED: &[(Mark, &str)] = &[
         "needs a checkpoint create landing more than the grace after its look: soak48's late creates and stalls",
     ),
     (
-        Mark::DropAbandoned,
-        "needs a kept checkpoint or its root unreadable during a drop: damage at rest",
+        Mark::DeleteFenced,
+        "needs a freshen (or a rewrite) of an object between a drop's listing and its delete; collect's 10 seeds have none (kernel test a_shard_freshened_after_the_listing_survives_its_delete)",
     ),
-    (
-        Mark::CollectionOff,
-        "needs a backend that cannot condition a delete; the simulated store always can",
-    ),
-    (
-        Mark::StalledCreateRefused,
-        "needs a slot create landing later than reload_after_ms after its base: soak48's clock-stopped stall at a slot create",
-    ),
-    (
-        Mark::ReloadUnconfirmed,
-        "needs a replica unconfirmed past the reload age (an hour): soak48's 13 h pause",
-    ),
+    (Mark::DropAbandoned, "needs a kept checkpoint or its root unreadable during a drop: damage at rest"),
+    (Mark::CollectionOff, "needs a backend that cannot condition a delete; the simulated store always can"),
 ];
 
 /// The marks the CI sweep must hit: every mark not in [`NOT_REQUIRED`].
@@ -114,6 +103,13 @@ pub fn required() -> Vec<Mark> {
 /// Every mark by name with its count, zeros included: a run's `coverage`.
 pub fn counts(marks: &Marks) -> BTreeMap<String, u64> {
     marks.iter().map(|(m, n)| (m.name().to_string(), n)).collect()
+}
+
+/// Adds the counts of `other` into `into` (both mark name to count).
+pub fn add(into: &mut BTreeMap<String, u64>, other: &BTreeMap<String, u64>) {
+    for (mark, n) in other {
+        *into.entry(mark.clone()).or_insert(0) += n;
+    }
 }
 
 /// The marks of `required` that `hit` (mark name to count) never hit, in declaration order.

@@ -338,6 +338,11 @@ enum Command {
         /// (docs/GUARANTEES.md lists the marks and the scenarios that reach them).
         #[arg(long)]
         require_coverage: bool,
+        /// Add this sweep's coverage to the counts kept in this file (JSON, mark to count;
+        /// made if absent) and judge coverage on the sum: how CI's several sweeps are
+        /// judged as one.
+        #[arg(long, value_name = "FILE")]
+        coverage_file: Option<std::path::PathBuf>,
         #[command(flatten)]
         flags: RunFlags,
     },
@@ -596,7 +601,16 @@ fn main() -> ExitCode {
                 ExitCode::from(exit::FOUND)
             }
         }
-        Command::Sweep { scenario, seeds: range, jobs, json, junit: junit_path, require_coverage, flags } => {
+        Command::Sweep {
+            scenario,
+            seeds: range,
+            jobs,
+            json,
+            junit: junit_path,
+            require_coverage,
+            coverage_file,
+            flags,
+        } => {
             let list = scenarios_named(&scenario).expect("clap admits only known scenarios");
             if let Some(refusal) = flags.refusal(&list) {
                 eprintln!("{refusal}");
@@ -673,7 +687,33 @@ fn main() -> ExitCode {
                 summary += &format!("\n  replay: {}", f.report.repro);
             }
             let required = slotlog_scenarios::coverage::required();
-            let line = result.summary_line(&required);
+            let mut line = result.summary_line(&required);
+            if let Some(path) = &coverage_file {
+                let before = match std::fs::read_to_string(path) {
+                    Ok(text) => match serde_json::from_str(&text) {
+                        Ok(counts) => counts,
+                        Err(e) => {
+                            eprintln!("{} holds no coverage counts: {e}", path.display());
+                            return ExitCode::from(exit::STORE);
+                        }
+                    },
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Default::default(),
+                    Err(e) => {
+                        eprintln!("cannot read {}: {e}", path.display());
+                        return ExitCode::from(exit::STORE);
+                    }
+                };
+                slotlog_scenarios::coverage::add(&mut line.coverage, &before);
+                line.coverage_missed = slotlog_scenarios::coverage::missed(&required, &line.coverage)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                let text = serde_json::to_string_pretty(&line.coverage).expect("counts serialize");
+                if let Err(e) = std::fs::write(path, text + "\n") {
+                    eprintln!("cannot write {}: {e}", path.display());
+                    return ExitCode::from(exit::STORE);
+                }
+            }
             summary += &format!(
                 "\ncoverage: {} of {} required marks hit",
                 required.len() - line.coverage_missed.len(),

@@ -125,6 +125,33 @@ fn require_coverage_fails_a_sweep_that_cannot_reach_a_required_mark_and_names_it
     assert!(out.status.success(), "without the flag coverage only reports: {}", text(&out.stderr));
 }
 
+/// CI's sweeps are several commands: `--coverage-file` sums their coverage, and the last
+/// one's `--require-coverage` judges the sum.
+#[test]
+fn a_coverage_file_sums_the_sweeps_that_name_it() {
+    let file = temp_path("coverage.json");
+    std::fs::remove_file(&file).ok();
+    let path = file.to_str().expect("a UTF-8 path");
+    let sweep = |scenario: &str| {
+        let args =
+            ["sweep", scenario, "--seeds", "1..1", "--duration-s", "1", "--json", "--coverage-file", path];
+        let out = slotlog(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let last = text(&out.stdout).lines().last().expect("a summary line").to_string();
+        serde_json::from_str::<serde_json::Value>(&last).expect("JSON")
+    };
+    let single = sweep("single");
+    assert!(single["coverage"].get("hold_begun").is_none(), "a lone store never holds");
+    let both = sweep("fast2");
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("the file")).expect("JSON counts");
+    std::fs::remove_file(&file).ok();
+    assert!(both["coverage"]["hold_begun"].as_u64() > Some(0), "{both}");
+    assert_eq!(kept, both["coverage"], "the file holds the sum");
+    let missed = |v: &serde_json::Value| v["coverage_missed"].as_array().expect("a list").len();
+    assert!(missed(&both) < missed(&single), "fast2's holds are no longer missed");
+}
+
 #[test]
 fn run_json_reports_coverage_of_every_mark() {
     let out = slotlog(&["run", "fast2", "--seed", "1", "--duration-s", "1", "--json"]);
