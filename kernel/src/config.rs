@@ -171,6 +171,10 @@ pub struct Defects {
     /// A freshen rewrites the stored bytes unchanged (on S3 the ETag stays, so a drop's
     /// delete at the listed ETag still succeeds).
     pub freshen_keeps_bytes: bool,
+    /// A timer never cleared: the replica asks to be woken at once, whatever it has to
+    /// do, so a host that wakes it when asked spins at one instant (the simulation's
+    /// liveness judgement must stop such a run with a verdict).
+    pub timer_never_cleared: bool,
 }
 
 impl Default for Config {

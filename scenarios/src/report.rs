@@ -371,6 +371,10 @@ impl Report {
                 rules.push("FailedClosed".to_string());
             }
         }
+        if let Some(stop) = &result.not_live {
+            violations.push(format!("the run was stopped as not live: {stop}"));
+            rules.push(stop.rule().to_string());
+        }
         if result.unsettled > 0 {
             violations.push(format!(
                 "{} writes were still unanswered when the settle time ran out",

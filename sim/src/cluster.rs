@@ -8,6 +8,7 @@
 //! order). The same (configuration, seed, code) gives the same trace hash on every machine.
 
 use crate::gcs::{AtRestDamage, GcsConfig, PlannedReply, SimGcs, StoreStats};
+use crate::liveness::{LivenessBudget, LivenessWatch, NotLive};
 use crate::pause::{Gone, Pause, Paused, Stall, StallAt};
 use crate::rng::SimRng;
 use crate::workload::{Arrivals, Generator, ReadLoad, WatchLoad, Workload};
@@ -118,6 +119,8 @@ pub struct ClusterConfig {
     /// damage is in place at a time; peers that read it meanwhile meet it as they would
     /// real damage.
     pub damage_at_open: Option<DamagedObject>,
+    /// Past these bounds a run is stopped as not live, with a verdict.
+    pub liveness: LivenessBudget,
 }
 
 impl ClusterConfig {
@@ -144,6 +147,7 @@ impl ClusterConfig {
             settle_ms_max: 60_000,
             prefix: "worlds/sim".to_string(),
             damage_at_open: None,
+            liveness: LivenessBudget::default(),
         }
     }
 
@@ -191,6 +195,8 @@ pub struct RunResult {
     /// objects), as `[from, to)` spans in order of their start; spans may overlap.
     pub checkpoint_spans: Vec<(Instant, Instant)>,
     pub damage: DamageCounts,
+    /// Why the run was stopped before its deadline, if it was.
+    pub not_live: Option<NotLive>,
 }
 
 /// Version records the replicas held, sampled once a virtual second (the largest replica
@@ -349,6 +355,8 @@ struct Cluster<'a> {
     /// The damage in place, and the replica whose cold start it was made for.
     damage: Option<(usize, AtRestDamage)>,
     damage_counts: DamageCounts,
+    liveness: LivenessWatch,
+    not_live: Option<NotLive>,
 }
 
 /// One event of the trace the run's `trace_hash` is computed over: the virtual time, then
@@ -467,6 +475,8 @@ fn run_inner<'a>(
         checkpoint_spans: Vec::new(),
         damage: None,
         damage_counts: DamageCounts::default(),
+        liveness: LivenessWatch::new(config.liveness),
+        not_live: None,
     };
     c.preload();
     for n in 0..config.nodes() {
@@ -532,8 +542,15 @@ fn run_inner<'a>(
         if c.is_stale(&event, at) {
             continue;
         }
+        if let Err(stop) = c.liveness.on_event(at, c.events.len()) {
+            c.not_live = Some(stop);
+            break;
+        }
         c.now = at;
         c.sample_memory();
+        if c.not_live.is_some() {
+            break;
+        }
         c.step(event);
     }
     c.finish()
@@ -1245,6 +1262,9 @@ impl Cluster<'_> {
         }
         self.memory.next_s = now_s + 1;
         let held = self.resident_version_records();
+        if let Err(stop) = self.liveness.on_memory(held) {
+            self.not_live = Some(stop);
+        }
         let (ledger_slots, ledger_documents) = self.ledger_held();
         let m = &mut self.memory;
         m.resident_version_records_max = m.resident_version_records_max.max(held);
@@ -1302,6 +1322,7 @@ impl Cluster<'_> {
             memory: self.memory,
             checkpoint_spans: self.checkpoint_spans,
             damage: self.damage_counts,
+            not_live: self.not_live,
         }
     }
 }

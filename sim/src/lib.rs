@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod gcs;
+pub mod liveness;
 pub(crate) mod math;
 pub mod pause;
 pub(crate) mod rng;
@@ -13,5 +14,6 @@ pub use cluster::{
     run, run_traced, ClusterConfig, Crashes, DamageCounts, DamagedObject, Hints, ReplicaReport, RunResult,
     TraceEvent,
 };
+pub use liveness::{LivenessBudget, NotLive};
 pub use pause::{Gone, Pause, Stall, StallAt};
 pub use workload::{Arrivals, Bursts, Generator, Mix, ReadLoad, WatchLoad, Workload};
