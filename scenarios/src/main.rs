@@ -300,6 +300,10 @@ enum Command {
         /// (the lines hash to the report's trace hash).
         #[arg(long, value_name = "FILE")]
         trace: Option<std::path::PathBuf>,
+        /// Draw acknowledged writes a second and p50/p99 latency over virtual time into
+        /// this SVG file.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<std::path::PathBuf>,
         #[command(flatten)]
         flags: RunFlags,
     },
@@ -532,7 +536,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Run { scenario, seed, json, check_determinism, trace, flags } => {
+        Command::Run { scenario, seed, json, check_determinism, trace, plot, flags } => {
             let s = Scenario::find(&scenario).expect("clap admits only known scenarios");
             if let Some(refusal) = flags.refusal(&[s]) {
                 eprintln!("{refusal}");
@@ -575,6 +579,12 @@ fn main() -> ExitCode {
                 println!("{}", serde_json::to_string_pretty(&report).expect("a report serializes"));
             } else {
                 print!("{}", report.text());
+            }
+            if let Some(path) = &plot {
+                if let Err(e) = slotlog_scenarios::plot::write_svg(&report, path) {
+                    eprintln!("{e}");
+                    return ExitCode::from(exit::STORE);
+                }
             }
             let mut ok = report.passed();
             if let Some(d) = determinism {
