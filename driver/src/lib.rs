@@ -95,6 +95,8 @@
 
 pub mod blobs;
 pub(crate) mod budget;
+#[cfg(feature = "object-store")]
+pub mod builder;
 pub mod error;
 #[cfg(feature = "object-store")]
 pub mod object_store_blobs;
@@ -108,6 +110,8 @@ pub mod watch;
 pub mod world;
 
 pub use blobs::{BlobFuture, Blobs, CallFailure, ExplainedFuture};
+#[cfg(feature = "object-store")]
+pub use builder::WorldBuilder;
 pub use error::{
     validate_prefix, Error, ErrorKind, PrefixError, PrefixRule, StoreError, StoreErrorKind, UncheckedStore,
 };
