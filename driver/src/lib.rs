@@ -118,8 +118,16 @@ pub use error::{
 #[cfg(feature = "object-store")]
 pub use object_store_blobs::{detect_backend, Backend, ObjectStoreBlobs};
 pub use reload::WorldStats;
-pub use slotlog_kernel::world::{Expected, PolicyBody, ReceiptAnswer, Rejection};
-pub use slotlog_kernel::{Answer, Read, ReadOk, WriteOk};
+// Everything a caller names in a `World` call or its answer, so an embedder needs no
+// second dependency on the kernel crate.
+pub use slotlog_kernel::world::{
+    Expected, IndexEntry, Mutation, Path, PolicyBody, Receipt, ReceiptAnswer, ReceiptKind, Rejection,
+    VersionKind, VersionRecord, Write,
+};
+pub use slotlog_kernel::{
+    Answer, ConfigError, FailReason, Hash32, OperationId, Read, ReadError, ReadOk, WatchEnd, WriteError,
+    WriteOk,
+};
 #[cfg(feature = "object-store")]
 pub use store_url::{
     gcs_store, open_store, parse_store_url, s3_store, StoreLocation, StoreOptions, StoreUrlError,
