@@ -616,8 +616,10 @@ fn main() -> ExitCode {
             let bar = if std::io::stderr().is_terminal() {
                 let bar = ProgressBar::new(total);
                 bar.set_style(
-                    ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} ({msg})")
-                        .expect("a valid template"),
+                    ProgressStyle::with_template(
+                        "{bar:40} {pos}/{len} runs, {per_sec}, {elapsed}, ETA {eta} ({msg})",
+                    )
+                    .expect("a valid template"),
                 );
                 bar
             } else {
