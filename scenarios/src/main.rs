@@ -24,6 +24,28 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log more on stderr: -v says what the store calls do (warnings are always on),
+    /// -vv each call, -vvv everything. `RUST_LOG` (tracing's filter syntax) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+}
+
+/// Logs from the driver (its store calls and what it retries) to stderr, at the level `-v`
+/// asks for or as `RUST_LOG` says.
+fn install_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
 }
 
 /// Exit codes, as docs/OPERATIONS.md lists them. 0 is success.
@@ -430,6 +452,7 @@ fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(exit::USAGE) } else { ExitCode::SUCCESS };
         }
     };
+    install_logging(cli.verbose);
     match cli.command {
         Command::Writer {
             store,

@@ -363,3 +363,31 @@ fn run_with_a_plot_it_cannot_write_says_so() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("cannot draw /no/such/dir/out.svg"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn verbose_flags_turn_on_the_drivers_logs_and_rust_log_overrides_them() {
+    let dir = temp_path("verbose");
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = format!("file://{}", dir.join("store").display());
+    let log = dir.join("acked").display().to_string();
+    let writer = |extra: &[&str], rust_log: Option<&str>| {
+        let mut args = extra.to_vec();
+        args.extend(["writer", "--store", &store, "--log", &log, "--duration-s", "0.3", "--writers", "1"]);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_slotlog"));
+        command.args(&args).env_remove("RUST_LOG");
+        if let Some(filter) = rust_log {
+            command.env("RUST_LOG", filter);
+        }
+        let out = command.output().expect("slotlog runs");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let quiet = writer(&[], None);
+    assert!(!quiet.contains("DEBUG"), "{quiet}");
+    let loud = writer(&["-vv"], None);
+    assert!(loud.contains("DEBUG") && loud.contains("blob"), "{loud}");
+    assert!(!loud.contains('\u{1b}'), "no colour codes into a pipe");
+    let filtered = writer(&["-vv"], Some("warn"));
+    assert!(!filtered.contains("DEBUG"), "RUST_LOG wins over -v: {filtered}");
+    std::fs::remove_dir_all(&dir).ok();
+}
