@@ -8,14 +8,14 @@
 use libfuzzer_sys::fuzz_target;
 use slotlog_kernel::format::frame::decode_raw;
 use slotlog_kernel::format::{
-    decode_body, Checkpoint, HistoryBlock, Kind, Marker, ReceiptBlock, Root, Shard, Slot,
+    decode_body, Checkpoint, DecodeError, HistoryBlock, Kind, Marker, ReceiptBlock, Root, Shard, Slot,
 };
 use slotlog_kernel::hash::Hash32;
 
 /// Decodes `bytes` with `decode`; what decodes must re-encode to `bytes`.
 fn round_trip<T>(
     bytes: &[u8],
-    decode: impl Fn(&[u8]) -> Result<T, impl std::fmt::Debug>,
+    decode: impl Fn(&[u8]) -> Result<T, DecodeError>,
     encode: impl Fn(&T) -> Vec<u8>,
 ) -> Option<T> {
     let value = decode(bytes).ok()?;
