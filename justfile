@@ -35,12 +35,15 @@ sim SCENARIO="single" SEED="1": build
 test:
     #!/usr/bin/env bash
     set -euo pipefail
-    # moto's install from PyPI (70 s in a fresh CI, mostly waiting on the network) runs
-    # beside the build instead of after it.
     cargo fmt --all --check
+    # moto's install from PyPI (mostly waiting on the network) and cargo-deny's build
+    # (once a fresh clone: its own target directory) run beside the release build, which
+    # leaves a core idle in its long compiles and links.
     scripts/moto.sh install & installing=$!
+    just cargo-deny & denying=$!
     cargo build --release --workspace --all-targets
     wait "$installing"
+    wait "$denying"
     just lint-built
     scripts/with-moto.sh just unit
     cargo test --release --workspace --doc
@@ -155,4 +158,4 @@ fuzz SECONDS="60": build
 # cores; a check of one lock file needs none of that speed.
 [private]
 cargo-deny:
-    @test -x target/ci-tools/bin/cargo-deny || CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 cargo install --locked --quiet --root target/ci-tools cargo-deny@0.20.2
+    @test -x target/ci-tools/bin/cargo-deny || CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=0 cargo install --locked --quiet --root target/ci-tools cargo-deny@0.20.2
