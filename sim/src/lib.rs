@@ -2,6 +2,9 @@
 //! ([`cluster`]) that drives kernels against it with seeded workloads ([`workload`]),
 //! crashes and restarts. Pure and single-threaded: a run is a function of its seed.
 
+// Every public item says what it is; CI denies warnings (issue 12).
+#![warn(missing_docs)]
+
 pub mod cluster;
 pub mod gcs;
 pub mod liveness;

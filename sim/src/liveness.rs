@@ -38,14 +38,32 @@ impl Default for LivenessBudget {
 /// Why a run was stopped before its deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NotLive {
+    /// Virtual time stopped advancing: a wake-up loop.
     #[error("virtual time stuck at {} us for {events} events in a row", at.as_micros())]
-    TimeStuck { at: Instant, events: u64 },
+    TimeStuck {
+        /// The instant time stayed at.
+        at: Instant,
+        /// Events handled there in a row.
+        events: u64,
+    },
+    /// The run handled more events than its budget.
     #[error("the run handled {events} events, past its budget")]
-    EventBudget { events: u64 },
+    EventBudget {
+        /// Events handled when it was stopped.
+        events: u64,
+    },
+    /// More events waited at once than the budget.
     #[error("{queued} events were waiting at once, past the budget")]
-    QueueBudget { queued: usize },
+    QueueBudget {
+        /// Events waiting when it was stopped.
+        queued: usize,
+    },
+    /// The replicas held more version records than the budget.
     #[error("the replicas held {records} version records, past the budget")]
-    MemoryBudget { records: u64 },
+    MemoryBudget {
+        /// Version records held together.
+        records: u64,
+    },
 }
 
 impl NotLive {
