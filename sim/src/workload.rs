@@ -281,7 +281,11 @@ impl Generator {
                 0 => {
                     let cut = path.len().saturating_sub(1 + self.rng.below(6) as usize).max(1);
                     let prefix = path[..cut].to_string();
-                    Read::Lookup { prefix, start_after: None, limit: 20 }
+                    // Every other lookup pages on after a known path, as a caller reading
+                    // page after page does. Chosen from the path, not drawn, so a run's
+                    // writes and timing stay as they were.
+                    let start_after = (cut % 2 == 1).then(|| path.clone());
+                    Read::Lookup { prefix, start_after, limit: 20 }
                 }
                 1 => {
                     let directory = match path.rfind('/') {
