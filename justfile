@@ -21,13 +21,13 @@ sim SCENARIO="single" SEED="1": build
 # The full test suite behind the gates: rustfmt, clippy, rustdoc and cargo-deny (warnings
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use) and 2,130 seeded runs, at least the 2,000 issue 13 asks. This is what
-# CI runs. The last fresh-clone CI (2 cores, 17 min 57 s in all): build 7 min 49 s with
-# moto installing and cargo-deny building beside it, clippy 55 s, rustdoc 21 s, nextest
-# 745 tests 80 s, then
-#   light    seeds 1..100     8 x 100 =   800 runs   176 s
-#   cheap    seeds 101..500   3 x 400 = 1,200 runs   112 s
-#   heavy    seeds 1..40      3 x  40 =   120 runs   137 s (compact 3.9 s a run)
-#   collect  seeds 1..10      1 x  10 =    10 runs    14 s (30 virtual hours each:
+# CI runs. The last fresh-clone CI (2 cores, 15 min 15 s in all): build 7 min 18 s with
+# moto installing and cargo-deny building beside it, clippy 49 s, rustdoc 30 s, nextest
+# 745 tests 82 s, then
+#   light    seeds 1..100     8 x 100 =   800 runs   119 s
+#   cheap    seeds 101..500   3 x 400 = 1,200 runs    66 s
+#   heavy    seeds 1..40      3 x  40 =   120 runs    97 s
+#   collect  seeds 1..10      1 x  10 =    10 runs    15 s (30 virtual hours each:
 #            checkpoints, drops, slot collection, a pause and a stall)
 # `just soak` sweeps all over 5,000 seeds. The driver under madsim is `just madsim-sweep`
 # (its own build, ~3 min).
