@@ -1,10 +1,12 @@
 //! The replica's one way out: emitted effects, the blob calls in flight with their
-//! purposes, calls waiting to be retried, and the seeded RNG that jitters backoff.
+//! purposes, calls waiting to be retried, the seeded RNG that jitters backoff, and the
+//! coverage marks every owner counts its rare branches in (they reach every owner with it).
 
 use crate::blob::BlobOp;
 use crate::blob::BlobResult;
 use crate::effect::Effect;
 use crate::ids::BlobOpId;
+use crate::marks::{Mark, Marks};
 use crate::time::Instant;
 use core::time::Duration;
 use rand_chacha::ChaCha8Rng;
@@ -71,6 +73,8 @@ pub(crate) struct Io {
     pub hedges_sent: u64,
     /// The store's clock, learnt from every answer (SPEC 10.15).
     pub store_clock: crate::store_clock::StoreClock,
+    /// Rare branches taken; counted only, never read by the kernel.
+    pub marks: Marks,
 }
 
 impl Io {
@@ -89,6 +93,7 @@ impl Io {
             policy,
             hedges_sent: 0,
             store_clock: Default::default(),
+            marks: Marks::default(),
         }
     }
 
@@ -124,6 +129,7 @@ impl Io {
         logical.outstanding -= 1;
         let transient = matches!(&result, Err(e) if e.is_transient());
         if transient && logical.outstanding > 0 {
+            self.marks.hit(Mark::HedgeTwinAwaited);
             return None;
         }
         let logical = self.logical.remove(&l).expect("present");
@@ -177,6 +183,7 @@ impl Io {
             let id = self.send(l, &op);
             self.logical.get_mut(&l).expect("present").sent.push(id);
             self.hedges_sent += 1;
+            self.marks.hit(Mark::CallHedged);
         }
     }
 

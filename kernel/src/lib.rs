@@ -15,7 +15,8 @@
 //! `committer` (the write path), `bodies` (body blobs), `open` (cold start), `reads` (the
 //! read path and its probe), `feed` (the change feed), `compactor` (checkpoints),
 //! `collector` (what no kept checkpoint needs), `io` (calls, retries and the routing of
-//! each completion to the owner that made the call).
+//! each completion to the owner that made the call), `marks` (counts of the rare branches
+//! taken, for coverage).
 
 pub mod blob;
 pub(crate) mod bodies;
@@ -32,6 +33,7 @@ pub mod hash;
 pub(crate) mod history;
 pub mod ids;
 pub(crate) mod io;
+pub mod marks;
 pub(crate) mod open;
 pub(crate) mod read_answers;
 pub(crate) mod reads;
@@ -62,6 +64,7 @@ pub use effect::{Effect, Input, Read, Request, Warning, WatchEnd};
 pub use feed::FeedStats;
 pub use hash::Hash32;
 pub use ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};
+pub use marks::{Mark, Marks};
 pub use reads::{ReadStats, READ_LIMIT_MAX};
 pub use replica::{Identity, Replica};
 pub use reply::{

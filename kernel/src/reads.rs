@@ -26,6 +26,7 @@ use crate::hash::Hash32;
 use crate::history::History;
 use crate::ids::{OperationId, RequestId};
 use crate::io::{Call, Io, Purpose};
+use crate::marks::Mark;
 use crate::read_answers::{fetch, list, retained_versions, Found};
 use crate::reply::{Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply};
 use crate::snapshot::Snapshot;
@@ -227,6 +228,7 @@ impl Reads {
             });
             if self.pending.remove(&id).is_some() || waited_for_body || waited_for_history {
                 self.stats.deadlines += 1;
+                io.marks.hit(Mark::ReadDeadline);
                 reply(io, id, Err(ReadError::Deadline));
             }
         }
@@ -238,6 +240,7 @@ impl Reads {
     fn flight_failed(&mut self, now: Instant, error: BlobError, attempt: u32, io: &mut Io) {
         self.probe = Probe::Idle;
         self.stats.flights_failed += 1;
+        io.marks.hit(Mark::ProbeFlightFailed);
         self.flights_failed_in_row = self.flights_failed_in_row.saturating_add(1);
         self.cool_off_until = Some(now + io.backoff(attempt.saturating_add(self.flights_failed_in_row)));
         let waiting: Vec<RequestId> =
@@ -366,8 +369,13 @@ impl Reads {
                         limit: 1,
                     };
                     io.issue(now, Purpose::Probe(ProbeCall::TipList { sequence }), op, 0);
+                    io.marks.hit(Mark::ProbeTipListed);
                 } else if sequence == sn.world.next_sequence() {
                     sn.confirm_current(call.issued_at);
+                    let sharing = self.pending.values().filter(|r| !r.fresh && r.arrived <= call.issued_at);
+                    if sharing.count() >= 2 {
+                        io.marks.hit(Mark::ProbeShared);
+                    }
                 }
             }
             (ProbeCall::TipList { sequence }, Ok(BlobOutcome::Listed { entries, .. })) => {
@@ -377,6 +385,7 @@ impl Reads {
                     // A later slot is there and the next is not: collection deleted the
                     // slots after this replica's tip (SPEC 10.15). Reopen.
                     Some(found) if found > sequence && sequence == sn.world.next_sequence() => {
+                        io.marks.hit(Mark::ProbeBelowCollection);
                         return Err(FailReason::BelowCollection { next: sequence, found });
                     }
                     // The next slot landed meanwhile: the next probe reads it.
@@ -385,6 +394,7 @@ impl Reads {
                     // the store just showed cannot be met; forget it rather than probe
                     // again and again.
                     None if sequence == sn.world.next_sequence() => {
+                        io.marks.hit(Mark::ProbeHintUnmet);
                         sn.confirm_current(call.issued_at);
                         sn.hinted = sn.hinted.min(sn.world.sequence());
                     }
@@ -395,6 +405,7 @@ impl Reads {
                 if sequence != sn.world.next_sequence() {
                     self.probe = Probe::Idle;
                 } else if creating == Some(sequence) {
+                    io.marks.hit(Mark::ProbeParked);
                     self.probe = Probe::Parked { sequence };
                 } else {
                     self.probe = Probe::Get { sequence };
@@ -409,12 +420,14 @@ impl Reads {
                 if sequence == sn.world.next_sequence() {
                     sn.install(&slot, Hash32::of(&bytes), now).map_err(FailReason::Apply)?;
                     self.stats.slots_followed += 1;
+                    io.marks.hit(Mark::ProbeFollowedSlot);
                 }
             }
             (ProbeCall::SlotGet { .. }, Err(BlobError::NotFound)) => self.probe = Probe::Idle,
             // A 429, 5xx or timeout is retried inside the flight while attempts remain,
             // as an object-store client's own retries would be.
             (_, Err(error)) if is_transient(error) && call.attempt + 1 < self.probe_attempts_max => {
+                io.marks.hit(Mark::ProbeRetried);
                 io.retry_later(now, call);
             }
             (_, Err(error)) => self.flight_failed(now, error, call.attempt, io),
@@ -470,6 +483,7 @@ impl Reads {
                     None => {
                         // The body is content-addressed: read later, it is still this state's.
                         let hash = version.body_hash;
+                        io.marks.hit(Mark::ReadAwaitsBody);
                         bodies.fetch(now, hash, io);
                         let waiting =
                             AwaitingBody { id, at_sequence, entry, version, deadline: pending.deadline };
@@ -527,6 +541,9 @@ enum Answered {
 impl Reads {
     /// Reads the history blocks a read needs; it waits for the first.
     fn not_in_hand(&self, now: Instant, found: Found, history: &mut History, io: &mut Io) -> Answered {
+        if matches!(found, Found::InBlock(_) | Found::InBlocks(..)) {
+            io.marks.hit(Mark::ReadAwaitsHistory);
+        }
         match found {
             Found::InBlock(block) => {
                 history.fetch(now, block, io);

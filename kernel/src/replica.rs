@@ -125,7 +125,7 @@ impl Replica {
             }
             Input::Follow { sequence } => {
                 if let Some(sn) = self.snapshot.as_mut() {
-                    self.committer.on_hint(now, sn, sequence);
+                    self.committer.on_hint(now, sn, sequence, &mut self.io.marks);
                     sn.hinted = sn.hinted.max(sequence);
                 }
             }
@@ -188,6 +188,7 @@ impl Replica {
                 } else if let Some(sn) = &self.snapshot {
                     self.feed.watch(id, cursor, credit, sn, &mut self.io);
                 } else if self.early_watches.len() < self.watches_max {
+                    self.io.marks.hit(crate::marks::Mark::WatchEarly);
                     self.early_watches.push((id, cursor, credit));
                 } else {
                     let end = WatchEnd::Busy { watches: self.early_watches.len() };
@@ -327,6 +328,7 @@ impl Replica {
         let Some(sn) = &self.snapshot else { return };
         let unconfirmed = now.saturating_since(sn.confirmed_at);
         if self.failed.is_none() && unconfirmed > self.reload_after {
+            self.io.marks.hit(crate::marks::Mark::ReloadUnconfirmed);
             self.fail(FailReason::Unconfirmed { unconfirmed_ms: unconfirmed.as_millis() as u64 });
         }
     }
@@ -359,6 +361,11 @@ impl Replica {
 
     pub fn is_failed(&self) -> bool {
         self.failed.is_some()
+    }
+
+    /// The rare branches this replica took, counted since it was made (see `marks`).
+    pub fn marks(&self) -> &crate::marks::Marks {
+        &self.io.marks
     }
 
     pub fn stats(&self) -> CommitterStats {

@@ -1,6 +1,7 @@
 //! slotlog-scenarios: named, seeded scenarios over the simulated cluster, their reports,
 //! and sweeps over many seeds. The `slotlog` binary is a thin command line over this.
 
+pub mod coverage;
 pub mod plot;
 pub mod report;
 pub mod scenario;

@@ -360,6 +360,10 @@ enum Command {
         /// Write JUnit XML to this file at the end: a test suite per scenario, a test case per seed.
         #[arg(long, value_name = "FILE")]
         junit: Option<std::path::PathBuf>,
+        /// Fail the sweep (exit 1) when a required coverage mark is never hit, naming each
+        /// (docs/GUARANTEES.md lists the marks and the scenarios that reach them).
+        #[arg(long)]
+        require_coverage: bool,
         #[command(flatten)]
         flags: RunFlags,
     },
@@ -625,7 +629,7 @@ fn main() -> ExitCode {
                 ExitCode::from(exit::FOUND)
             }
         }
-        Command::Sweep { scenario, seeds: range, jobs, json, junit: junit_path, flags } => {
+        Command::Sweep { scenario, seeds: range, jobs, json, junit: junit_path, require_coverage, flags } => {
             let list = scenarios_named(&scenario).expect("clap admits only known scenarios");
             if let Some(refusal) = flags.refusal(&list) {
                 eprintln!("{refusal}");
@@ -703,7 +707,23 @@ fn main() -> ExitCode {
             for f in &result.failures {
                 summary += &format!("\n  replay: {}", f.report.repro);
             }
+            let required = slotlog_scenarios::coverage::required();
+            let line = result.summary_line(&required);
+            summary += &format!(
+                "\ncoverage: {} of {} required marks hit",
+                required.len() - line.coverage_missed.len(),
+                required.len()
+            );
+            if !line.coverage_missed.is_empty() {
+                summary += &format!("; missed: {}", line.coverage_missed.join(", "));
+            }
             say(&summary);
+            if json {
+                let text = line.json();
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{text}");
+                let _ = out.flush();
+            }
             if let Some(path) = junit_path {
                 let xml = junit(&result.lines).to_string().expect("the JUnit report serializes");
                 if let Err(e) = std::fs::write(&path, xml) {
@@ -711,7 +731,11 @@ fn main() -> ExitCode {
                     return ExitCode::from(exit::STORE);
                 }
             }
-            if result.failures.is_empty() {
+            let coverage_failed = require_coverage && !line.coverage_missed.is_empty();
+            if coverage_failed {
+                eprintln!("FAIL coverage: required marks never hit: {}", line.coverage_missed.join(", "));
+            }
+            if result.failures.is_empty() && !coverage_failed {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(exit::FOUND)

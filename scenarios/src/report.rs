@@ -7,6 +7,7 @@ use slotlog_kernel::reply::WriteError;
 use slotlog_kernel::time::Instant;
 use slotlog_model::{CheckReport, Outcome};
 use slotlog_sim::{ClusterConfig, RunResult};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Latency {
@@ -259,6 +260,9 @@ pub struct Report {
     pub collection: Collection,
     pub memory: Memory,
     pub store: Store,
+    /// Each kernel mark (a rare branch, `slotlog_kernel::Mark`) with how often the run's
+    /// replicas took it, all incarnations together; zeros included.
+    pub coverage: BTreeMap<String, u64>,
     pub trace_hash: String,
     pub repro: String,
     /// Acknowledged writes and their latency, one entry a virtual second (`run --plot`).
@@ -590,6 +594,13 @@ impl Report {
                 bytes_end: check.store_bytes_end,
                 objects_max: check.store_objects_max,
             },
+            coverage: {
+                let mut marks = slotlog_kernel::Marks::default();
+                for r in &result.replicas {
+                    marks.add(&r.marks);
+                }
+                crate::coverage::counts(&marks)
+            },
             trace_hash: result.trace_hash.to_hex(),
             repro,
             timeline: timeline(acked_at),
@@ -695,6 +706,8 @@ impl Report {
             st.objects_max.map_or("-".to_string(), |n| n.to_string()),
             self.forks
         );
+        let hit = self.coverage.values().filter(|n| **n > 0).count();
+        s += &format!("  coverage {} of {} marks hit\n", hit, self.coverage.len());
         s += &format!("  trace    {}\n", self.trace_hash);
         if self.passed() {
             s += "  checker  passed\n";

@@ -2,13 +2,14 @@
 //! deterministic, so the threads change only how fast the sweep finishes.
 //!
 //! Also what a sweep tells the world: the `FAIL` line a failed run prints as it happens,
-//! one JSON line per run (`--json`), the per-scenario summary, and JUnit XML for CI
-//! systems (`--junit`). Each is a pure function of the runs' reports, so tests can judge
+//! one JSON line per run (`--json`) and a summary line after them, the per-scenario
+//! summary, the coverage marks no run hit, and JUnit XML for CI systems (`--junit`). Each is a pure function of the runs' reports, so tests can judge
 //! the formats without a terminal.
 
 use crate::report::Report;
 use crate::scenario::{run_scenario, Overrides, Scenario};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -34,6 +35,9 @@ pub struct RunLine {
     /// Empty when an assertion stopped the run before it ended.
     pub trace_hash: String,
     pub repro: String,
+    /// The kernel marks the run hit, with their counts (marks it missed are left out).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub coverage: BTreeMap<String, u64>,
 }
 
 impl From<&Report> for RunLine {
@@ -48,6 +52,7 @@ impl From<&Report> for RunLine {
             virtual_s: r.virtual_s,
             trace_hash: r.trace_hash.clone(),
             repro: r.repro.clone(),
+            coverage: r.coverage.iter().filter(|(_, n)| **n > 0).map(|(m, n)| (m.clone(), *n)).collect(),
         }
     }
 }
@@ -71,6 +76,32 @@ impl SweepResult {
         self.lines.len()
     }
 
+    /// Every mark's hits summed over the runs (marks no run hit are absent).
+    pub fn coverage(&self) -> BTreeMap<String, u64> {
+        let mut sum = BTreeMap::new();
+        for line in &self.lines {
+            for (mark, n) in &line.coverage {
+                *sum.entry(mark.clone()).or_insert(0) += n;
+            }
+        }
+        sum
+    }
+
+    /// The summary `--json` prints after the run lines, judged against `required` marks.
+    pub fn summary_line(&self, required: &[slotlog_kernel::Mark]) -> SummaryLine {
+        let coverage = self.coverage();
+        SummaryLine {
+            summary: true,
+            runs: self.runs(),
+            failed: self.failures.len(),
+            coverage_missed: crate::coverage::missed(required, &coverage)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            coverage,
+        }
+    }
+
     /// One summary per scenario, in the order the scenarios were given.
     pub fn summaries(&self) -> Vec<ScenarioSummary> {
         let mut out: Vec<ScenarioSummary> = Vec::new();
@@ -92,6 +123,25 @@ impl SweepResult {
             s.wall_ms_max = s.wall_ms_max.max(line.wall_ms);
         }
         out
+    }
+}
+
+/// The last line `sweep --json` prints: the whole sweep's verdict and coverage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SummaryLine {
+    /// Always true: tells this line from the run lines.
+    pub summary: bool,
+    pub runs: usize,
+    pub failed: usize,
+    /// Each mark some run hit, with its hits summed over the runs.
+    pub coverage: BTreeMap<String, u64>,
+    /// The required marks no run hit (`coverage::required`), in the kernel's order.
+    pub coverage_missed: Vec<String>,
+}
+
+impl SummaryLine {
+    pub fn json(&self) -> String {
+        serde_json::to_string(self).expect("a summary line serializes")
     }
 }
 

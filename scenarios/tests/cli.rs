@@ -44,11 +44,20 @@ fn a_failing_sweep_into_a_pipe_prints_each_fail_line_its_replay_and_a_summary() 
 }
 
 #[test]
-fn sweep_json_prints_one_parseable_line_per_run_and_nothing_else_on_stdout() {
+fn sweep_json_prints_one_parseable_line_per_run_then_a_summary_line_and_nothing_else_on_stdout() {
     let out = slotlog(&["sweep", "fast2,conflicts", "--seeds", "1..3", "--duration-s", "1", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    let mut seen: Vec<(String, u64)> = stdout
+    let (runs, summary) = stdout.trim_end().rsplit_once('\n').expect("run lines, then the summary");
+    let summary: serde_json::Value = serde_json::from_str(summary).expect("the summary line is JSON");
+    assert_eq!((summary["summary"].as_bool(), summary["runs"].as_u64()), (Some(true), Some(6)));
+    assert_eq!(summary["failed"], 0);
+    let missed = summary["coverage_missed"].as_array().expect("coverage_missed, a list");
+    assert!(!missed.is_empty(), "two small scenarios do not reach every required mark");
+    let hit = summary["coverage"].as_object().expect("coverage, mark to count");
+    assert!(hit["probe_followed_slot"].as_u64() > Some(0), "{hit:?}");
+    assert!(missed.iter().all(|m| !hit.contains_key(m.as_str().expect("a name"))), "missed means no hits");
+    let mut seen: Vec<(String, u64)> = runs
         .lines()
         .map(|line| {
             let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
@@ -94,6 +103,40 @@ fn sweep_junit_writes_a_suite_per_scenario_and_a_failure_per_failed_seed() {
         xml.contains("replay: slotlog run conflicts --seed 2 --duration-s 3 --defect ack-before-confirm"),
         "{xml}"
     );
+}
+
+/// One store never owes a turn (a lone store never waits), so a sweep of `single` cannot
+/// reach the hold marks: with `--require-coverage` it fails and names them; without, the
+/// same runs pass.
+#[test]
+fn require_coverage_fails_a_sweep_that_cannot_reach_a_required_mark_and_names_it() {
+    let args = ["sweep", "single", "--seeds", "1..1", "--duration-s", "1"];
+    let out = slotlog(&[&args[..], &["--require-coverage"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let fail = stderr.lines().find(|l| l.starts_with("FAIL coverage: ")).expect("a coverage FAIL line");
+    for mark in ["hold_begun", "hold_expired_by_clock", "hold_answered_by_peer"] {
+        assert!(fail.contains(mark), "{mark} not named: {fail}");
+    }
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("1 runs, 0 failed"), "every run passed: {stdout}");
+    assert!(stdout.contains("required marks hit; missed: "), "{stdout}");
+    let out = slotlog(&args);
+    assert!(out.status.success(), "without the flag coverage only reports: {}", text(&out.stderr));
+}
+
+#[test]
+fn run_json_reports_coverage_of_every_mark() {
+    let out = slotlog(&["run", "fast2", "--seed", "1", "--duration-s", "1", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let coverage = v["coverage"].as_object().expect("coverage, mark to count");
+    assert_eq!(coverage.len(), slotlog_kernel::Mark::ALL.len(), "zeros included");
+    for mark in slotlog_kernel::Mark::ALL {
+        assert!(coverage[mark.name()].is_u64(), "{}", mark.name());
+    }
+    // fast2 is the record's model of turns: two stores that lose names to each other.
+    assert!(coverage["hold_begun"].as_u64() > Some(0), "{coverage:?}");
 }
 
 #[test]

@@ -21,8 +21,8 @@ use slotlog_kernel::reply::{FailReason, Reply};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{evaluate, validate, Evaluation, WorldState, Write};
 use slotlog_kernel::{
-    CollectorStats, CommitterStats, CompactorStats, Config, Effect, FeedStats, Identity, Input, ReadStats,
-    Replica, Request, Warning, WatchEnd,
+    CollectorStats, CommitterStats, CompactorStats, Config, Effect, FeedStats, Identity, Input, Marks,
+    ReadStats, Replica, Request, Warning, WatchEnd,
 };
 use slotlog_model::{
     ClientOp, History, NameChange, NameHistory, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject,
@@ -206,6 +206,8 @@ pub struct ReplicaReport {
     pub follower: bool,
     /// Commit hints it sent.
     pub hints_sent: u64,
+    /// The rare branches the replica took (the kernel's coverage marks).
+    pub marks: Marks,
 }
 
 /// What a run did, for the checker and the report.
@@ -1437,6 +1439,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.recoveries_us.extend(s.recoveries_us.iter().copied());
     t.stalled_creates_refused += s.stalled_creates_refused;
     t.slot_stats_after_create += s.slot_stats_after_create;
+    into.marks.add(r.marks());
     into.compactor.add(r.compactor_stats());
     into.collector.add(r.collector_stats());
     let (rs, t) = (r.read_stats(), &mut into.reads);

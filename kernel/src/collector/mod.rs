@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::format::{Checkpoint, Keys, Root};
 use crate::hash::Hash32;
 use crate::io::{Call, Io, Purpose};
+use crate::marks::{Mark, Marks};
 use crate::time::Instant;
 use std::collections::{BTreeSet, VecDeque};
 
@@ -306,7 +307,7 @@ impl Collector {
                         let op = BlobOp::Get { key: self.keys.root_object(&root) };
                         io.issue(now, collect(CollectCall::ReadRoot { name: root }), op, 0);
                     }
-                    _ => self.abandon(),
+                    _ => self.abandon(&mut io.marks),
                 }
             }
             (CollectCall::ReadRoot { name }, Ok(BlobOutcome::Got { bytes, .. })) => {
@@ -317,13 +318,15 @@ impl Collector {
                         drop.used.extend(root.receipts.iter().map(|r| r.block));
                         drop.reads_in_flight -= 1;
                     }
-                    Err(_) => self.abandon(),
+                    Err(_) => self.abandon(&mut io.marks),
                 }
             }
-            (CollectCall::Delete { kind, size, .. }, result) => self.on_deleted(kind, size, result),
+            (CollectCall::Delete { kind, size, .. }, result) => {
+                self.on_deleted(kind, size, result, &mut io.marks)
+            }
             // A kept checkpoint or its root that cannot be read: what it uses is unknown,
             // so nothing may be deleted on this drop's word.
-            (_, _) => self.abandon(),
+            (_, _) => self.abandon(&mut io.marks),
         }
         self.pump(now, io);
     }
@@ -398,7 +401,7 @@ impl Collector {
         }
     }
 
-    fn on_deleted(&mut self, kind: Collected, size: u64, result: BlobResult) {
+    fn on_deleted(&mut self, kind: Collected, size: u64, result: BlobResult, marks: &mut Marks) {
         let drop = self.drop.as_mut().expect("a drop");
         drop.deleting -= 1;
         match result {
@@ -408,31 +411,43 @@ impl Collector {
                     Collected::Shard => self.stats.deleted_shards += 1,
                     Collected::Receipts => self.stats.deleted_receipts += 1,
                     Collected::Root => self.stats.deleted_roots += 1,
-                    Collected::Checkpoint => self.stats.deleted_checkpoints += 1,
-                    Collected::Slot => self.stats.deleted_slots += 1,
+                    Collected::Checkpoint => {
+                        self.stats.deleted_checkpoints += 1;
+                        marks.hit(Mark::CheckpointDropped);
+                    }
+                    Collected::Slot => {
+                        self.stats.deleted_slots += 1;
+                        marks.hit(Mark::SlotCollected);
+                    }
                 }
             }
             Err(BlobError::PreconditionFailed) => {
                 self.stats.fenced_deletes += 1;
+                marks.hit(Mark::DeleteFenced);
                 // A slot is never rewritten: one at another generation ends the slots' turn.
                 if kind == Collected::Slot {
                     drop.doomed.clear();
                     drop.listed = true;
                 }
             }
-            Err(BlobError::NotFound) => self.stats.already_gone += 1,
+            Err(BlobError::NotFound) => {
+                self.stats.already_gone += 1;
+                marks.hit(Mark::DeleteAlreadyGone);
+            }
             Err(BlobError::Unsupported) => {
                 self.stats.off = true;
-                self.abandon();
+                marks.hit(Mark::CollectionOff);
+                self.abandon(marks);
             }
-            Err(_) => self.abandon(),
+            Err(_) => self.abandon(marks),
         }
     }
 
     /// Ends the drop where it stands; the next drop starts over from its listings.
-    fn abandon(&mut self) {
+    fn abandon(&mut self, marks: &mut Marks) {
         if self.drop.take().is_some() {
             self.stats.drops_abandoned += 1;
+            marks.hit(Mark::DropAbandoned);
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use crate::format::{DecodeError, Slot};
 use crate::hash::Hash32;
 use crate::io::{Call, Io, Purpose};
+use crate::marks::Mark;
 use crate::reply::FailReason;
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -115,6 +116,7 @@ impl Committer {
                 };
                 // No listing gave it and it reads as absent: list once more from it.
                 gap.1 = true;
+                io.marks.hit(Mark::CatchUpGapRelisted);
                 let after = (sequence > 1).then(|| self.keys.slot(sequence - 1));
                 let op = BlobOp::List {
                     prefix: self.keys.log_prefix(),
@@ -146,6 +148,7 @@ impl Committer {
             if sequence > next {
                 // The listing skipped `next`: read it directly.
                 if cu.gap.is_none() {
+                    io.marks.hit(Mark::CatchUpGapRead);
                     cu.gap = Some((next, false));
                     cu.listed.insert(next);
                     let op = BlobOp::Get { key: self.keys.slot(next) };
@@ -166,6 +169,7 @@ impl Committer {
             return Ok(());
         }
         if cu.more {
+            io.marks.hit(Mark::CatchUpPaged);
             self.list_catch_up(now, io);
             return Ok(());
         }

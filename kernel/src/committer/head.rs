@@ -11,6 +11,7 @@ use crate::effect::Effect;
 use crate::format::Slot;
 use crate::hash::Hash32;
 use crate::io::{Call, Io, Purpose};
+use crate::marks::{Mark, Marks};
 use crate::reply::{FailReason, WriteError};
 use crate::snapshot::{Installed, Snapshot};
 use crate::time::Instant;
@@ -30,7 +31,7 @@ impl Committer {
         // A probe or a peer's hint may have installed slots past the head's base. The head
         // still creates: its lost create is the signal (SPEC 7), and what tells peers.
         assert!(head.base_sequence <= world_sequence, "the head builds on a confirmed state");
-        if head.slot.is_some() && self.holding(now, sn) {
+        if head.slot.is_some() && self.holding(now, sn, &mut io.marks) {
             return false;
         }
         let Some(head) = self.pipeline.front_mut() else { return true };
@@ -38,6 +39,7 @@ impl Committer {
             // Nothing to commit: answers stand once the base is known to have been the tip
             // after every member arrived (the read path's probe confirms it).
             if head.base_sequence < world_sequence {
+                io.marks.hit(Mark::AnswersOnlyRebuilt);
                 self.requeue_all();
                 return true;
             }
@@ -86,6 +88,7 @@ impl Committer {
             {
                 // No store time in the answer: a stat of the new slot gives it.
                 self.stats.slot_stats_after_create += 1;
+                io.marks.hit(Mark::CreateUntimedStat);
                 let op = BlobOp::Stat { key: self.keys.slot(sequence) };
                 io.issue(now, Purpose::Commit(CommitCall::SlotStat { sequence, generation }), op, 0);
             }
@@ -103,30 +106,39 @@ impl Committer {
                 let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
                 self.lost_at.get_or_insert(now);
                 match theirs {
-                    Some((hash, _)) if Some(hash) == ours => self.commit_head(now, sn, None, io)?,
+                    Some((hash, _)) if Some(hash) == ours => {
+                        io.marks.hit(Mark::CreateTakenWasOurs);
+                        self.commit_head(now, sn, None, io)?
+                    }
                     Some((_, last)) => self.lost(last, now, sn, io),
                     // Older than the index: read it to learn whose it is, and where it ends.
-                    None => self.read_slot(now, sequence, io),
+                    None => {
+                        io.marks.hit(Mark::CreateTakenOlderThanIndex);
+                        self.read_slot(now, sequence, false, io)
+                    }
                 }
             }
             Err(BlobError::AlreadyExists) => {
                 self.lost_at.get_or_insert(now);
-                self.read_slot(now, sequence, io)
+                self.read_slot(now, sequence, false, io)
             }
             Err(BlobError::Throttled) => io.retry_later(now, call),
             Err(_) => {
                 self.stats.creates_ambiguous += 1;
+                io.marks.hit(Mark::CreateAmbiguous);
                 if self.config.defects.skip_ambiguous_read {
                     self.commit_head(now, sn, None, io)?;
                 } else {
-                    self.read_slot(now, sequence, io);
+                    self.read_slot(now, sequence, true, io);
                 }
             }
         }
         Ok(())
     }
 
-    fn read_slot(&mut self, now: Instant, sequence: u64, io: &mut Io) {
+    /// Reads the head's name: to settle an ambiguous create, or to learn whose slot took it.
+    fn read_slot(&mut self, now: Instant, sequence: u64, ambiguous: bool, io: &mut Io) {
+        self.settling_ambiguous = ambiguous;
         let op = BlobOp::Get { key: self.keys.slot(sequence) };
         io.issue(now, Purpose::Commit(CommitCall::SlotGet { sequence }), op, 0);
     }
@@ -144,9 +156,18 @@ impl Committer {
         match result {
             Ok(BlobOutcome::Got { meta, bytes }) => {
                 let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
+                let ambiguous = self.settling_ambiguous;
                 if ours == Some(Hash32::of(&bytes)) {
+                    io.marks.hit(if ambiguous {
+                        Mark::CreateAmbiguousSettledOurs
+                    } else {
+                        Mark::CreateTakenWasOurs
+                    });
                     self.commit_head(now, sn, Some(meta.created_at_us), io)?;
                 } else {
+                    if ambiguous {
+                        io.marks.hit(Mark::CreateAmbiguousSettledTheirs);
+                    }
                     self.install_peer_slot(now, sn, sequence, &bytes, io)?;
                 }
             }
@@ -156,6 +177,9 @@ impl Committer {
                 let enc = enc.ok_or(FailReason::SlotVanished { sequence })?;
                 // Absent after an ambiguous create: the identical bytes again.
                 debug_assert_eq!(enc.slot.first_sequence, sequence);
+                if self.settling_ambiguous {
+                    io.marks.hit(Mark::CreateAmbiguousSettledAbsent);
+                }
                 let op = BlobOp::Create { key: self.keys.slot(sequence), bytes: enc.bytes.clone() };
                 io.issue(now, Purpose::Commit(CommitCall::SlotCreate { sequence }), op, call.attempt + 1);
             }
@@ -185,6 +209,7 @@ impl Committer {
                 self.commit_head(now, sn, Some(meta.created_at_us), io)
             }
             Ok(BlobOutcome::Stat(_)) | Err(BlobError::NotFound) => {
+                io.marks.hit(Mark::CreatedSlotGone);
                 self.refuse_head(io);
                 Err(FailReason::CreatedSlotGone { key: self.keys.slot(sequence) })
             }
@@ -221,7 +246,7 @@ impl Committer {
         let (first, last, members) =
             (enc.slot.first_sequence, enc.slot.last_sequence(), enc.slot.members.len());
         self.head_call = false;
-        self.turns.start_hold(now, sn, &mut self.stats);
+        self.turns.start_hold(now, sn, &mut self.stats, &mut io.marks);
         self.stats.slots_won += 1;
         self.stats.members_committed += members as u64;
         if let Some(landed_us) = landed_us {
@@ -258,6 +283,7 @@ impl Committer {
             return Ok(());
         }
         self.stats.stalled_creates_refused += 1;
+        io.marks.hit(Mark::StalledCreateRefused);
         self.refuse_head(io);
         Err(FailReason::CreateBelowCollection { key: self.keys.slot(sequence), base_us, landed_us })
     }
@@ -302,14 +328,15 @@ impl Committer {
         if sn.behind_hints() {
             let after = sn.recent.holding(sn.world.sequence()).map(|s| self.keys.slot(s.first));
             self.catch_up = Some(CatchUp::after(after));
+            io.marks.hit(Mark::CatchUpListed);
             self.list_catch_up(now, io);
         }
     }
 
     /// Whether the head's create must wait for a peer's turn; a hold a peer's slot
     /// answered rebuilds the held batches once on it.
-    pub(super) fn holding(&mut self, now: Instant, sn: &Snapshot) -> bool {
-        match self.turns.check(now, sn, &mut self.stats) {
+    pub(super) fn holding(&mut self, now: Instant, sn: &Snapshot, marks: &mut Marks) -> bool {
+        match self.turns.check(now, sn, &mut self.stats, marks) {
             super::turns::HoldCheck::Holding => true,
             super::turns::HoldCheck::Free => false,
             super::turns::HoldCheck::Answered => {

@@ -31,6 +31,7 @@ use crate::format::Keys;
 use crate::hash::Hash32;
 use crate::ids::{OperationId, RequestId, StoreId};
 use crate::io::{Call, Io};
+use crate::marks::{Mark, Marks};
 use crate::reply::{FailReason, Reply, WriteError, WriteOk};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -119,6 +120,9 @@ pub(crate) struct Committer {
     /// When the head last lost its name, until the next create is sent.
     lost_at: Option<Instant>,
     catch_up: Option<CatchUp>,
+    /// The head's slot read settles an ambiguous create (not a name found taken): which
+    /// mark its answer hits.
+    settling_ambiguous: bool,
 }
 
 impl Committer {
@@ -136,6 +140,7 @@ impl Committer {
             failed: None,
             lost_at: None,
             catch_up: None,
+            settling_ambiguous: false,
         }
     }
 
@@ -169,14 +174,14 @@ impl Committer {
     }
 
     /// A peer committed through `sequence`: perhaps a turn is owed (see `turns`).
-    pub fn on_hint(&mut self, now: Instant, sn: &Snapshot, sequence: u64) {
+    pub fn on_hint(&mut self, now: Instant, sn: &Snapshot, sequence: u64, marks: &mut Marks) {
         let creating = self
             .pipeline
             .front()
             .and_then(|b| b.slot.as_ref())
             .filter(|_| self.head_call)
             .map(|e| e.slot.first_sequence..=e.slot.last_sequence());
-        self.turns.on_hint(now, sn, sequence, creating);
+        self.turns.on_hint(now, sn, sequence, creating, marks);
     }
 
     /// Answers every waiting write with the replica's failure and refuses later ones. The
@@ -191,6 +196,9 @@ impl Committer {
         let mut head_unsettled = self.head_call && self.lost_at.is_none();
         for batch in self.pipeline.drain(..) {
             let sent = std::mem::take(&mut head_unsettled) && batch.first_create_at.is_some();
+            if sent {
+                io.marks.hit(Mark::AbortHeadUncertain);
+            }
             let since = batch.base_sequence + 1;
             for b in batch.built.into_iter().filter(|b| !b.pending.answered) {
                 if sent {
@@ -241,7 +249,7 @@ impl Committer {
             return;
         }
         // A hold ends by its own clock (or a peer's slot), whatever the head is doing.
-        self.holding(now, sn);
+        self.holding(now, sn, &mut io.marks);
         loop {
             self.fill_pipeline(now, sn, bodies, io);
             if !self.drive_head(now, sn, io) {

@@ -5,6 +5,7 @@
 use super::{reply, Committer, Pending};
 use crate::ids::{OperationId, RequestId};
 use crate::io::Io;
+use crate::marks::Mark;
 use crate::reply::WriteError;
 use crate::time::Instant;
 use crate::world::ValidMutation;
@@ -27,6 +28,7 @@ impl Committer {
         }
         if self.queue.len() >= self.config.queue_members_max {
             self.stats.refused_busy += 1;
+            io.marks.hit(Mark::WriteRefusedBusy);
             reply(io, request, Err(WriteError::Busy { queued: self.queue.len() }));
             return;
         }
@@ -63,6 +65,7 @@ impl Committer {
                 return true;
             }
             stats.expired += 1;
+            io.marks.hit(Mark::WriteExpiredQueued);
             reply(io, p.request, Err(WriteError::Expired { op_id: p.op_id }));
             false
         });
@@ -75,6 +78,7 @@ impl Committer {
                 if due.contains(&p.request) && !p.answered {
                     p.answered = true;
                     stats.uncertain += 1;
+                    io.marks.hit(Mark::WriteUncertainAtDeadline);
                     reply(io, p.request, Err(WriteError::Uncertain { op_id: p.op_id, since }));
                 }
             }

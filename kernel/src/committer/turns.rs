@@ -6,6 +6,7 @@
 use super::CommitterStats;
 use crate::config::Config;
 use crate::ids::StoreId;
+use crate::marks::{Mark, Marks};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
 use core::ops::RangeInclusive;
@@ -76,6 +77,7 @@ impl Turns {
         sn: &Snapshot,
         sequence: u64,
         creating: Option<RangeInclusive<u64>>,
+        marks: &mut Marks,
     ) {
         if !self.enabled {
             return;
@@ -94,24 +96,35 @@ impl Turns {
         if base <= self.held_through {
             return; // this hint already earned its hold
         }
+        if creating == Some(base) {
+            marks.hit(Mark::TurnOwedWhileCreating);
+        }
         self.owed = Some(Owed { at: now, base });
     }
 
     /// After a win: if a peer is owed a turn, and no peer slot answered the hint since, and
     /// the hint is younger than a hold, hold the next create.
-    pub fn start_hold(&mut self, now: Instant, sn: &Snapshot, stats: &mut CommitterStats) {
+    pub fn start_hold(&mut self, now: Instant, sn: &Snapshot, stats: &mut CommitterStats, marks: &mut Marks) {
         let Some(owed) = self.owed.take() else { return };
         let answered = sn.recent.from(owed.base + 1).any(|s| s.store_id != self.store_id);
         if answered || now.saturating_since(owed.at) > self.hold {
+            marks.hit(Mark::HoldSkipped);
             return;
         }
+        marks.hit(Mark::HoldBegun);
         stats.holds += 1;
         self.held_through = owed.base;
         self.held = Some(Hold { since: now, until: now + self.hold, base: sn.world.sequence() });
     }
 
     /// Ends the hold when a peer's slot arrived or when it ran out.
-    pub fn check(&mut self, now: Instant, sn: &Snapshot, stats: &mut CommitterStats) -> HoldCheck {
+    pub fn check(
+        &mut self,
+        now: Instant,
+        sn: &Snapshot,
+        stats: &mut CommitterStats,
+        marks: &mut Marks,
+    ) -> HoldCheck {
         let Some(h) = self.held else { return HoldCheck::Free };
         let answered = sn.world.sequence() > h.base;
         if !answered && now < h.until {
@@ -121,8 +134,10 @@ impl Turns {
         stats.hold_ms_total += now.saturating_since(h.since).as_millis() as u64;
         if answered {
             stats.holds_answered += 1;
+            marks.hit(Mark::HoldAnsweredByPeer);
             return HoldCheck::Answered;
         }
+        marks.hit(Mark::HoldExpiredByClock);
         HoldCheck::Free
     }
 }

@@ -11,6 +11,7 @@ use crate::effect::{Effect, Warning};
 use crate::format::{Checkpoint, HistoryRef, Root, Shard};
 use crate::hash::Hash32;
 use crate::io::{Call, Io};
+use crate::marks::{Mark, Marks};
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -169,6 +170,9 @@ impl Compactor {
             }
             CompactionRole::Off => false,
         };
+        if self.role == CompactionRole::Backstop && !self.continuing {
+            io.marks.hit(if step { Mark::BackstopStepped } else { Mark::BackstopDeferred });
+        }
         if step {
             if !self.continuing {
                 self.stats.runs += 1;
@@ -190,6 +194,7 @@ impl Compactor {
     /// look (a cadence later) tries again.
     fn abandon(&mut self, now: Instant, key: String, reason: FailReason, io: &mut Io) {
         self.stats.adoptions_abandoned += 1;
+        io.marks.hit(Mark::AdoptionAbandoned);
         if let Some(next_sequence) = self.keys.parse_checkpoint(&key) {
             self.unusable.insert(next_sequence);
         }
@@ -298,7 +303,7 @@ impl Compactor {
     }
 
     /// A complete adoption is installed once its chain anchor is checked.
-    pub(super) fn install_adoption(&mut self, now: Instant, sn: &mut Snapshot) {
+    pub(super) fn install_adoption(&mut self, now: Instant, sn: &mut Snapshot, marks: &mut Marks) {
         let ready = self.adoption.as_ref().is_some_and(|a| a.is_complete() && a.chain_checked);
         if !ready {
             return;
@@ -315,6 +320,7 @@ impl Compactor {
         }
         sn.ledger.rebase(&sn.world, adoption.sequence(), &adoption.adopt);
         self.stats.adopted += 1;
+        marks.hit(Mark::CheckpointAdopted);
         self.newest_next_sequence = adoption.checkpoint.next_sequence;
         self.unusable.retain(|s| *s > adoption.checkpoint.next_sequence);
         self.slots_at_newest = sn.world.slots_applied();

@@ -10,6 +10,7 @@ use super::{step, Compactor, StepCall};
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, Written as BlobWritten};
 use crate::collector::Written;
 use crate::io::{Call, Io};
+use crate::marks::Mark;
 use crate::time::Instant;
 
 impl Compactor {
@@ -66,6 +67,7 @@ impl Compactor {
         let late = self.run_began_store_us.is_some_and(|look| landed_us.saturating_sub(look) > self.grace_us);
         if late {
             self.stats.checkpoints_withdrawn += 1;
+            io.marks.hit(Mark::CheckpointWithdrawn);
             let op = BlobOp::Delete { key: self.keys.checkpoint(next_sequence), if_generation: generation };
             io.issue(now, step(StepCall::CheckpointWithdraw { next_sequence }), op, 0);
             return;

@@ -34,6 +34,7 @@ use crate::format::{Checkpoint, DecodeError, HistoryBlock, HistoryRef, Keys};
 use crate::hash::Hash32;
 use crate::history::History;
 use crate::io::{Call, Io};
+use crate::marks::Mark;
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -270,7 +271,7 @@ impl Compactor {
         }
         self.slots_applied = sn.world.slots_applied();
         self.check_chain(sn)?;
-        self.install_adoption(now, sn);
+        self.install_adoption(now, sn, &mut io.marks);
         if let Some(target) = self.run_target.filter(|_| !self.is_running()) {
             if self.newest_next_sequence > target {
                 self.run_target = None;
@@ -278,6 +279,7 @@ impl Compactor {
                 // The next step of the run: it looks first, so a store that finds a
                 // newer checkpoint than its own adopts it and ends its run.
                 self.continuing = true;
+                io.marks.hit(Mark::RunStepContinued);
                 self.begin_look(now, sn, io);
             }
         }
@@ -452,6 +454,8 @@ impl Compactor {
             // old. (Content-addressed, so whatever is there is what we would write.)
             (StepCall::Create { kind, name }, Err(_))
             | (StepCall::Freshen { kind, name }, Err(BlobError::PreconditionFailed)) => {
+                let freshen = matches!(call.op, BlobOp::Rewrite { .. });
+                io.marks.hit(if freshen { Mark::FreshenRaced } else { Mark::ObjectCreateUnsettled });
                 let op = BlobOp::Stat { key: call.op.key().to_string() };
                 io.issue(now, step(StepCall::Stat { kind, name }), op, 0);
             }
@@ -461,6 +465,7 @@ impl Compactor {
             (StepCall::Stat { kind, name } | StepCall::Freshen { kind, name }, Err(BlobError::NotFound)) => {
                 let run = self.run.as_ref().expect("running");
                 let bytes = run.in_flight.get(&name).expect("a stat settles an object in flight").clone();
+                io.marks.hit(Mark::ObjectCreateSettledAbsent);
                 let op = BlobOp::Create { key: call.op.key().to_string(), bytes };
                 io.issue(now, step(StepCall::Create { kind, name }), op, call.attempt + 1);
             }
@@ -468,6 +473,7 @@ impl Compactor {
             (StepCall::Stat { name, .. }, Ok(_)) => self.object_stored(name, false),
             (StepCall::Freshen { name, .. }, Ok(_)) => {
                 self.stats.freshened += 1;
+                io.marks.hit(Mark::FreshenRewrite);
                 self.object_stored(name, false)
             }
             (StepCall::CheckpointCreate { next_sequence }, Ok(outcome)) => {
@@ -496,12 +502,15 @@ impl Compactor {
                     io.issue(now, step(StepCall::CheckpointFreshen { next_sequence }), op, 0);
                 } else {
                     self.stats.identical_races += 1;
+                    io.marks.hit(Mark::CheckpointIdenticalRace);
                     self.finish(next_sequence, now, false);
                 }
             }
             (StepCall::CheckpointFreshen { next_sequence }, Ok(_)) => {
                 self.stats.freshened += 1;
                 self.stats.identical_races += 1;
+                io.marks.hit(Mark::CheckpointFreshened);
+                io.marks.hit(Mark::CheckpointIdenticalRace);
                 self.finish(next_sequence, now, false);
             }
             (StepCall::CheckpointFreshen { next_sequence }, Err(e)) if !e.is_transient() => {
@@ -512,6 +521,7 @@ impl Compactor {
             (StepCall::CheckpointFreshen { .. }, Err(_)) => io.retry_later(now, call),
             (StepCall::CheckpointGet { next_sequence }, Err(BlobError::NotFound)) => {
                 // An ambiguous create that never landed: the identical bytes again.
+                io.marks.hit(Mark::CheckpointCreateSettledAbsent);
                 let bytes = self.run.as_ref().expect("running").checkpoint_bytes.clone();
                 let op = BlobOp::Create { key: self.keys.checkpoint(next_sequence), bytes };
                 let what = StepCall::CheckpointCreate { next_sequence };
@@ -547,6 +557,7 @@ impl Compactor {
     fn run_on_damaged(&mut self, now: Instant, next_sequence: u64, error: DecodeError, io: &mut Io) {
         let key = self.keys.checkpoint(next_sequence);
         self.stats.runs_on_damaged += 1;
+        io.marks.hit(Mark::RunOnDamaged);
         self.unusable.insert(next_sequence);
         self.run = None;
         self.run_target = None;

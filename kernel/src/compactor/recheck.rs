@@ -10,6 +10,7 @@
 use super::{step, Compactor, StepCall};
 use crate::blob::{BlobOp, BlobOutcome, BlobResult};
 use crate::io::{Call, Io};
+use crate::marks::Mark;
 use crate::time::Instant;
 
 impl Compactor {
@@ -55,7 +56,9 @@ impl Compactor {
         if superseded || local_overdue || store_overdue {
             if superseded {
                 self.stats.runs_superseded += 1;
+                io.marks.hit(Mark::RunSuperseded);
             } else {
+                io.marks.hit(Mark::RunOverdue);
                 // Objects it names may have been judged unused by a drop meanwhile.
                 self.stats.runs_overdue += 1;
             }

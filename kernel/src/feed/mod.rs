@@ -18,6 +18,7 @@ use crate::format::{DecodeError, Keys, NameRule, Slot};
 use crate::hash::Hash32;
 use crate::ids::RequestId;
 use crate::io::{Call, Io, Purpose};
+use crate::marks::{Mark, Marks};
 use crate::reply::FailReason;
 use crate::snapshot::{SlotSpan, Snapshot};
 use crate::time::Instant;
@@ -229,6 +230,7 @@ impl Feed {
                 };
                 if reach == Reach::Gone {
                     self.stats.resyncs += 1;
+                    io.marks.hit(Mark::FeedResync);
                     let end = WatchEnd::Resync { cursor: sub.next - 1, tip };
                     io.effects.push_back(Effect::WatchEnded { id, end });
                     self.subs.remove(&id);
@@ -237,6 +239,7 @@ impl Feed {
                 if !sub.behind {
                     sub.behind = true;
                     self.stats.resumes_slots += 1;
+                    io.marks.hit(Mark::FeedBehindRing);
                 }
                 if reach == Reach::Reading {
                     return; // `fetch_before` reads towards it
@@ -341,7 +344,7 @@ impl Feed {
                 match result {
                     Ok(BlobOutcome::Listed { entries, more }) => {
                         before.on_listed(now, &entries, more, sn, io)?;
-                        self.verify_before(now)
+                        self.verify_before(now, &mut io.marks)
                     }
                     _ => {
                         io.retry_later(now, call);
@@ -354,9 +357,10 @@ impl Feed {
                 match result {
                     Ok(BlobOutcome::Got { bytes, .. }) => {
                         before.on_read(sequence, &bytes)?;
-                        self.verify_before(now)
+                        self.verify_before(now, &mut io.marks)
                     }
                     Err(BlobError::NotFound) => {
+                        io.marks.hit(Mark::FeedBeforeSlotCollected);
                         before.on_gone(sequence);
                         Ok(())
                     }
@@ -371,10 +375,11 @@ impl Feed {
 
     /// Verifies what has been read before the checkpoint; keeps what it verified at hand
     /// for the pages about to read it.
-    fn verify_before(&mut self, now: Instant) -> Result<(), FailReason> {
+    fn verify_before(&mut self, now: Instant, marks: &mut Marks) -> Result<(), FailReason> {
         let Some(before) = self.before.as_mut() else { return Ok(()) };
         for (sequence, events) in before.verify(now)? {
             self.stats.slots_verified_before_checkpoint += 1;
+            marks.hit(Mark::FeedVerifiedBeforeCheckpoint);
             self.keep(sequence, events);
         }
         Ok(())
@@ -418,6 +423,7 @@ impl Feed {
                 // Before the checkpoint, a slot read once may since have been collected:
                 // the pages waiting on it end in a resync.
                 Some(before) if sequence < before.start => {
+                    io.marks.hit(Mark::FeedBeforeSlotCollected);
                     self.requested.remove(&sequence);
                     before.lost(sequence);
                     for sub in self.subs.values_mut() {

@@ -19,6 +19,7 @@ use crate::format::{Checkpoint, DecodeError, Keys, Marker};
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::io::{Call, Io, Purpose};
+use crate::marks::Mark;
 use crate::reply::{CheckpointProblem, FailReason, SkippedCheckpoint};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -205,10 +206,12 @@ impl Opening {
             }
             (OpenCall::GenesisList, Ok(BlobOutcome::Listed { entries, .. })) if !entries.is_empty() => {
                 // A racing genesis may have made the marker since: look once more.
+                io.marks.hit(Mark::OpenGenesisRace);
                 self.marker_recheck = true;
                 io.issue(now, Purpose::Open(OpenCall::MarkerGet), get_marker(&self.keys), 0);
             }
             (OpenCall::GenesisList, Ok(BlobOutcome::Listed { .. })) => {
+                io.marks.hit(Mark::OpenGenesis);
                 let world_id = self.world_id.unwrap_or(self.genesis_world_id);
                 let marker = Marker { world_id, created_by: self.store_id };
                 let op = BlobOp::Create { key: self.keys.marker(), bytes: Bytes::from(marker.encode()) };
@@ -231,6 +234,7 @@ impl Opening {
             }
             // Taken by a racing genesis, or ours landed despite the error: read what is there.
             (OpenCall::MarkerCreate, Err(e)) if e != BlobError::Throttled => {
+                io.marks.hit(Mark::OpenGenesisRace);
                 io.issue(now, Purpose::Open(OpenCall::MarkerGet), get_marker(&self.keys), 0);
             }
             _ => io.retry_later(now, call),
@@ -268,6 +272,7 @@ impl Opening {
             }
             // Taken by a racing opener, or ours landed despite the error: it must be ours.
             (OpenCall::CheckpointCreate, Err(e)) if e != BlobError::Throttled => {
+                io.marks.hit(Mark::OpenCheckpointZeroRace);
                 let key = call.op.key().to_string();
                 io.issue(now, Purpose::Open(OpenCall::CheckpointGet), BlobOp::Get { key }, 0);
             }
@@ -293,6 +298,7 @@ impl Opening {
             // An ambiguous create that never landed (or the only listed checkpoint gone):
             // start over. Once anything was skipped this never runs, so it cannot loop.
             (OpenCall::CheckpointGet, Err(BlobError::NotFound)) => {
+                io.marks.hit(Mark::OpenCheckpointRelisted);
                 self.checkpoint_after = None;
                 self.checkpoints_untried.clear();
                 self.list_checkpoints(now, io);
@@ -302,6 +308,7 @@ impl Opening {
                 match load.on_done(&self.keys, now, (kind, name), call, result, io) {
                     Ok(None) => {}
                     Ok(Some(world)) => {
+                        io.marks.hit(Mark::OpenLoadedCheckpoint);
                         let load = self.load.take().expect("loading");
                         let next_sequence = load.next_sequence();
                         let previous_hash = load.previous_hash();
@@ -386,6 +393,7 @@ impl Opening {
         if self.checkpoints_untried.is_empty() {
             return Err(reason);
         }
+        io.marks.hit(Mark::OpenFallbackCheckpoint);
         self.skipped.push((key, reason));
         self.try_newest(now, io);
         Ok(())

@@ -15,6 +15,7 @@ use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
 use crate::format::{DecodeError, Keys, ShapeRule, Slot};
 use crate::hash::Hash32;
 use crate::io::{Call, Io, Purpose};
+use crate::marks::Mark;
 use crate::reply::FailReason;
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -212,6 +213,7 @@ impl Replay {
         }
         let Some(&successor) = self.known.range(next + 1..).next() else { return };
         self.known.insert(next);
+        io.marks.hit(Mark::OpenReplayGap);
         self.gap = Some(Gap { sequence: next, successor, relisting: false });
         let op = BlobOp::Get { key: self.keys.slot(next) };
         io.issue(now, Purpose::Open(OpenCall::GapGet { sequence: next }), op, 0);
