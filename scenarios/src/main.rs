@@ -361,7 +361,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         junit: Option<std::path::PathBuf>,
         /// Fail the sweep (exit 1) when a required coverage mark is never hit, naming each
-        /// (docs/GUARANTEES.md lists the marks and the scenarios that reach them).
+        /// (kernel/src/marks.rs says what rare path each mark marks).
         #[arg(long)]
         require_coverage: bool,
         #[command(flatten)]
