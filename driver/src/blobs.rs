@@ -7,6 +7,7 @@ use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use std::future::Future;
 use std::pin::Pin;
 
+/// A blob call under way: resolves to the store's answer, in the kernel's terms.
 pub type BlobFuture = Pin<Box<dyn Future<Output = BlobResult> + Send + 'static>>;
 
 /// A call's outcome with the store's account of a failure: see [`Blobs::execute_explained`].

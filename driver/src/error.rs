@@ -10,11 +10,13 @@ use slotlog_kernel::{BlobError, ConfigError, FailReason, ReadError, WatchEnd, Wr
 use std::fmt;
 use std::time::Duration;
 
+/// What a `World` call answers when it cannot answer what was asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
     /// The write did not commit, or may not have (`WriteError::Uncertain`).
     Write(WriteError),
+    /// The read was not answered (its deadline passed, or the world cannot answer it).
     Read(ReadError),
     /// A watch ended (a resync, too many watches, a failed world).
     Watch(WatchEnd),
@@ -36,7 +38,9 @@ pub enum Error {
     /// answered. Nothing was opened; `last_error` is the last store failure the opening
     /// met, if any (what it was waiting out).
     OpenDeadline {
+        /// The deadline that passed.
         deadline: Duration,
+        /// The last store failure the opening met.
         last_error: Option<StoreError>,
     },
     /// The prefix breaks a rule; nothing was sent to the store.
@@ -50,7 +54,9 @@ pub enum Error {
     /// were answered before it (`Uncertain` for any whose slot create was sent); open the
     /// world again once the store's clock or the peer that caused it is looked at.
     Reloads {
+        /// Reopens in a row without progress.
         reloads: u32,
+        /// The reason the last one gave.
         last: FailReason,
     },
 }
@@ -232,6 +238,7 @@ impl std::error::Error for UncheckedStore {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoreError {
+    /// What kind of failure it was, which says whether a retry can pass it.
     pub kind: StoreErrorKind,
     /// The blob operation that met it: `create`, `get`, `stat`, `list`, `rewrite`, `delete`.
     pub op: &'static str,
@@ -248,6 +255,8 @@ pub struct StoreError {
 }
 
 impl StoreError {
+    /// A failure of `op` on `key`, one attempt, with the store's `status` if it gave one
+    /// and its `message`.
     pub fn new(
         kind: StoreErrorKind,
         op: &'static str,
@@ -343,7 +352,9 @@ impl fmt::Display for StoreErrorKind {
 /// A prefix that breaks one of [`PrefixRule`]'s rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrefixError {
+    /// The prefix as given.
     pub prefix: String,
+    /// The rule it breaks.
     pub rule: PrefixRule,
 }
 

@@ -125,9 +125,11 @@ pub trait ConditionalDelete: Send + Sync + 'static {
 pub struct CustomBackend {
     /// For logs and [`Blobs::kind`].
     pub name: &'static str,
+    /// What its objects' versions are, for conditional rewrites and deletes.
     pub token: GenerationToken,
     /// Whether its listings come in key order (lets a listing stop at `limit + 1`).
     pub lists_sorted: bool,
+    /// Its delete conditioned on a version; without one, a collector never deletes.
     pub conditional_delete: Option<Arc<dyn ConditionalDelete>>,
 }
 
@@ -231,6 +233,7 @@ pub fn detect_backend(store: &dyn ObjectStore) -> Result<Backend, UncheckedStore
 pub struct S3Backend {
     /// `{endpoint}/{bucket}` (path style) or `https://{bucket}.s3.{region}.amazonaws.com`.
     pub bucket_endpoint: String,
+    /// The region requests are signed for.
     pub region: String,
     /// The store's own provider (`AmazonS3::credentials`).
     pub credentials: AwsCredentialProvider,
@@ -296,6 +299,7 @@ impl S3Backend {
 pub struct GcsBackend {
     /// The XML API's base, `https://storage.googleapis.com` unless overridden.
     pub base_url: String,
+    /// The bucket's name.
     pub bucket: String,
     /// The store's own provider (`GoogleCloudStorage::credentials`).
     pub credentials: GcpCredentialProvider,
@@ -411,10 +415,12 @@ impl ObjectStoreBlobs {
         ObjectStoreBlobs { inner: Arc::new(Inner { store, backend }) }
     }
 
+    /// The backend the store was opened with.
     pub fn backend(&self) -> &Backend {
         &self.inner.backend
     }
 
+    /// The object store itself.
     pub fn store(&self) -> &Arc<dyn ObjectStore> {
         &self.inner.store
     }

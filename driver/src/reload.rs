@@ -13,15 +13,21 @@ pub struct WorldStats {
     /// Times the replica was replaced by one opened from the newest checkpoint, in all
     /// and by the reason the old one gave.
     pub reloads: u64,
+    /// Reloads of a replica unconfirmed past the reload age.
     pub reloads_unconfirmed: u64,
+    /// Reloads after a slot create landed below collection (a fork refused).
     pub reloads_create_below_collection: u64,
+    /// Reloads of a replica whose tip a drop had collected past.
     pub reloads_below_collection: u64,
     /// Slots this world's replicas created, and the members in them.
     pub slots_won: u64,
+    /// Members in the slots this world's replicas created.
     pub members_committed: u64,
     /// Slot creates refused by the post-create check (their members answered `Uncertain`).
     pub stalled_creates_refused: u64,
+    /// What the compactors did: checkpoints written, adopted, objects created.
     pub compactor: CompactorStats,
+    /// What the collectors did: drops, deletes, freshens.
     pub collector: CollectorStats,
 }
 

@@ -52,7 +52,9 @@ pub struct StoreOptions {
     /// `AWS_SESSION_TOKEN`. Absent everywhere: object_store's chain (web identity, ECS
     /// task role, EKS pod identity, instance metadata).
     pub s3_access_key_id: Option<String>,
+    /// s3: the secret half of the static key.
     pub s3_secret_access_key: Option<String>,
+    /// s3: a session token for temporary credentials.
     pub s3_session_token: Option<String>,
     /// gs: the service account key file (JSON); overrides `GOOGLE_SERVICE_ACCOUNT`.
     /// Absent everywhere: application default credentials.
@@ -113,32 +115,75 @@ impl StoreOptions {
 #[non_exhaustive]
 pub enum StoreUrlError {
     /// Not a URL at all.
-    InvalidUrl { url: String, error: url::ParseError },
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// The URL parser's reason.
+        error: url::ParseError,
+    },
     /// A scheme neither this crate nor object_store knows.
-    UnsupportedScheme { scheme: String },
+    UnsupportedScheme {
+        /// The scheme as given.
+        scheme: String,
+    },
     /// A store object_store knows but this build does not carry (`store`: Azure, a plain
     /// HTTP store).
-    NotBuiltIn { url: String, store: &'static str },
+    NotBuiltIn {
+        /// The URL as given.
+        url: String,
+        /// The store it names.
+        store: &'static str,
+    },
     /// An `https://` URL of an S3 bucket (AWS, R2): write it as `s3://bucket/prefix` with
     /// `AWS_REGION` or `AWS_ENDPOINT_URL` set, so the requests and the conditional deletes
     /// go to the same place.
-    S3HttpsUrl { url: String },
+    S3HttpsUrl {
+        /// The URL as given.
+        url: String,
+    },
     /// `s3://` or `gs://` without a bucket, or a builder without a bucket name.
-    MissingBucket { url: String },
+    MissingBucket {
+        /// The URL as given.
+        url: String,
+    },
     /// `file://` with a host other than `localhost`, or a relative path.
-    NotALocalPath { url: String },
+    NotALocalPath {
+        /// The URL as given.
+        url: String,
+    },
     /// The directory of a `file://` URL could not be made.
-    LocalDir { path: String, error: std::io::Error },
+    LocalDir {
+        /// The path in question.
+        path: String,
+        /// The file system's reason.
+        error: std::io::Error,
+    },
     /// The directory of a `file://` URL does not exist, and the options say not to make it.
-    LocalDirMissing { path: String },
+    LocalDirMissing {
+        /// The path in question.
+        path: String,
+    },
     /// An S3 store needs both halves of a static key, or neither.
     PartialCredentials,
     /// The service account key could not be read as JSON.
-    ServiceAccount { path: String, error: String },
+    ServiceAccount {
+        /// The path in question.
+        path: String,
+        /// The reason the key could not be read.
+        error: String,
+    },
     /// A setting slotlog cannot honour (`what`): S3 Express One Zone, say.
-    Unsupported { what: &'static str },
+    Unsupported {
+        /// The setting.
+        what: &'static str,
+    },
     /// object_store refused the configuration.
-    Build { scheme: &'static str, error: object_store::Error },
+    Build {
+        /// The store being built.
+        scheme: &'static str,
+        /// object_store's reason.
+        error: object_store::Error,
+    },
 }
 
 impl fmt::Display for StoreUrlError {
@@ -188,13 +233,29 @@ impl std::error::Error for StoreUrlError {
 #[non_exhaustive]
 pub enum StoreLocation {
     /// `memory://` or `memory://any/prefix`.
-    Memory { prefix: String },
+    Memory {
+        /// The prefix inside the store: no leading or trailing `/`, empty for the whole store.
+        prefix: String,
+    },
     /// `file:///abs/dir` (host empty or `localhost`): an absolute directory.
-    Local { dir: std::path::PathBuf },
+    Local {
+        /// The directory.
+        dir: std::path::PathBuf,
+    },
     /// `s3://bucket/prefix` or `s3a://bucket/prefix`.
-    S3 { bucket: String, prefix: String },
+    S3 {
+        /// The bucket's name, never empty.
+        bucket: String,
+        /// The prefix inside the store: no leading or trailing `/`, empty for the whole store.
+        prefix: String,
+    },
     /// `gs://bucket/prefix`.
-    Gcs { bucket: String, prefix: String },
+    Gcs {
+        /// The bucket's name, never empty.
+        bucket: String,
+        /// The prefix inside the store: no leading or trailing `/`, empty for the whole store.
+        prefix: String,
+    },
 }
 
 /// Reads a store URL (the grammar [`open_store`] describes) without building the store.

@@ -56,6 +56,8 @@ pub struct Replica {
     /// A snapshot unconfirmed this long is not trusted (SPEC 10.15, the reload rule).
     reload_after: core::time::Duration,
     failed: Option<FailReason>,
+    /// The deliberate defect: a wake-up asked for at once, always.
+    timer_never_cleared: bool,
 }
 
 impl Replica {
@@ -92,6 +94,7 @@ impl Replica {
             feed: Feed::new(&config, keys.clone()),
             watches_max: config.watches_max,
             reload_after: core::time::Duration::from_millis(config.reload_after_ms),
+            timer_never_cleared: config.defects.timer_never_cleared,
             bodies: Bodies::new(keys.clone(), config.body_cache_bytes_max),
             history: History::new(keys.clone(), config.history_blocks_cached_max),
             compactor: Compactor::new(&config, keys.clone(), now),
@@ -157,6 +160,9 @@ impl Replica {
         // owners' timers (a checkpoint due, say) would otherwise wake it forever.
         if self.failed.is_some() {
             return None;
+        }
+        if self.timer_never_cleared {
+            return Some(Instant::ZERO);
         }
         let compactor = self.snapshot.as_ref().and_then(|sn| self.compactor.next_deadline(sn));
         [self.io.next_retry(), self.committer.next_deadline(), self.reads.next_deadline(), compactor]

@@ -4,7 +4,8 @@
 //! Every mark is required unless [`NOT_REQUIRED`] lists it with the reason, so a mark
 //! added to the kernel is required until a scenario reaches it or someone writes down why
 //! none does. `slotlog sweep --require-coverage` fails naming each required mark no run
-//! hit; docs/GUARANTEES.md lists each mark with the scenario that reaches it.
+//! hit. Each mark says what rare path it marks in `kernel/src/marks.rs`; docs/GUARANTEES.md
+//! ("Coverage marks") lists each with the scenarios that reach it.
 
 use slotlog_kernel::{Mark, Marks};
 use std::collections::BTreeMap;

@@ -2,6 +2,7 @@
 //! and sweeps over many seeds. The `slotlog` binary is a thin command line over this.
 
 pub mod coverage;
+pub mod plot;
 pub mod report;
 pub mod scenario;
 pub mod shrink;

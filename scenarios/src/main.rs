@@ -24,6 +24,28 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log more on stderr: -v says what the store calls do (warnings are always on),
+    /// -vv each call, -vvv everything. `RUST_LOG` (tracing's filter syntax) overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+}
+
+/// Logs from the driver (its store calls and what it retries) to stderr, at the level `-v`
+/// asks for or as `RUST_LOG` says.
+fn install_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
 }
 
 /// Exit codes, as docs/OPERATIONS.md lists them. 0 is success.
@@ -300,6 +322,10 @@ enum Command {
         /// (the lines hash to the report's trace hash).
         #[arg(long, value_name = "FILE")]
         trace: Option<std::path::PathBuf>,
+        /// Draw acknowledged writes a second and p50/p99 latency over virtual time into
+        /// this SVG file.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<std::path::PathBuf>,
         #[command(flatten)]
         flags: RunFlags,
     },
@@ -335,7 +361,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         junit: Option<std::path::PathBuf>,
         /// Fail the sweep (exit 1) when a required coverage mark is never hit, naming each
-        /// (docs/GUARANTEES.md lists the marks and the scenarios that reach them).
+        /// (kernel/src/marks.rs says what each marks; docs/GUARANTEES.md, who reaches it).
         #[arg(long)]
         require_coverage: bool,
         /// Add this sweep's coverage to the counts kept in this file (JSON, mark to count;
@@ -435,6 +461,7 @@ fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(exit::USAGE) } else { ExitCode::SUCCESS };
         }
     };
+    install_logging(cli.verbose);
     match cli.command {
         Command::Writer {
             store,
@@ -541,7 +568,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Run { scenario, seed, json, check_determinism, trace, flags } => {
+        Command::Run { scenario, seed, json, check_determinism, trace, plot, flags } => {
             let s = Scenario::find(&scenario).expect("clap admits only known scenarios");
             if let Some(refusal) = flags.refusal(&[s]) {
                 eprintln!("{refusal}");
@@ -585,6 +612,12 @@ fn main() -> ExitCode {
             } else {
                 print!("{}", report.text());
             }
+            if let Some(path) = &plot {
+                if let Err(e) = slotlog_scenarios::plot::write_svg(&report, path) {
+                    eprintln!("{e}");
+                    return ExitCode::from(exit::STORE);
+                }
+            }
             let mut ok = report.passed();
             if let Some(d) = determinism {
                 // On stderr with --json, so stdout stays one JSON object.
@@ -624,8 +657,10 @@ fn main() -> ExitCode {
             let bar = if std::io::stderr().is_terminal() {
                 let bar = ProgressBar::new(total);
                 bar.set_style(
-                    ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} ({msg})")
-                        .expect("a valid template"),
+                    ProgressStyle::with_template(
+                        "{bar:40} {pos}/{len} runs, {per_sec}, {elapsed}, ETA {eta} ({msg})",
+                    )
+                    .expect("a valid template"),
                 );
                 bar
             } else {

@@ -265,6 +265,33 @@ pub struct Report {
     pub coverage: BTreeMap<String, u64>,
     pub trace_hash: String,
     pub repro: String,
+    /// Acknowledged writes and their latency, one entry a virtual second (`run --plot`).
+    #[serde(skip)]
+    pub timeline: Vec<Second>,
+}
+
+/// One virtual second of a run: the writes answered with success in it, and the latency
+/// of those writes (from the client's send to the answer).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Second {
+    pub at_s: u64,
+    pub acked: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// Per virtual second from `(second, latency in us)` of each acknowledged write; seconds
+/// without one are left out.
+fn timeline(mut acked: Vec<(u64, u64)>) -> Vec<Second> {
+    acked.sort_unstable();
+    acked
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|second| {
+            // Sorted by second, then latency: the quantiles index straight in.
+            let at = |q: f64| second[((second.len() - 1) as f64 * q).round() as usize].1 as f64 / 1_000.0;
+            Second { at_s: second[0].0, acked: second.len() as u64, p50_ms: at(0.5), p99_ms: at(0.99) }
+        })
+        .collect()
 }
 
 /// Virtual seconds simulated per wall second (0 when no wall time was measured).
@@ -330,6 +357,7 @@ impl Report {
             (0, 0, 0, 0, 0, 0, 0);
         let mut acked_by = vec![0u64; config.replicas + config.followers];
         let mut acked_in_window = 0u64;
+        let mut acked_at = Vec::new();
         for op in &result.history.ops {
             if op.outcome == Outcome::Preloaded {
                 continue;
@@ -345,6 +373,7 @@ impl Report {
                         }
                         let us = at.saturating_since(op.invoked_at).as_micros() as u64;
                         latency.saturating_record(us.max(1));
+                        acked_at.push((at.as_micros() / 1_000_000, us));
                         let side = if steps.overlaps(op.invoked_at, *at) {
                             &mut during_steps
                         } else {
@@ -388,6 +417,10 @@ impl Report {
                 ));
                 rules.push("HoldBound".to_string());
             }
+        }
+        if let Some(stop) = &result.not_live {
+            violations.push(format!("the run was stopped as not live: {stop}"));
+            rules.push(stop.rule().to_string());
         }
         if result.unsettled > 0 {
             violations.push(format!(
@@ -584,6 +617,7 @@ impl Report {
             },
             trace_hash: result.trace_hash.to_hex(),
             repro,
+            timeline: timeline(acked_at),
         }
     }
 
@@ -727,5 +761,21 @@ impl Spans {
     fn overlaps(&self, from: Instant, to: Instant) -> bool {
         let i = self.0.partition_point(|s| s.1 < from);
         self.0.get(i).is_some_and(|s| s.0 <= to)
+    }
+}
+
+#[cfg(test)]
+mod timeline_tests {
+    use super::*;
+
+    #[test]
+    fn a_timeline_groups_writes_by_second_with_their_quantiles() {
+        let mut acked: Vec<(u64, u64)> = (1..=100).map(|ms| (3, ms * 1_000)).collect();
+        acked.push((1, 7_000));
+        let t = timeline(acked);
+        assert_eq!(t.len(), 2, "seconds without a write are left out");
+        assert_eq!(t[0], Second { at_s: 1, acked: 1, p50_ms: 7.0, p99_ms: 7.0 });
+        assert_eq!((t[1].at_s, t[1].acked), (3, 100));
+        assert_eq!((t[1].p50_ms, t[1].p99_ms), (51.0, 99.0));
     }
 }

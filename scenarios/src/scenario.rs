@@ -52,6 +52,7 @@ pub const DEFECT_NAMES: &[&str] = &[
     "catalog-ignores-staleness",
     "skip-post-create-check",
     "freshen-keeps-bytes",
+    "timer-never-cleared",
 ];
 
 /// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
@@ -63,6 +64,7 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
         "catalog-ignores-staleness" => &mut defects.catalog_ignores_staleness,
         "skip-post-create-check" => &mut defects.skip_post_create_check,
         "freshen-keeps-bytes" => &mut defects.freshen_keeps_bytes,
+        "timer-never-cleared" => &mut defects.timer_never_cleared,
         _ => return false,
     };
     *flag = true;
@@ -77,6 +79,7 @@ fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
         d.catalog_ignores_staleness,
         d.skip_post_create_check,
         d.freshen_keeps_bytes,
+        d.timer_never_cleared,
     ];
     DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }

@@ -406,3 +406,58 @@ fn shrink_of_a_passing_run_says_so_and_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("passes: there is no failure to shrink"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn run_with_plot_writes_an_svg_with_a_line_per_series() {
+    let path = temp_path("plot.svg");
+    let out =
+        slotlog(&["run", "single", "--seed", "1", "--duration-s", "5", "--plot", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(&path).expect("the plot was written");
+    std::fs::remove_file(&path).ok();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "not an SVG document");
+    // Throughput in blue, p50 in green, p99 in red: each a polyline of many points.
+    for colour in ["#0000FF", "#00FF00", "#FF0000"] {
+        let line = svg
+            .split("<polyline")
+            .skip(1)
+            .find(|p| p.contains(&format!("stroke=\"{colour}\"")) && p.matches(',').count() > 3)
+            .unwrap_or_else(|| panic!("no series drawn in {colour}"));
+        assert!(line.contains("points="), "{line}");
+    }
+}
+
+#[test]
+fn run_with_a_plot_it_cannot_write_says_so() {
+    let out = slotlog(&["run", "single", "--duration-s", "1", "--plot", "/no/such/dir/out.svg"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("cannot draw /no/such/dir/out.svg"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn verbose_flags_turn_on_the_drivers_logs_and_rust_log_overrides_them() {
+    let dir = temp_path("verbose");
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = format!("file://{}", dir.join("store").display());
+    let log = dir.join("acked").display().to_string();
+    let writer = |extra: &[&str], rust_log: Option<&str>| {
+        let mut args = extra.to_vec();
+        args.extend(["writer", "--store", &store, "--log", &log, "--duration-s", "0.3", "--writers", "1"]);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_slotlog"));
+        command.args(&args).env_remove("RUST_LOG");
+        if let Some(filter) = rust_log {
+            command.env("RUST_LOG", filter);
+        }
+        let out = command.output().expect("slotlog runs");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let quiet = writer(&[], None);
+    assert!(!quiet.contains("DEBUG"), "{quiet}");
+    let loud = writer(&["-vv"], None);
+    assert!(loud.contains("DEBUG") && loud.contains("blob"), "{loud}");
+    assert!(!loud.contains('\u{1b}'), "no colour codes into a pipe");
+    let filtered = writer(&["-vv"], Some("warn"));
+    assert!(!filtered.contains("DEBUG"), "RUST_LOG wins over -v: {filtered}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -8,6 +8,7 @@
 //! order). The same (configuration, seed, code) gives the same trace hash on every machine.
 
 use crate::gcs::{AtRestDamage, GcsConfig, PlannedReply, SimGcs, StoreStats};
+use crate::liveness::{LivenessBudget, LivenessWatch, NotLive};
 use crate::pause::{Gone, Pause, Paused, Stall, StallAt};
 use crate::rng::SimRng;
 use crate::workload::{Arrivals, Generator, ReadLoad, WatchLoad, Workload};
@@ -34,8 +35,11 @@ use std::collections::{BTreeMap, BinaryHeap};
 /// interval across the cluster, and comes back after a pause.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Crashes {
+    /// The mean time between crashes (exponentially distributed), cluster-wide.
     pub mean_interval_ms: u64,
+    /// How long a crashed replica stays down, drawn uniformly between these.
     pub down_ms_min: u64,
+    /// See `down_ms_min`.
     pub down_ms_max: u64,
 }
 
@@ -46,7 +50,9 @@ pub struct Hints {
     pub loss_rate: f64,
     /// The same for followers, which may be cut off from hints entirely.
     pub follower_loss_rate: f64,
+    /// A hint that arrives takes between these to arrive, drawn uniformly.
     pub delay_ms_min: u64,
+    /// See `delay_ms_min`.
     pub delay_ms_max: u64,
 }
 
@@ -80,36 +86,49 @@ pub struct DamageCounts {
 }
 
 #[derive(Clone, Debug)]
+/// Everything one simulated run is made of: the replicas and their configuration, the
+/// store, the workload and every disturbance. With the seed, it fixes the run.
 pub struct ClusterConfig {
+    /// Seeds every random choice of the run (the store's, the workload's, the chaos').
     pub seed: u64,
     /// Replicas that take writes.
     pub replicas: usize,
     /// Replicas that take no writes (readers and watchers only).
     pub followers: usize,
+    /// The simulated store: its profile, faults, listings and version tokens.
     pub gcs: GcsConfig,
+    /// The kernel configuration every replica runs with.
     pub kernel: Config,
     /// The compaction role of the replicas that take writes, when not the kernel
     /// config's (followers keep that one): `backstop` writers beside an eager follower.
     pub writers_role: Option<slotlog_kernel::CompactionRole>,
+    /// What the clients write, and how fast.
     pub workload: Workload,
+    /// Readers, if any, and how fast they read.
     pub reads: Option<ReadLoad>,
+    /// Watchers, if any, and how they come and go.
     pub watchers: Option<WatchLoad>,
+    /// How commit hints travel between replicas.
     pub hints: Hints,
     /// Clients send writes for this long.
     pub duration_ms: u64,
     /// Documents written into the log before the run, and how many to a slot.
     pub preload_documents: usize,
+    /// See `preload_documents`.
     pub preload_members_per_slot: usize,
+    /// Random crashes and restarts, if any.
     pub crashes: Option<Crashes>,
     /// A replica paused once for a long time, and one stalled at a slot create.
     pub pause: Option<Pause>,
     /// A replica stopped for good.
     pub gone: Option<Gone>,
+    /// Clock-stopped stalls at chosen calls, each striking once.
     pub stalls: Vec<Stall>,
     /// Each replica's clock runs ahead of true time by up to this much.
     pub clock_skew_ms_max: u64,
     /// After the clients stop, how long the run may take to settle every write.
     pub settle_ms_max: u64,
+    /// The world's key prefix in the bucket.
     pub prefix: String,
     /// Just before each cold start (a restart after a crash or a reopen), this object of
     /// the newest full checkpoint is damaged at rest, so the replica must open from an
@@ -118,9 +137,14 @@ pub struct ClusterConfig {
     /// damage is in place at a time; peers that read it meanwhile meet it as they would
     /// real damage.
     pub damage_at_open: Option<DamagedObject>,
+    /// Past these bounds a run is stopped as not live, with a verdict.
+    pub liveness: LivenessBudget,
 }
 
 impl ClusterConfig {
+    /// A run of `replicas` writing stores over `gcs` under `workload`, seeded by `seed`:
+    /// no followers, readers, watchers or disturbances, 10 s of writes, the kernel's
+    /// default configuration.
     pub fn new(seed: u64, replicas: usize, gcs: GcsConfig, workload: Workload) -> ClusterConfig {
         ClusterConfig {
             seed,
@@ -144,6 +168,7 @@ impl ClusterConfig {
             settle_ms_max: 60_000,
             prefix: "worlds/sim".to_string(),
             damage_at_open: None,
+            liveness: LivenessBudget::default(),
         }
     }
 
@@ -155,13 +180,21 @@ impl ClusterConfig {
 /// What one replica did over the run, all incarnations together.
 #[derive(Clone, Debug, Default)]
 pub struct ReplicaReport {
+    /// The committer's counters.
     pub stats: CommitterStats,
+    /// The reads' counters.
     pub reads: ReadStats,
+    /// The change feed's counters.
     pub feed: FeedStats,
+    /// Times the replica crashed.
     pub crashes: u32,
+    /// Why it failed closed, if it did (and was not reopened).
     pub failed: Option<FailReason>,
+    /// Every warning it gave.
     pub warnings: Vec<Warning>,
+    /// The compactor's counters.
     pub compactor: CompactorStats,
+    /// The collector's counters.
     pub collector: CollectorStats,
     /// Times the replica failed closed asking to be reopened (a create refused below
     /// collection) and was.
@@ -169,45 +202,65 @@ pub struct ReplicaReport {
     /// Times the replica came back unconfirmed past the reload age and was reopened from
     /// the newest checkpoint (the reload rule).
     pub reloads: u32,
+    /// Whether it took no writes.
     pub follower: bool,
+    /// Commit hints it sent.
     pub hints_sent: u64,
     /// The rare branches the replica took (the kernel's coverage marks).
     pub marks: Marks,
 }
 
+/// What a run did, for the checker and the report.
 pub struct RunResult {
+    /// Every client call with its answer, and the store's record of every name.
     pub history: History,
+    /// The objects under the world's prefix when the run ended.
     pub objects: Vec<StoredObject>,
+    /// The world's keys.
     pub keys: Keys,
+    /// The world the replicas wrote.
     pub world_id: WorldId,
-    /// When the clients stopped, and when the run settled.
+    /// When the clients stopped.
     pub workload_end: Instant,
+    /// When the run ended: settled, out of settle time, or stopped as not live.
     pub end: Instant,
+    /// The hash of the run's trace: the same for the same configuration, seed and code.
     pub trace_hash: Hash32,
+    /// What each replica did, all its incarnations together.
     pub replicas: Vec<ReplicaReport>,
+    /// What the store did.
     pub store: StoreStats,
     /// Writes and reads still unanswered when the settle time ran out.
     pub unsettled: usize,
+    /// Version records and ledger sizes the replicas held, sampled.
     pub memory: MemorySamples,
     /// When some replica was writing a checkpoint (folding, reading blocks or creating
     /// objects), as `[from, to)` spans in order of their start; spans may overlap.
     pub checkpoint_spans: Vec<(Instant, Instant)>,
+    /// Objects damaged before cold starts, and how the openers met them.
     pub damage: DamageCounts,
+    /// Why the run was stopped before its deadline, if it was.
+    pub not_live: Option<NotLive>,
 }
 
 /// Version records the replicas held, sampled once a virtual second (the largest replica
 /// each time): what a checkpoint must bound.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemorySamples {
+    /// The most at any sample.
     pub resident_version_records_max: u64,
     /// At 120 virtual seconds (None if the run was shorter).
     pub resident_version_records_120s: Option<u64>,
+    /// At the end of the run.
     pub resident_version_records_end: u64,
     /// The most slots and documents any replica's compactor ledger held (SPEC 10.11), and
     /// at the end: bounded by the changes since the newest checkpoint, not by the world.
     pub ledger_slots_max: u64,
+    /// See `ledger_slots_max`.
     pub ledger_documents_max: u64,
+    /// See `ledger_slots_max`.
     pub ledger_slots_end: u64,
+    /// See `ledger_slots_max`.
     pub ledger_documents_end: u64,
     /// The next sample is due at this many virtual seconds.
     next_s: u64,
@@ -351,6 +404,8 @@ struct Cluster<'a> {
     /// The damage in place, and the replica whose cold start it was made for.
     damage: Option<(usize, AtRestDamage)>,
     damage_counts: DamageCounts,
+    liveness: LivenessWatch,
+    not_live: Option<NotLive>,
 }
 
 /// One event of the trace the run's `trace_hash` is computed over: the virtual time, then
@@ -358,8 +413,11 @@ struct Cluster<'a> {
 /// hashed in that order as little-endian u64s and UTF-8 bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct TraceEvent<'e> {
+    /// Virtual microseconds since the run began.
     pub at_us: u64,
+    /// What happened (the first number) and to what.
     pub parts: &'e [u64],
+    /// Anything said in words (an answer, a reason).
     pub text: &'e str,
 }
 
@@ -414,6 +472,8 @@ impl core::fmt::Write for TraceHasher {
     }
 }
 
+/// Runs the cluster `config` describes to its end (the workload's end plus the settle
+/// time, or a liveness stop) and returns what it did.
 pub fn run(config: &ClusterConfig) -> RunResult {
     run_inner(config, None)
 }
@@ -469,6 +529,8 @@ fn run_inner<'a>(
         checkpoint_spans: Vec::new(),
         damage: None,
         damage_counts: DamageCounts::default(),
+        liveness: LivenessWatch::new(config.liveness),
+        not_live: None,
     };
     c.preload();
     for n in 0..config.nodes() {
@@ -534,8 +596,15 @@ fn run_inner<'a>(
         if c.is_stale(&event, at) {
             continue;
         }
+        if let Err(stop) = c.liveness.on_event(at, c.events.len()) {
+            c.not_live = Some(stop);
+            break;
+        }
         c.now = at;
         c.sample_memory();
+        if c.not_live.is_some() {
+            break;
+        }
         c.step(event);
     }
     c.finish()
@@ -1247,6 +1316,9 @@ impl Cluster<'_> {
         }
         self.memory.next_s = now_s + 1;
         let held = self.resident_version_records();
+        if let Err(stop) = self.liveness.on_memory(held) {
+            self.not_live = Some(stop);
+        }
         let (ledger_slots, ledger_documents) = self.ledger_held();
         let m = &mut self.memory;
         m.resident_version_records_max = m.resident_version_records_max.max(held);
@@ -1304,6 +1376,7 @@ impl Cluster<'_> {
             memory: self.memory,
             checkpoint_spans: self.checkpoint_spans,
             damage: self.damage_counts,
+            not_live: self.not_live,
         }
     }
 }

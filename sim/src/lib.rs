@@ -2,8 +2,12 @@
 //! ([`cluster`]) that drives kernels against it with seeded workloads ([`workload`]),
 //! crashes and restarts. Pure and single-threaded: a run is a function of its seed.
 
+// Every public item says what it is; CI denies warnings (issue 12).
+#![warn(missing_docs)]
+
 pub mod cluster;
 pub mod gcs;
+pub mod liveness;
 pub(crate) mod math;
 pub mod pause;
 pub(crate) mod rng;
@@ -13,5 +17,6 @@ pub use cluster::{
     run, run_traced, ClusterConfig, Crashes, DamageCounts, DamagedObject, Hints, ReplicaReport, RunResult,
     TraceEvent,
 };
+pub use liveness::{LivenessBudget, NotLive};
 pub use pause::{Gone, Pause, Stall, StallAt};
 pub use workload::{Arrivals, Bursts, Generator, Mix, ReadLoad, WatchLoad, Workload};

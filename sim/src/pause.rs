@@ -12,8 +12,11 @@ use std::collections::VecDeque;
 /// A replica paused once, at a set time, for a set time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pause {
+    /// The replica (its index among the cluster's nodes).
     pub node: usize,
+    /// When the pause begins, in virtual ms.
     pub at_ms: u64,
+    /// How long it lasts.
     pub for_ms: u64,
 }
 
@@ -21,7 +24,9 @@ pub struct Pause {
 /// (a store decommissioned, or dead past any restart), so its peers must do its work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gone {
+    /// The replica (its index among the cluster's nodes).
     pub node: usize,
+    /// When it goes, in virtual ms.
     pub at_ms: u64,
 }
 
@@ -29,9 +34,13 @@ pub struct Gone {
 /// `for_ms`, its clock stopped meanwhile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stall {
+    /// The replica (its index among the cluster's nodes).
     pub node: usize,
+    /// The stall strikes at the first call of its kind sent after this, in virtual ms.
     pub after_ms: u64,
+    /// How long the replica stays stopped, its clock too.
     pub for_ms: u64,
+    /// The kind of call it stops at.
     pub at: StallAt,
 }
 

@@ -12,9 +12,15 @@ use std::collections::{BTreeMap, VecDeque};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arrivals {
     /// Poisson arrivals at this total rate, each to a replica drawn evenly among the live.
-    Open { rate_per_s: f64 },
+    Open {
+        /// Writes a second, all replicas together.
+        rate_per_s: f64,
+    },
     /// This many writers per replica, each sending its next write when the last is answered.
-    Closed { writers_per_replica: usize },
+    Closed {
+        /// Writers on each replica.
+        writers_per_replica: usize,
+    },
 }
 
 /// Relative weights of each kind of write.
@@ -88,23 +94,30 @@ pub struct WatchLoad {
     pub per_node: usize,
     /// Mean length of one connection, and the longest pause before the next.
     pub session_ms_mean: u64,
+    /// See `session_ms_mean`.
     pub pause_ms_max: u64,
     /// Events a watcher takes at a time, and how long it takes to consume them (a slow
     /// watcher gives credit back late).
     pub credit: u32,
+    /// See `credit`.
     pub consume_ms_max: u64,
     /// How often a resume asks for an older cursor than it last saw (past the ring, or
     /// past the newest slots), and how far back at most.
     pub old_cursor_rate: f64,
+    /// See `old_cursor_rate`.
     pub old_cursor_back_max: u64,
 }
 
+/// What the clients write, and when.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Workload {
+    /// How writes arrive.
     pub arrivals: Arrivals,
+    /// The kinds of writes, by weight.
     pub mix: Mix,
     /// Body sizes, uniform in this inclusive range.
     pub body_bytes_min: u32,
+    /// See `body_bytes_min`.
     pub body_bytes_max: u32,
     /// When set, creates draw from this many paths only (so they collide), and updates go
     /// to the known documents among them.
@@ -119,7 +132,9 @@ pub struct Workload {
 /// Bursts of arrivals: `on_ms` of load, then `off_ms` of none, from time zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bursts {
+    /// How long each burst of load lasts.
     pub on_ms: u64,
+    /// How long the quiet after it lasts.
     pub off_ms: u64,
 }
 
@@ -133,6 +148,8 @@ impl Bursts {
 }
 
 impl Workload {
+    /// Writes arriving as `arrivals` says, of the kinds `mix` weighs, with the default
+    /// body sizes and no hot paths or bursts.
     pub fn new(arrivals: Arrivals, mix: Mix) -> Workload {
         Workload {
             arrivals,
@@ -182,6 +199,7 @@ const UNCERTAIN_REMEMBERED_MAX: usize = 64;
 const GENERATED_OP_BASE: u128 = 1 << 64;
 
 impl Generator {
+    /// The writes of `workload`, drawn from `seed`.
     pub fn new(workload: Workload, seed: u64) -> Generator {
         Generator {
             workload,
@@ -263,7 +281,11 @@ impl Generator {
                 0 => {
                     let cut = path.len().saturating_sub(1 + self.rng.below(6) as usize).max(1);
                     let prefix = path[..cut].to_string();
-                    Read::Lookup { prefix, start_after: None, limit: 20 }
+                    // Every other lookup pages on after a known path, as a caller reading
+                    // page after page does. Chosen from the path, not drawn, so a run's
+                    // writes and timing stay as they were.
+                    let start_after = (cut % 2 == 1).then(|| path.clone());
+                    Read::Lookup { prefix, start_after, limit: 20 }
                 }
                 1 => {
                     let directory = match path.rfind('/') {
@@ -283,6 +305,7 @@ impl Generator {
         }
     }
 
+    /// The next write a client sends, with a fresh operation id.
     pub fn next_write(&mut self) -> Write {
         self.next_op += 1;
         let op_id = OperationId::from(GENERATED_OP_BASE + u128::from(self.next_op));

@@ -5,6 +5,7 @@
 
 mod backend_errors;
 mod bounded_open;
+mod builder_stream;
 mod moto_errors;
 mod reload;
 mod store_url_hostile;

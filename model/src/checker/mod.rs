@@ -8,6 +8,8 @@
 mod checkpoints;
 #[cfg(test)]
 mod checkpoints_tests;
+#[cfg(test)]
+mod member_tests;
 mod names;
 #[cfg(test)]
 mod names_tests;
@@ -32,7 +34,7 @@ use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
 use slotlog_kernel::reply::{WriteError, WriteOk};
 use slotlog_kernel::time::Instant;
-use slotlog_kernel::world::{self as kw, SlotMember, WorldState};
+use slotlog_kernel::world::{self as kw, SlotMember, VersionKind, WorldState};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Violations past this many are counted, not listed.
@@ -582,8 +584,31 @@ fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<MemberDiff>
         None if a.receipt.kind != ReceiptKind::PolicySet => return Some(MemberDiff::NoEntry),
         None => {}
     }
-    if m.version.is_some() != a.new_version {
-        return Some(MemberDiff::VersionRecordPresence);
+    // The version record is the model's own, field by field: its version, sequence and
+    // operation from the receipt the model derived, its body from the body after the
+    // member, its kind from the mutation (not only present where the kernel says so).
+    match (&m.version, a.new_version) {
+        (None, false) => {}
+        (Some(v), true) => {
+            let kind = match a.receipt.kind {
+                ReceiptKind::Published => Some(VersionKind::Publish),
+                ReceiptKind::Appended => Some(VersionKind::Append),
+                _ => None,
+            };
+            if Some(v.kind) != kind
+                || v.version != a.receipt.version
+                || v.sequence != a.receipt.sequence
+                || v.op_id != a.receipt.op_id
+                || Some(v.body_hash.0) != a.body_hash
+                || v.body_len != a.body_len
+            {
+                return Some(MemberDiff::VersionRecord {
+                    kernel: Box::new(v.clone()),
+                    model: Box::new(a.clone()),
+                });
+            }
+        }
+        _ => return Some(MemberDiff::VersionRecordPresence),
     }
     if m.prune.map(|p| (p.first, p.last)) != a.prune {
         return Some(MemberDiff::Prune { kernel: m.prune, model: a.prune });

@@ -9,7 +9,7 @@ use slotlog_kernel::reply::{Answer, ReadError, WriteOk};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::ReceiptAnswer;
 use slotlog_kernel::world::{IndexEntry, VersionKind, VersionRecord};
-use slotlog_kernel::{Read, READ_LIMIT_MAX};
+use slotlog_kernel::Read;
 
 pub(super) struct Judge<'a> {
     history: &'a History,
@@ -135,9 +135,13 @@ fn receipt_answer_to_model(a: &ReceiptAnswer) -> ModelReceiptAnswer {
     }
 }
 
+/// SPEC 8: a listing returns at most 1,000 entries, and a limit of 0 or past that asks
+/// for the most. The model's own number: were the kernel's to drift, answers would differ.
+const LISTING_ENTRIES_MAX: u32 = 1_000;
+
 fn limit(l: u32) -> usize {
-    if l == 0 || l > READ_LIMIT_MAX {
-        READ_LIMIT_MAX as usize
+    if l == 0 || l > LISTING_ENTRIES_MAX {
+        LISTING_ENTRIES_MAX as usize
     } else {
         l as usize
     }

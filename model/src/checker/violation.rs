@@ -435,6 +435,8 @@ pub enum MemberDiff {
     NoEntry,
     #[error("version record presence")]
     VersionRecordPresence,
+    #[error("version record {kernel:?} against {model:?}")]
+    VersionRecord { kernel: Box<VersionRecord>, model: Box<ModelApplied> },
     #[error("prune {kernel:?} against {model:?}")]
     Prune { kernel: Option<PruneRange>, model: Option<(u64, u64)> },
     #[error("policy {kernel:?} against {model:?}")]

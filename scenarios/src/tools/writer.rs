@@ -9,11 +9,13 @@
 //! was acknowledged fails with the last failure.
 
 use bytes::Bytes;
+use indicatif::{ProgressBar, ProgressStyle};
 use slotlog::object_store_blobs::ObjectStoreBlobs;
 use slotlog::{new_op_id, Error, World, WorldConfig};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::{Expected, Mutation, Write};
 use slotlog_kernel::{WriteError, WriteOk};
+use std::io::IsTerminal as _;
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -101,6 +103,7 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
     let started = std::time::Instant::now();
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(args.duration_s);
     let tally = Arc::new(Tally::default());
+    let progress = tokio::spawn(report_progress(tally.clone(), args.duration_s));
     let mut tasks = Vec::new();
     for _ in 0..args.writers {
         let (world, log, tally, paths) = (world.clone(), log.clone(), tally.clone(), args.paths.max(1));
@@ -166,6 +169,7 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
             tally.fail_run(format!("a writer task ended abnormally: {e}"));
         }
     }
+    progress.abort();
     world.close().await;
     let (acked, uncertain, failed) = (
         tally.acked.load(Ordering::Relaxed),
@@ -188,3 +192,42 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
     }
     Ok(true)
 }
+
+/// Progress while the writers write: on a terminal a bar with the rate and the time left;
+/// elsewhere (a CI log, a pipe) a line every [`PROGRESS_EVERY`].
+async fn report_progress(tally: Arc<Tally>, duration_s: f64) {
+    let started = std::time::Instant::now();
+    let total_s = duration_s.ceil() as u64;
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(total_s);
+        bar.set_style(
+            ProgressStyle::with_template("writer {bar:30} {pos}/{len} s, ETA {eta}: {msg}")
+                .expect("a valid template"),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let tick = if bar.is_some() { Duration::from_secs(1) } else { PROGRESS_EVERY };
+    loop {
+        tokio::time::sleep(tick).await;
+        let elapsed = started.elapsed().as_secs_f64();
+        let acked = tally.acked.load(Ordering::Relaxed);
+        let line = format!(
+            "acked={acked} ({:.0}/s) uncertain={} failed={}",
+            acked as f64 / elapsed,
+            tally.uncertain.load(Ordering::Relaxed),
+            tally.failed.load(Ordering::Relaxed)
+        );
+        match &bar {
+            Some(bar) => {
+                bar.set_position((elapsed as u64).min(total_s));
+                bar.set_message(line);
+            }
+            None => eprintln!("writer: {elapsed:.0} s of {duration_s}: {line}"),
+        }
+    }
+}
+
+/// How often the writer says how far it got when no one watches a bar.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);

@@ -29,6 +29,7 @@ pub struct Faults {
     pub late_create_max_ms: u64,
     /// Latency multiplied by a uniform factor in [`SPIKE_FACTOR_MIN`], `spike_factor_max`.
     pub spike_rate: f64,
+    /// See `spike_rate`.
     pub spike_factor_max: f64,
 }
 

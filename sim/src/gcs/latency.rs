@@ -11,9 +11,19 @@ const Z99: f64 = 2.326_347_874_040_840_8;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum LatencyModel {
     /// Lognormal fixed by its median and 99th percentile, microseconds.
-    LogNormal { median_us: u64, p99_us: u64 },
+    LogNormal {
+        /// The median.
+        median_us: u64,
+        /// The 99th percentile.
+        p99_us: u64,
+    },
     /// `base_us` times a uniform factor in `[1 - jitter, 1 + jitter)`.
-    Jittered { base_us: u64, jitter: f64 },
+    Jittered {
+        /// The latency before jitter.
+        base_us: u64,
+        /// The most it scales by either way, as a fraction.
+        jitter: f64,
+    },
 }
 
 impl LatencyModel {

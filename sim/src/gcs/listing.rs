@@ -57,6 +57,7 @@ impl Listings {
         Listings { in_flight_miss_rate: 0.5, unsorted_rate: 1.0, walk_ms_max: 300 }
     }
 
+    /// Whether every listing is a snapshot: sorted, whole, taken at one instant.
     pub fn is_snapshot(&self) -> bool {
         self.in_flight_miss_rate == 0.0 && self.unsorted_rate == 0.0 && self.walk_ms_max == 0
     }

@@ -97,6 +97,7 @@ impl GcsConfig {
         GcsConfig { listings, ..self }
     }
 
+    /// The same store with the faults `faults` injects.
     pub fn with_faults(self, faults: Faults) -> Self {
         GcsConfig { faults, ..self }
     }
@@ -132,6 +133,7 @@ pub struct Plan {
     pub apply_at: Option<Instant>,
     /// When the caller hears back.
     pub reply_at: Instant,
+    /// What the caller hears: the operation's result, or a fault.
     pub reply: PlannedReply,
 }
 
@@ -149,10 +151,15 @@ pub enum PlannedReply {
 pub struct StoreStats {
     /// Operations submitted, by kind.
     pub creates: u64,
+    /// See `creates`.
     pub gets: u64,
+    /// See `creates`.
     pub stats: u64,
+    /// See `creates`.
     pub lists: u64,
+    /// See `creates`.
     pub rewrites: u64,
+    /// See `creates`.
     pub deletes: u64,
     /// 429s handed out: injected, the envelope's, and the per-name limit's (at apply).
     pub throttled: u64,
@@ -172,6 +179,7 @@ pub struct StoreStats {
     /// Listing entries left out because they were made while their listing was in
     /// flight, and pages handed out unsorted ([`listing`]).
     pub list_entries_missed: u64,
+    /// See `list_entries_missed`.
     pub list_pages_unsorted: u64,
 }
 
@@ -193,9 +201,13 @@ impl StoreStats {
 /// at which version, so [`SimGcs::repair_at_rest`] puts back exactly what was there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AtRestDamage {
+    /// The object's key.
     pub key: String,
+    /// Its version, which the damage keeps.
     pub version: Generation,
+    /// The bytes it held.
     pub original: Bytes,
+    /// The bytes it holds now.
     pub damaged: Bytes,
 }
 
@@ -215,6 +227,7 @@ pub struct SimGcs {
 }
 
 impl SimGcs {
+    /// An empty store behaving as `config` says, its randomness drawn from `seed`.
     pub fn new(config: GcsConfig, seed: u64) -> Self {
         config.validate();
         SimGcs {
@@ -230,6 +243,7 @@ impl SimGcs {
         }
     }
 
+    /// How the store behaves.
     pub fn config(&self) -> &GcsConfig {
         &self.config
     }
@@ -348,6 +362,7 @@ impl SimGcs {
         result
     }
 
+    /// What the store was asked and handed out so far.
     pub fn stats(&self) -> &StoreStats {
         &self.stats
     }

@@ -55,8 +55,10 @@ pub enum VersionTokens {
 }
 
 impl VersionTokens {
+    /// Every mode, in the order `--etag` lists them.
     pub const ALL: [VersionTokens; 2] = [VersionTokens::Generation, VersionTokens::Content];
 
+    /// The mode's name on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
             VersionTokens::Generation => "generation",
@@ -74,6 +76,7 @@ impl fmt::Display for VersionTokens {
 /// A token mode that is not one of [`VersionTokens::ALL`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownVersionTokens {
+    /// The name given.
     pub name: String,
 }
 
@@ -101,6 +104,7 @@ pub struct StoreRules {
     /// A create, rewrite or delete of a name mutated less than this long ago gets a 429;
     /// `None`: no per-name limit (S3 documents none).
     pub name_update_interval_us: Option<u64>,
+    /// What an object's version token is.
     pub tokens: VersionTokens,
     /// S3's 409: a create landing within this long after a delete of its name is refused
     /// `Unavailable` and does not happen; `None` on GCS, which has no such conflict.
@@ -132,6 +136,7 @@ impl StoreRules {
         }
     }
 
+    /// The same rules with version tokens `tokens`.
     pub fn with_tokens(self, tokens: VersionTokens) -> Self {
         StoreRules { tokens, ..self }
     }
@@ -201,19 +206,23 @@ impl Objects {
         Self::default()
     }
 
+    /// An empty bucket under `rules`.
     pub fn with_rules(rules: StoreRules) -> Self {
         rules.validate();
         Objects { rules, ..Self::default() }
     }
 
+    /// The bucket's rules.
     pub fn rules(&self) -> &StoreRules {
         &self.rules
     }
 
+    /// Objects in the bucket.
     pub fn len(&self) -> usize {
         self.by_key.len()
     }
 
+    /// Whether the bucket holds nothing.
     pub fn is_empty(&self) -> bool {
         self.by_key.is_empty()
     }

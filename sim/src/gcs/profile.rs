@@ -40,6 +40,7 @@ pub const GCS_WRITE_LOAD_FULL_PER_S: f64 = 1_000.0;
 pub const GCS_TAIL_RATE: f64 = 0.002;
 /// A tail call's latency is multiplied by a uniform factor in this range.
 pub const GCS_TAIL_FACTOR_MIN: f64 = 2.0;
+/// See [`GCS_TAIL_FACTOR_MIN`].
 pub const GCS_TAIL_FACTOR_MAX: f64 = 5.0;
 
 // --- gcs-shaped: the record's in-process model ------------------------------------------
@@ -69,15 +70,22 @@ pub const FAST_JITTER: f64 = 0.1;
 /// Which operation, for picking a latency model and counting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum OpKind {
+    /// A create if absent.
     Create,
+    /// A read of an object's bytes.
     Get,
+    /// A read of an object's metadata.
     Stat,
+    /// A listing page.
     List,
+    /// A rewrite conditioned on a version.
     Rewrite,
+    /// A delete conditioned on a version.
     Delete,
 }
 
 impl OpKind {
+    /// The kind of `op`.
     pub fn of(op: &BlobOp) -> Self {
         match op {
             BlobOp::Create { .. } => OpKind::Create,
@@ -116,9 +124,11 @@ pub enum ProfileKind {
 }
 
 impl ProfileKind {
+    /// Every profile, in the order `--profile` lists them.
     pub const ALL: [ProfileKind; 4] =
         [ProfileKind::Gcs, ProfileKind::GcsShaped, ProfileKind::Fast, ProfileKind::S3];
 
+    /// The profile's name on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
             ProfileKind::Gcs => "gcs",
@@ -138,6 +148,7 @@ impl fmt::Display for ProfileKind {
 /// A profile name that is not one of [`ProfileKind::ALL`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownProfile {
+    /// The name given.
     pub name: String,
 }
 
@@ -162,12 +173,19 @@ impl FromStr for ProfileKind {
 /// Per-operation latency and the terms layered on it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Profile {
+    /// Which profile this is.
     pub kind: ProfileKind,
+    /// Each operation's latency, before the terms below.
     pub create: LatencyModel,
+    /// See `create`.
     pub get: LatencyModel,
+    /// See `create`.
     pub stat: LatencyModel,
+    /// See `create`.
     pub list: LatencyModel,
+    /// See `create`.
     pub rewrite: LatencyModel,
+    /// See `create`.
     pub delete: LatencyModel,
     /// How long a refusal (429, 5xx) takes to come back: a round trip that does no work.
     pub refusal: LatencyModel,
@@ -181,10 +199,12 @@ pub struct Profile {
     pub tail_rate: f64,
     /// A tail call's latency is multiplied by a uniform factor in [min, max).
     pub tail_factor_min: f64,
+    /// See `tail_factor_min`.
     pub tail_factor_max: f64,
 }
 
 impl Profile {
+    /// The profile `kind` names.
     pub fn of(kind: ProfileKind) -> Self {
         match kind {
             ProfileKind::Gcs => Self::gcs(),
@@ -258,6 +278,7 @@ impl Profile {
         }
     }
 
+    /// The latency model of operations of `kind`.
     pub fn model(&self, kind: OpKind) -> LatencyModel {
         match kind {
             OpKind::Create => self.create,

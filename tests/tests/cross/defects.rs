@@ -85,3 +85,31 @@ fn a_freshen_that_keeps_the_bytes_is_caught() {
     assert!(violation.contains("with the bytes it held"), "{violation}");
     eprintln!("freshen_keeps_bytes caught by {scenario} seed {seed}: {violation}");
 }
+
+#[test]
+fn a_replica_that_spins_at_one_instant_is_stopped_with_a_verdict() {
+    let overrides = Overrides {
+        defects: Defects { timer_never_cleared: true, ..Defects::default() },
+        ..Overrides::default()
+    };
+    let report = run_scenario(Scenario::find("single").expect("a scenario"), 1, &overrides);
+    assert!(!report.passed(), "a spinning replica passed");
+    assert!(report.rules.iter().any(|r| r == "LivenessTimeStuck"), "rules: {:?}", report.rules);
+    assert!(report.violations.iter().any(|v| v.contains("virtual time stuck")), "{:?}", report.violations);
+}
+
+#[test]
+fn a_run_past_its_memory_or_event_budget_is_stopped_with_a_verdict() {
+    use slotlog_sim::{LivenessBudget, NotLive};
+    let compact = Scenario::find("compact").expect("a scenario");
+    let budget = |b: LivenessBudget| {
+        let mut c = compact.config(1, &Overrides { duration_s: Some(5.0), ..Overrides::default() });
+        c.liveness = b;
+        slotlog_sim::run(&c).not_live
+    };
+    let memory = budget(LivenessBudget { resident_version_records_max: 10, ..LivenessBudget::default() });
+    assert!(matches!(memory, Some(NotLive::MemoryBudget { records }) if records > 10), "{memory:?}");
+    let events = budget(LivenessBudget { events_max: 1_000, ..LivenessBudget::default() });
+    assert_eq!(events, Some(NotLive::EventBudget { events: 1_001 }));
+    assert_eq!(budget(LivenessBudget::default()), None, "the default budgets stop a healthy run");
+}

@@ -103,12 +103,16 @@ mod regressions {
     /// A replica stopped a day between its last look and its checkpoint create landing
     /// (SPEC 10.15, "A checkpoint that lands late"): the checkpoint names a root a drop
     /// took meanwhile; its writer died first, and a drop takes it once past the grace.
+    /// Seed 57 found it; since the compactor reads 64 blocks at once, not 16, that seed
+    /// runs otherwise (and passes), and seed 52 is the first to land a checkpoint late.
     #[test]
-    fn collect_seed_57_a_checkpoint_landing_a_day_late_is_taken_by_a_drop() {
-        let r = run("collect", 57, &Overrides::default());
+    fn collect_seed_52_a_checkpoint_landing_a_day_late_is_taken_by_a_drop() {
+        let r = run("collect", 52, &Overrides::default());
         assert!(r.passed(), "{:?}", r.violations);
         let c = &r.collection;
         assert_eq!((c.checkpoints_landed_late, c.reachable_missing), (1, 0), "{c:?}");
+        let first = run("collect", 57, &Overrides::default());
+        assert!(first.passed(), "seed 57: {:?}", first.violations);
     }
 }
 

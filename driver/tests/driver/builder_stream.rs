@@ -1,0 +1,43 @@
+//! The builder opens what `World::open` opens, with the same checks; a `Watch` is a
+//! `Stream` of every change, then the error that ended it, then nothing.
+
+use futures_util::StreamExt;
+use object_store::memory::InMemory;
+use slotlog::{Error, Expected, PrefixRule, World};
+use std::sync::Arc;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_world_opened_by_the_builder_is_the_world_under_its_prefix() {
+    let store = Arc::new(InMemory::new());
+    let world = World::builder(store.clone()).prefix("worlds/b").open().await.unwrap();
+    world.publish("/a", "one", Expected::Absent).await.unwrap();
+    world.close().await;
+    // The same prefix opened the plain way sees the write; another prefix does not.
+    let again = World::open(store.clone(), "worlds/b", Default::default()).await.unwrap();
+    assert_eq!(again.versions("/a").await.unwrap().at_sequence, 1);
+    again.close().await;
+    let other = World::builder(store).prefix("worlds/c").open().await.unwrap();
+    assert_eq!(other.versions("/a").await.unwrap().at_sequence, 0, "another prefix is another world");
+    other.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_builder_checks_the_prefix_before_any_call() {
+    let err = World::builder(Arc::new(InMemory::new())).prefix("/w").open().await.err().expect("refused");
+    assert!(matches!(&err, Error::Prefix(p) if p.rule == PrefixRule::NoLeadingSlash), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watch_streams_every_change_then_its_end_then_nothing() {
+    let world = World::builder(Arc::new(InMemory::new())).prefix("w").open().await.unwrap();
+    for path in ["/a", "/b", "/c"] {
+        world.publish(path, "x", Expected::Absent).await.unwrap();
+    }
+    let mut watch = world.watch(0).await.unwrap();
+    let first: Vec<_> = (&mut watch).take(3).map(|c| c.unwrap().path.map(|p| p.to_string())).collect().await;
+    assert_eq!(first, [Some("/a".to_string()), Some("/b".to_string()), Some("/c".to_string())]);
+    world.close().await;
+    let ended = StreamExt::next(&mut watch).await.expect("the error that ended the watch");
+    assert!(ended.is_err(), "{ended:?}");
+    assert!(StreamExt::next(&mut watch).await.is_none(), "the stream ends after its error");
+}
