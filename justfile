@@ -29,8 +29,8 @@ sim SCENARIO="single" SEED="1": build
 #   heavy    seeds 1..40      3 x  40 =   120 runs    97 s
 #   collect  seeds 1..10      1 x  10 =    10 runs    15 s (30 virtual hours each:
 #            checkpoints, drops, slot collection, a pause and a stall)
-# Together these runs hit every required coverage mark (measured 2026-12-04:
-# coverage_missed empty). `just soak` sweeps all over 5,000 seeds. The driver under
+# Together these runs hit every required coverage mark (measured 2026-12-04 after merging
+# main: coverage_missed empty). `just soak` sweeps all over 5,000 seeds. The driver under
 # madsim is `just madsim-sweep` (its own build, ~3 min).
 test:
     #!/usr/bin/env bash
