@@ -242,7 +242,11 @@ impl Compactor {
             // A run between its steps goes on at once.
             return Some(self.newest_at);
         }
-        Some(self.due_at.unwrap_or(self.newest_at + self.interval))
+        // The cadence counts from the newest checkpoint or the last look that ended
+        // without a step, whichever is later, as `cadence_reached` does: a deadline from
+        // the checkpoint alone would be due at once after a backstop deferred, and wake
+        // the replica at one instant forever.
+        Some(self.due_at.unwrap_or(self.newest_at.max(self.looked_at) + self.interval))
     }
 
     pub fn is_running(&self) -> bool {

@@ -461,6 +461,28 @@ fn a_backstop_adopts_and_steps_only_once_the_newest_checkpoint_is_old() {
     assert_eq!(full_checkpoints(&h.store).len(), 1);
 }
 
+/// A backstop that looked and deferred sleeps a cadence from that look. Its wake-up
+/// once counted from the newest checkpoint alone, so after a deferral it was already
+/// due and the replica was woken at one instant forever (`slotlog run edges --seed 1`:
+/// a million wake-ups at 5.221234 s, stopped as not live).
+#[test]
+fn a_backstop_that_deferred_sleeps_a_cadence_from_its_look() {
+    let backstop = Config {
+        compaction: CompactionRole::Backstop,
+        backstop_after_ms: 1_200_000,
+        checkpoint_interval_ms: 60_000,
+        ..compacting(1_000)
+    };
+    let mut h = Harness::opened(backstop);
+    write_docs(&mut h, 1, 2);
+    h.advance_ms(60_000);
+    write_docs(&mut h, 3, 1);
+    h.settle();
+    assert_eq!(h.marked(crate::marks::Mark::BackstopDeferred), 1, "the look found the newest young");
+    let wake = h.replica.poll_timeout().expect("a look a cadence on");
+    assert!(wake >= h.now + core::time::Duration::from_millis(59_000), "woken at {wake:?}, now {:?}", h.now);
+}
+
 /// The backstop's age is the store's, not this replica's uptime (SPEC 10.14): a backstop
 /// that opens when the newest checkpoint is already older than `backstop_after` on the
 /// store's clock steps at its first look after writing, though it has known that
