@@ -17,6 +17,12 @@ pub struct Latency {
     pub max: f64,
 }
 
+/// How long an ambiguous slot create may wait for a definitive answer on its name (the
+/// coverage issue's rule). The kernel reads the name at once and retries a failed read
+/// with backoff capped at 1 s: 30 s is many failed reads in a row. Measured over CI's
+/// sweep: at most a few hundred ms (`per_replica[].ambiguous_open_ms_max`).
+pub const AMBIGUITY_BOUND_MS: u64 = 30_000;
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PerReplica {
     pub replica: usize,
@@ -30,6 +36,9 @@ pub struct PerReplica {
     pub hold_ms_total: u64,
     /// Median time from a lost create to this replica's next create.
     pub recovery_ms_p50: f64,
+    /// The longest a slot create answered ambiguously waited for a definitive answer on
+    /// its name (the harness's record, `ReplicaReport::ambiguous_open_us_max`).
+    pub ambiguous_open_ms_max: f64,
     pub failed: Option<String>,
 }
 
@@ -418,6 +427,22 @@ impl Report {
                 rules.push("HoldBound".to_string());
             }
         }
+        // The ambiguity bound: a slot create answered by an error that may have applied
+        // is settled (a definitive answer on its name) within AMBIGUITY_BOUND_MS, besides
+        // the time the harness stopped the replica. Judged from the calls the harness
+        // carried, not from anything the kernel reports.
+        for (i, r) in result.replicas.iter().enumerate() {
+            let pauses = config.pause.iter().filter(|p| p.node == i).map(|p| p.for_ms);
+            let stalls = config.stalls.iter().filter(|s| s.node == i).map(|s| s.for_ms);
+            let bound_us = (AMBIGUITY_BOUND_MS + pauses.chain(stalls).sum::<u64>()) * 1_000;
+            if r.ambiguous_open_us_max > bound_us {
+                violations.push(format!(
+                    "replica {i} left an ambiguous slot create unsettled for {} us (bound {bound_us} us)",
+                    r.ambiguous_open_us_max
+                ));
+                rules.push("AmbiguityBound".to_string());
+            }
+        }
         if let Some(stop) = &result.not_live {
             violations.push(format!("the run was stopped as not live: {stop}"));
             rules.push(stop.rule().to_string());
@@ -484,6 +509,7 @@ impl Report {
                     holds_answered: r.stats.holds_answered,
                     hold_ms_total: r.stats.hold_ms_total,
                     recovery_ms_p50: median_ms(&r.stats.recoveries_us),
+                    ambiguous_open_ms_max: r.ambiguous_open_us_max as f64 / 1_000.0,
                     failed: r.failed.as_ref().map(|f| format!("{f:?}")),
                 })
                 .collect(),

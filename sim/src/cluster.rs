@@ -7,6 +7,7 @@
 //! events that fall on the same microsecond (ties are broken by a draw, not by insertion
 //! order). The same (configuration, seed, code) gives the same trace hash on every machine.
 
+use crate::ambiguity::AmbiguityWatch;
 use crate::gcs::{AtRestDamage, GcsConfig, PlannedReply, SimGcs, StoreStats};
 use crate::liveness::{LivenessBudget, LivenessWatch, NotLive};
 use crate::pause::{Gone, Pause, Paused, Stall, StallAt};
@@ -116,6 +117,10 @@ pub struct ClusterConfig {
     pub preload_documents: usize,
     /// See `preload_documents`.
     pub preload_members_per_slot: usize,
+    /// The bucket starts empty: the replicas make the world themselves, racing their
+    /// geneses (marker, then checkpoint zero) through the store's faults. Needs
+    /// `preload_documents` 0.
+    pub empty_bucket: bool,
     /// Random crashes and restarts, if any.
     pub crashes: Option<Crashes>,
     /// A replica paused once for a long time, and one stalled at a slot create.
@@ -160,6 +165,7 @@ impl ClusterConfig {
             duration_ms: 10_000,
             preload_documents: 0,
             preload_members_per_slot: SLOT_MEMBERS_MAX,
+            empty_bucket: false,
             crashes: None,
             pause: None,
             gone: None,
@@ -208,6 +214,13 @@ pub struct ReplicaReport {
     pub hints_sent: u64,
     /// The rare branches the replica took (the kernel's coverage marks).
     pub marks: Marks,
+    /// The longest a slot create of this replica, answered with an error that may have
+    /// applied (a timeout, a 5xx), waited for a definitive answer on its name (a read,
+    /// or a create again, answered with something other than such an error). Taken from
+    /// the calls the harness carried, not from the kernel: the ambiguity bound.
+    pub ambiguous_open_us_max: u64,
+    /// Such creates still waiting when the run ended (the replica up and not failed).
+    pub ambiguous_open_at_end: u64,
 }
 
 /// What a run did, for the checker and the report.
@@ -362,6 +375,8 @@ struct Node {
     paused: Paused,
     /// Stopped for good: never restarted.
     gone: bool,
+    /// The ambiguous slot creates this incarnation still has to settle.
+    ambiguity: AmbiguityWatch,
 }
 
 struct Watcher {
@@ -548,6 +563,7 @@ fn run_inner<'a>(
             checkpointing_since: None,
             paused: Paused::default(),
             gone: false,
+            ambiguity: AmbiguityWatch::default(),
         });
         c.start_node(n);
     }
@@ -661,6 +677,10 @@ impl Cluster<'_> {
     /// after the marker (or an older build) leaves a world: every run's replicas race to
     /// make it on opening, through whatever faults the store injects.
     fn preload(&mut self) {
+        if self.config.empty_bucket {
+            assert_eq!(self.config.preload_documents, 0, "an empty bucket holds no preloaded documents");
+            return;
+        }
         let writes = self.generator.preload(self.config.preload_documents);
         let marker = Marker { world_id: self.world_id, created_by: StoreId(0) };
         let marker_bytes = Bytes::from(marker.encode());
@@ -767,12 +787,15 @@ impl Cluster<'_> {
                     PlannedReply::Applied => t.result.take().expect("applied before its reply"),
                     PlannedReply::Fault(e) => Err(e),
                 };
-                let (node, incarnation, id) = (t.node, t.incarnation, t.id);
+                let (node, incarnation, id, op) = (t.node, t.incarnation, t.id, t.op.clone());
                 if !t.applying {
                     self.tickets.remove(&ticket);
                 }
                 self.trace(&[3, ticket, node as u64], "");
                 if self.nodes[node].incarnation == incarnation {
+                    if self.keys.parse_slot(op.key()).is_some() {
+                        self.nodes[node].ambiguity.on_answer(self.now, &op, &result);
+                    }
                     self.input(node, Input::BlobDone { id, result });
                 }
             }
@@ -1013,6 +1036,9 @@ impl Cluster<'_> {
         n.incarnation += 1;
         n.wake_at = None;
         n.report.crashes += 1;
+        // A new incarnation owes nothing for its predecessor's creates: it opens afresh.
+        let settled = std::mem::take(&mut n.ambiguity).settled_longest_us();
+        n.report.ambiguous_open_us_max = n.report.ambiguous_open_us_max.max(settled);
         for (request, what) in std::mem::take(&mut n.requests) {
             match what {
                 InFlight::Write(index) => {
@@ -1349,6 +1375,11 @@ impl Cluster<'_> {
         for n in &mut self.nodes {
             if let Some(r) = &n.replica {
                 merge(&mut n.report, r);
+                if n.report.failed.is_none() {
+                    n.report.ambiguous_open_at_end = n.ambiguity.open() as u64;
+                    let longest = n.ambiguity.longest_us(self.now);
+                    n.report.ambiguous_open_us_max = n.report.ambiguous_open_us_max.max(longest);
+                }
             }
             replicas.push(n.report.clone());
         }

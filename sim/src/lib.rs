@@ -5,6 +5,7 @@
 // Every public item says what it is; CI denies warnings (issue 12).
 #![warn(missing_docs)]
 
+pub(crate) mod ambiguity;
 pub mod cluster;
 pub mod gcs;
 pub mod liveness;
