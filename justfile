@@ -6,7 +6,7 @@ export CARGO_TERM_COLOR := "never"
 
 slotlog := "target/release/slotlog"
 light := "single,saturate,race,fast2,faults,crash,reads,conflicts"
-heavy := "compact,open300,watch"
+heavy := "compact,open300,watch,edges"
 # The light scenarios that cost least a seed and inject the most faults: more seeds each.
 cheap := "faults,crash,conflicts"
 
@@ -47,13 +47,14 @@ test:
     just lint-built
     scripts/with-moto.sh just unit
     cargo test --release --workspace --doc
-    # The four sweeps' coverage marks are summed in one file; the last fails CI when a
+    # The five sweeps' coverage marks are summed in one file; the last fails CI when a
     # required mark (scenarios/src/coverage.rs, docs/GUARANTEES.md) was never hit.
     rm -f target/coverage.json
     {{slotlog}} sweep {{light}} --seeds 1..100 --coverage-file target/coverage.json
     {{slotlog}} sweep {{cheap}} --seeds 101..500 --coverage-file target/coverage.json
     {{slotlog}} sweep {{heavy}} --seeds 1..40 --coverage-file target/coverage.json
-    {{slotlog}} sweep collect --seeds 1..10 --coverage-file target/coverage.json --require-coverage
+    {{slotlog}} sweep collect --seeds 1..10 --coverage-file target/coverage.json
+    {{slotlog}} sweep soak48 --seeds 1..4 --coverage-file target/coverage.json --require-coverage
 
 # Unit, property and cross-crate tests; the S3 tests skip unless SLOTLOG_S3_ENDPOINT is
 # set (`scripts/with-moto.sh just unit` sets it).

@@ -10,70 +10,28 @@
 use slotlog_kernel::{Mark, Marks};
 use std::collections::BTreeMap;
 
-/// Marks the CI sweep (`just test`: light seeds 1..100, cheap 101..500, heavy 1..40,
-/// collect 1..10) is not required to reach, each with why.
+/// Marks the CI sweep (`just test`: light seeds 1..100, cheap 101..500, heavy 1..40
+/// with edges, collect 1..10, soak48 1..4) is not required to reach, each with why.
 pub const NOT_REQUIRED: &[(Mark, &str)] = &[
     (
         Mark::CreateTakenOlderThanIndex,
         "a name below the tip and older than the index of recent slots is found taken only by a create sent before the index moved recent_slots_max slots on; no scenario delays a create that long (kernel test a_store_that_loses_to_a_slot_older_than_its_index_reports_the_winners_last_sequence)",
     ),
     (
-        Mark::CreateUntimedStat,
-        "only a store whose create answers carry no time (the s3 profile) takes it; CI sweeps gcs-shaped profiles (soak48's even seeds and `--profile s3` reach it)",
-    ),
-    (
         Mark::CreatedSlotGone,
         "a slot gone between its untimed create and the metadata read after it needs the s3 profile and collection taking it within one round trip; no scenario does",
-    ),
-    (
-        Mark::CatchUpPaged,
-        "a loser more than 64 slots behind the hints when it loses; CI's losers trail by a few slots (kernel test a_catch_up_past_one_listing_lists_on_after_the_last_name)",
     ),
     (
         Mark::CatchUpGapRelisted,
         "a name a catch-up listing skipped that then reads absent is a break in the log and fails the replica closed, which no passing run does (kernel test a_name_a_catch_up_listing_skipped_that_reads_absent_is_a_break)",
     ),
     (
-        Mark::WriteRefusedBusy,
-        "no CI workload fills queue_members_max: saturate's 256 closed-loop writers stay below it",
-    ),
-    (
         Mark::ProbeHintUnmet,
         "a hint past everything the store holds needs a hint from a peer whose slot never lands; CI's hints follow real slots (kernel test a_hint_past_what_the_store_holds_costs_one_probe_and_is_forgotten)",
     ),
     (
-        Mark::ProbeBelowCollection,
-        "collection passing a live replica's tip needs a pause longer than slot retention; soak48's 13 h pause reaches it, CI's scenarios do not",
-    ),
-    (
-        Mark::ReadDeadline,
-        "no CI read waits out request_deadline_ms: a failed probe flight answers its reads Unavailable first",
-    ),
-    (
         Mark::FeedBeforeSlotCollected,
         "a watcher resuming before a checkpoint whose slots collection takes while it reads needs watchers and collection in one run; no CI scenario has both (kernel test a_slot_collected_between_the_listing_and_its_read_resyncs_the_cursors_it_held)",
-    ),
-    (
-        Mark::OpenGenesis,
-        "every scenario starts from a world the harness wrote (marker, checkpoint zero, preloaded slots); kernel open tests make worlds (genesis_writes_the_marker_then_checkpoint_zero)",
-    ),
-    (
-        Mark::OpenGenesisRace,
-        "as open_genesis: no scenario makes its world through the kernel, so none races a genesis (kernel test a_genesis_race_adopts_the_marker_that_won)",
-    ),
-    (
-        Mark::OpenFallbackCheckpoint,
-        "reached by `--damage-at-open checkpoint` on compact, which CI's sweep does not pass (kernel test a_listed_checkpoint_gone_when_read_falls_back_instead_of_listing_again)",
-    ),
-    (
-        Mark::AdoptionAbandoned,
-        "needs a peer's checkpoint that cannot be read whole: damage at rest (`--damage-at-open`) or a drop racing the adoption",
-    ),
-    (Mark::BackstopStepped, "needs `--role backstop`; CI's scenarios run eager compactors"),
-    (Mark::BackstopDeferred, "needs `--role backstop`; CI's scenarios run eager compactors"),
-    (
-        Mark::FreshenRaced,
-        "a freshen that loses to another write of the same object needs two runs freshening one old object at once",
     ),
     (
         Mark::CheckpointFreshened,
@@ -92,11 +50,6 @@ pub const NOT_REQUIRED: &[(Mark, &str)] = &[
         Mark::DeleteFenced,
         "needs a freshen (or a rewrite) of an object between a drop's listing and its delete; collect's 10 seeds have none (kernel test a_shard_freshened_after_the_listing_survives_its_delete)",
     ),
-    (
-        Mark::DeleteAlreadyGone,
-        "two drops deleting one object needs two replicas' drops to overlap; collect reached it in 1 of its 10 seeds before main's 64 block reads in flight (c25d3db) and in none since",
-    ),
-    (Mark::DropAbandoned, "needs a kept checkpoint or its root unreadable during a drop: damage at rest"),
     (Mark::CollectionOff, "needs a backend that cannot condition a delete; the simulated store always can"),
 ];
 

@@ -286,6 +286,12 @@ pub const SCENARIOS: &[Scenario] = &[
         in_all: false,
     },
     Scenario {
+        name: "edges",
+        about: "the rare paths together: 3 stores and a follower make the world from an empty bucket (racing geneses), S3's untimed creates, 1,500 writes/s offered against queues of 256 (Busy), backstop writers beside an eager follower, no hints, crashes whose cold start finds the newest checkpoint damaged",
+        build: edges,
+        in_all: true,
+    },
+    Scenario {
         name: "conflicts",
         about: "many writers on a few documents: expected versions, appends, archive and policy flips, parent/child races",
         build: conflicts,
@@ -658,6 +664,33 @@ fn crash(seed: u64) -> ClusterConfig {
     });
     c.hints.loss_rate = 0.1;
     checkpoint_often(&mut c);
+    c
+}
+
+/// Paths no other scenario takes, in one short run (the coverage issue): each setting
+/// below is here for the marks it reaches.
+fn edges(seed: u64) -> ClusterConfig {
+    let workload = Workload::new(Arrivals::Open { rate_per_s: 1_500.0 }, Mix::creates_and_blind_updates());
+    // S3 answers a create without its time: create_untimed_stat.
+    let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::S3), workload);
+    c.followers = 1;
+    c.duration_ms = 20_000;
+    // open_genesis, open_genesis_race.
+    c.empty_bucket = true;
+    // More offered than a queue of 256 holds: write_refused_busy.
+    c.kernel.queue_members_max = 256;
+    // Writers step only when the follower's checkpoints are 5 s old: backstop_stepped
+    // and backstop_deferred.
+    checkpoint_often(&mut c);
+    c.kernel.checkpoint_interval_ms = 5_000;
+    c.kernel.backstop_after_ms = 5_000;
+    c.writers_role = Some(CompactionRole::Backstop);
+    // Writers hear no hints: they learn of peers' slots from lost creates and probes.
+    c.hints.loss_rate = 1.0;
+    // Cold starts meet a damaged newest checkpoint: open_fallback_checkpoint.
+    c.crashes = Some(Crashes { mean_interval_ms: 6_000, down_ms_min: 200, down_ms_max: 2_000 });
+    c.damage_at_open = Some(DamagedObject::Checkpoint);
+    c.reads = some_reads();
     c
 }
 
