@@ -99,6 +99,10 @@ madsim-sweep SEEDS="20":
 s3-crash: build
     scripts/with-moto.sh scripts/s3-crash.sh {{slotlog}}
 
+# The same on Azure's emulator (Azurite, installed from npm on first use).
+azure-crash: build
+    scripts/with-azurite.sh scripts/azure-crash.sh {{slotlog}}
+
 # What CI gates besides the tests: formatting, lints, docs and the dependency policy.
 lint:
     cargo fmt --all --check
