@@ -17,7 +17,7 @@
 //! | `Create` | `put_opts`, `PutMode::Create` |
 //! | `Get` | `get` (bytes and meta) |
 //! | `Stat` | `head` |
-//! | `List` | `list_with_offset` on the prefix's directory, filtered to the string prefix, strictly after `start_after`, sorted |
+//! | `List` | GCS: an XML API listing of our own; others: `list_with_offset` on the prefix's directory, filtered to the string prefix, strictly after `start_after`, sorted |
 //! | `Rewrite` | `put_opts`, `PutMode::Update` with the version the generation encodes |
 //! | `Delete` | S3 / GCS / Azure: a conditional `DELETE` of our own; memory, local: `Unsupported` |
 //!
@@ -40,6 +40,15 @@
 //!
 //! # Listing
 //!
+//! GCS: object_store's GCS listing keeps each object's ETag (an MD5 on GCS) and drops its
+//! `<Generation>`, so a generation listed through it could fence nothing: the collector's
+//! deletes would all be refused, and a freshen at a listed version would send an ETag as
+//! `x-goog-if-generation-match` (a 400). The adapter lists GCS itself (`GET
+//! /{bucket}?list-type=2&prefix=&start-after=&max-keys=`, object_store's own request,
+//! sent with its HTTP client and token) and reads `<Generation>`; an entry without one is
+//! asked for with a `HEAD`.
+//!
+//! Other stores:
 //! `object_store` lists by path segments and stores disagree on the offset: S3's
 //! `start-after` is exclusive, GCS's JSON `startOffset` inclusive, LocalFileSystem lists
 //! unsorted. The adapter lists the directory part of the prefix (up to its last `/`) from
@@ -350,6 +359,77 @@ impl GcsBackend {
         )
     }
 
+    fn bucket_url(&self) -> String {
+        format!("{}/{}", self.base_url, utf8_percent_encode(&self.bucket, NON_ALPHANUMERIC))
+    }
+
+    /// One page of keys starting with `prefix`, strictly after `start_after`, in key order:
+    /// at most `limit` entries and whether more follow. Entries without a generation come
+    /// back with an empty one (the caller asks for it).
+    async fn list(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> Explained<GcsPage> {
+        let credential = self.credentials.get_credential().await.map_err(|e| {
+            tracing::warn!(error = %e, "gcs credentials unavailable");
+            failure(BlobError::Unavailable, e.to_string())
+        })?;
+        // One more than asked says whether more follow, within GCS's page cap.
+        let max_keys = (limit + 1).min(LIST_LIMIT_MAX as usize);
+        let mut url = url::Url::parse(&self.bucket_url())
+            .map_err(|e| failure(BlobError::Unsupported, e.to_string()))?;
+        {
+            let mut query = url.query_pairs_mut();
+            query.append_pair("list-type", "2").append_pair("prefix", prefix);
+            if let Some(after) = start_after {
+                query.append_pair("start-after", after);
+            }
+            query.append_pair("max-keys", &max_keys.to_string());
+        }
+        let mut builder = http::Request::builder().method(http::Method::GET).uri(url.as_str());
+        if !credential.bearer.is_empty() {
+            builder = builder.header(http::header::AUTHORIZATION, format!("Bearer {}", credential.bearer));
+        }
+        let request = builder
+            .body(HttpRequestBody::empty())
+            .map_err(|e| failure(BlobError::Unsupported, e.to_string()))?;
+        let response = self.client.execute(request).await.map_err(|e| map_http_error(&e, false))?;
+        let status = response.status();
+        let body = response.into_body().bytes().await.map_err(|e| map_http_error(&e, false))?;
+        if !status.is_success() {
+            let body = String::from_utf8_lossy(&body);
+            let code = status.as_u16();
+            let permanent = permanent_status(code, &body, Call::Read);
+            let error = if permanent.is_some() { BlobError::Unsupported } else { map_status(code, &body) };
+            return Err(CallFailure {
+                error,
+                permanent,
+                status: Some(code),
+                message: format!("{status}: {body}"),
+            });
+        }
+        let listed: GcsListing = quick_xml::de::from_reader(&body[..]).map_err(|e| {
+            tracing::warn!(error = %e, "gcs listing is not the XML expected");
+            failure(BlobError::Unavailable, format!("gcs listing: {e}"))
+        })?;
+        let mut entries: Vec<ObjectMeta> = listed
+            .contents
+            .into_iter()
+            // GCS's prefix is a string prefix and `start-after` exclusive; checked anyway.
+            .filter(|c| c.key.starts_with(prefix) && start_after.is_none_or(|after| c.key.as_str() > after))
+            .map(|c| ObjectMeta {
+                generation: Generation(c.generation.unwrap_or_default()),
+                created_at_us: chrono::DateTime::parse_from_rfc3339(&c.last_modified)
+                    .ok()
+                    .and_then(|t| u64::try_from(t.timestamp_micros()).ok())
+                    .unwrap_or(0),
+                size: c.size,
+                key: c.key,
+            })
+            .collect();
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        let more = entries.len() > limit || listed.is_truncated;
+        entries.truncate(limit);
+        Ok(GcsPage { entries, more })
+    }
+
     async fn delete_if(&self, key: &str, generation: &Generation) -> Explained {
         // GCS generations are numbers; anything else cannot match.
         let Some(number) = generation.as_number() else {
@@ -372,6 +452,31 @@ impl GcsBackend {
         })?;
         execute_delete(&self.client, request).await
     }
+}
+
+/// A page of a GCS listing.
+struct GcsPage {
+    entries: Vec<ObjectMeta>,
+    more: bool,
+}
+
+/// GCS's XML listing (`list-type=2`), the fields the adapter reads.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct GcsListing {
+    #[serde(default)]
+    contents: Vec<GcsListed>,
+    #[serde(default)]
+    is_truncated: bool,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct GcsListed {
+    key: String,
+    generation: Option<String>,
+    last_modified: String,
+    size: u64,
 }
 
 /// Where and as whom an Azure conditional delete is sent.
@@ -642,6 +747,16 @@ impl Inner {
 
     async fn list(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Explained {
         let limit = if limit == 0 { LIST_LIMIT_MAX } else { limit.min(LIST_LIMIT_MAX) } as usize;
+        if let Backend::Gcs(gcs) = &self.backend {
+            // Below the prefix, `start_after` bounds nothing.
+            let start_after = start_after.filter(|after| *after >= prefix);
+            let GcsPage { mut entries, more } = gcs.list(prefix, start_after, limit).await?;
+            for entry in entries.iter_mut().filter(|e| e.generation.0.is_empty()) {
+                tracing::debug!(key = entry.key, "listed without a generation: asking for it");
+                *entry = self.stat(&entry.key).await?;
+            }
+            return Ok(BlobOutcome::Listed { entries, more });
+        }
         // object_store lists whole path segments: list the directory the prefix is in and
         // keep the keys that start with the whole prefix.
         let directory = match prefix.rfind('/') {
@@ -696,6 +811,14 @@ impl Inner {
 
     async fn rewrite(&self, key: &str, bytes: Bytes, if_generation: &Generation) -> Explained {
         let path = path_of(key)?;
+        // GCS generations are numbers; anything else cannot match (and GCS would answer
+        // the header with a 400).
+        if matches!(self.backend, Backend::Gcs(_)) && if_generation.as_number().is_none() {
+            return match self.stat(key).await {
+                Err(missing) if missing.error == BlobError::NotFound => Err(missing),
+                _ => Err(failure(BlobError::PreconditionFailed, "a GCS generation is a number".into())),
+            };
+        }
         let size = bytes.len() as u64;
         let version = match self.backend.token() {
             GenerationToken::ETag => UpdateVersion { e_tag: Some(if_generation.0.clone()), version: None },
