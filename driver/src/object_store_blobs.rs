@@ -846,10 +846,14 @@ impl Inner {
         match self.delete_once(key, if_generation).await {
             // Azurite (as HTTP says an If-Match on nothing should) answers a missing blob
             // with 412: tell the two apart, as the contract does.
-            Err(f) if f.error == BlobError::PreconditionFailed => match self.stat(key).await {
-                Err(missing) if missing.error == BlobError::NotFound => Err(missing),
-                _ => Err(f),
-            },
+            Err(f)
+                if f.error == BlobError::PreconditionFailed && matches!(self.backend, Backend::Azure(_)) =>
+            {
+                match self.stat(key).await {
+                    Err(missing) if missing.error == BlobError::NotFound => Err(missing),
+                    _ => Err(f),
+                }
+            }
             other => other,
         }
     }

@@ -625,8 +625,13 @@ pub fn azure_store(builder: MicrosoftAzureBuilder) -> Result<(Arc<dyn ObjectStor
     let account = match get(AzureConfigKey::AccountName) {
         Some(account) => account,
         None if emulator => AZURITE_ACCOUNT.to_string(),
-        // object_store names what is missing.
-        None => return Err(build(builder.build().err().expect("no account: the build fails"))),
+        // object_store's own reason (it refuses a store without an account).
+        None => {
+            return Err(match builder.build() {
+                Err(error) => build(error),
+                Ok(_) => StoreUrlError::Unsupported { what: "an Azure store without an account name" },
+            })
+        }
     };
     // As object_store builds its request URLs (`AzureConfig::path_url`).
     let container_url = if emulator {

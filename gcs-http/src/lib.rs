@@ -373,7 +373,7 @@ fn put(state: &mut State, key: &str, headers: &HeaderMap, query: &[(String, Stri
         return error(StatusCode::NOT_IMPLEMENTED, "NotImplemented", "copies");
     }
     let op = match generation_match(headers, query) {
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
         Ok(Some(0)) => BlobOp::Create { key: key.to_string(), bytes: body.clone() },
         Ok(Some(g)) => BlobOp::Rewrite { key: key.to_string(), bytes: body.clone(), if_generation: g.into() },
         // Unconditional: a stat and a conditional write under the one lock, so atomic.
@@ -453,7 +453,7 @@ fn get(state: &mut State, key: &str, headers: &HeaderMap, query: &[(String, Stri
 
 fn delete(state: &mut State, key: &str, headers: &HeaderMap, query: &[(String, String)]) -> Answer {
     let generation = match generation_match(headers, query) {
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
         Ok(Some(g)) => Generation::from(g),
         Ok(None) => match state.objects.get(key) {
             Some((_, meta)) => meta.generation,
@@ -471,7 +471,7 @@ fn delete(state: &mut State, key: &str, headers: &HeaderMap, query: &[(String, S
 }
 
 /// `x-goog-if-generation-match` (XML API) or `ifGenerationMatch` (JSON API's query).
-fn generation_match(headers: &HeaderMap, query: &[(String, String)]) -> Result<Option<u64>, Answer> {
+fn generation_match(headers: &HeaderMap, query: &[(String, String)]) -> Result<Option<u64>, Box<Answer>> {
     let value = headers
         .get("x-goog-if-generation-match")
         .map(|v| v.to_str().unwrap_or("").to_string())
@@ -479,7 +479,7 @@ fn generation_match(headers: &HeaderMap, query: &[(String, String)]) -> Result<O
     match value {
         None => Ok(None),
         Some(v) => v.trim().parse().map(Some).map_err(|_| {
-            error(StatusCode::BAD_REQUEST, "InvalidArgument", &format!("not a generation: {v:?}"))
+            Box::new(error(StatusCode::BAD_REQUEST, "InvalidArgument", &format!("not a generation: {v:?}")))
         }),
     }
 }
