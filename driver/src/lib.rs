@@ -130,7 +130,7 @@ pub use slotlog_kernel::{
 };
 #[cfg(feature = "object-store")]
 pub use store_url::{
-    gcs_store, open_store, parse_store_url, s3_store, StoreLocation, StoreOptions, StoreUrlError,
+    azure_store, gcs_store, open_store, parse_store_url, s3_store, StoreLocation, StoreOptions, StoreUrlError,
 };
 pub use watch::Watch;
 pub use world::{new_op_id, World, WorldConfig};

@@ -2,10 +2,11 @@
 //! memory, or a store of the embedder's own.
 //!
 //! Owns the mapping of each [`BlobOp`] onto `object_store` calls, of every store answer
-//! onto [`BlobOutcome`] / [`BlobError`], and the two calls `object_store` lacks: the
-//! conditional deletes of S3 (`DeleteObject` with `If-Match`) and GCS
-//! (`x-goog-if-generation-match`), sent with object_store's own HTTP client and, for S3,
-//! signed with its SigV4 authorizer. It does not retry: the kernel owns retries, and a
+//! onto [`BlobOutcome`] / [`BlobError`], and the calls `object_store` lacks: the
+//! conditional deletes of S3 (`DeleteObject` with `If-Match`), GCS
+//! (`x-goog-if-generation-match`) and Azure (`Delete Blob` with `If-Match`), sent with
+//! object_store's own HTTP client and signed with its own authorizers (SigV4, a GCS
+//! bearer token, Azure Shared Key / SAS / bearer token). It does not retry: the kernel owns retries, and a
 //! store built by [`crate::store_url::open_store`] has its own retries turned off, so a
 //! create is never silently sent twice.
 //!
@@ -16,9 +17,9 @@
 //! | `Create` | `put_opts`, `PutMode::Create` |
 //! | `Get` | `get` (bytes and meta) |
 //! | `Stat` | `head` |
-//! | `List` | `list_with_offset` on the prefix's directory, filtered to the string prefix, strictly after `start_after`, sorted |
+//! | `List` | GCS: an XML API listing of our own; others: `list_with_offset` on the prefix's directory, filtered to the string prefix, strictly after `start_after`, sorted |
 //! | `Rewrite` | `put_opts`, `PutMode::Update` with the version the generation encodes |
-//! | `Delete` | S3 / GCS: a conditional `DELETE` of our own; memory, local: `Unsupported` |
+//! | `Delete` | S3 / GCS / Azure: a conditional `DELETE` of our own; memory, local: `Unsupported` |
 //!
 //! # Generation encoding
 //!
@@ -26,19 +27,28 @@
 //!
 //! * GCS: the object generation (`x-goog-generation`, object_store's `version`), a decimal
 //!   number, so [`Generation::as_number`] works as it does on the simulated GCS;
-//! * S3, memory, local directory and [`Backend::Other`]: the ETag exactly as the store
-//!   sends it, quotes included (`"9dd4e461268c8034f5c8564e155c67a6"`). S3 conditions
+//! * S3, Azure, memory, local directory and [`Backend::Other`]: the ETag exactly as the
+//!   store sends it, quotes included (`"9dd4e461268c8034f5c8564e155c67a6"`). S3 conditions
 //!   `If-Match` on the ETag only, even in a versioned bucket, so the version id is not used.
 //!   When the preferred token is missing the other one is used (a conditional write then
 //!   fails as `PreconditionFailed`, never succeeds wrongly).
 //!
 //! Caveat, S3: an ETag of a single-part upload is the MD5 of the bytes, so rewriting an
 //! object with identical bytes (the freshen) keeps its generation. A delete fenced on the
-//! generation listed before such a rewrite still succeeds. GCS generations change on every
-//! write.
+//! generation listed before such a rewrite still succeeds. GCS generations and Azure ETags
+//! change on every write.
 //!
 //! # Listing
 //!
+//! GCS: object_store's GCS listing keeps each object's ETag (an MD5 on GCS) and drops its
+//! `<Generation>`, so a generation listed through it could fence nothing: the collector's
+//! deletes would all be refused, and a freshen at a listed version would send an ETag as
+//! `x-goog-if-generation-match` (a 400). The adapter lists GCS itself (`GET
+//! /{bucket}?list-type=2&prefix=&start-after=&max-keys=`, object_store's own request,
+//! sent with its HTTP client and token) and reads `<Generation>`; an entry without one is
+//! asked for with a `HEAD`.
+//!
+//! Other stores:
 //! `object_store` lists by path segments and stores disagree on the offset: S3's
 //! `start-after` is exclusive, GCS's JSON `startOffset` inclusive, LocalFileSystem lists
 //! unsorted. The adapter lists the directory part of the prefix (up to its last `/`) from
@@ -77,6 +87,7 @@ use std::sync::{Arc, Once};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use object_store::aws::{AwsAuthorizer, AwsCredentialProvider};
+use object_store::azure::{AzureAuthorizer, AzureCredentialProvider};
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequestBody, ReqwestConnector,
 };
@@ -157,6 +168,8 @@ pub enum Backend {
     S3(S3Backend),
     /// Google Cloud Storage (XML API, as object_store speaks it).
     Gcs(GcsBackend),
+    /// Azure Blob Storage, or Azurite.
+    Azure(AzureBackend),
     /// A store this module knows nothing about: ETag token, no conditional delete.
     Other,
     /// A store described by the embedder.
@@ -171,6 +184,7 @@ impl Backend {
             Backend::Local => "file",
             Backend::S3(_) => "s3",
             Backend::Gcs(_) => "gcs",
+            Backend::Azure(_) => "azure",
             Backend::Other => "other",
             Backend::Custom(c) => c.name,
         }
@@ -180,13 +194,15 @@ impl Backend {
         match self {
             Backend::Gcs(_) => GenerationToken::Version,
             Backend::Custom(c) => c.token,
-            Backend::Memory | Backend::Local | Backend::S3(_) | Backend::Other => GenerationToken::ETag,
+            Backend::Memory | Backend::Local | Backend::S3(_) | Backend::Azure(_) | Backend::Other => {
+                GenerationToken::ETag
+            }
         }
     }
 
     fn lists_sorted(&self) -> bool {
         match self {
-            Backend::Memory | Backend::S3(_) | Backend::Gcs(_) => true,
+            Backend::Memory | Backend::S3(_) | Backend::Gcs(_) | Backend::Azure(_) => true,
             Backend::Custom(c) => c.lists_sorted,
             Backend::Local | Backend::Other => false,
         }
@@ -195,7 +211,7 @@ impl Backend {
     /// Whether [`BlobOp::Delete`] can be carried out (otherwise it answers `Unsupported`).
     pub fn supports_conditional_delete(&self) -> bool {
         match self {
-            Backend::S3(_) | Backend::Gcs(_) => true,
+            Backend::S3(_) | Backend::Gcs(_) | Backend::Azure(_) => true,
             Backend::Custom(c) => c.conditional_delete.is_some(),
             Backend::Memory | Backend::Local | Backend::Other => false,
         }
@@ -209,8 +225,9 @@ impl Backend {
 /// one) is refused: through `dyn ObjectStore` neither its retry setting (a create retried
 /// inside object_store after it landed answers `AlreadyExists` for our own slot) nor its
 /// endpoint for conditional deletes can be seen. Build those with
-/// [`open_store`](crate::store_url::open_store), [`s3_store`](crate::store_url::s3_store)
-/// or [`gcs_store`](crate::store_url::gcs_store).
+/// [`open_store`](crate::store_url::open_store), [`s3_store`](crate::store_url::s3_store),
+/// [`gcs_store`](crate::store_url::gcs_store) or
+/// [`azure_store`](crate::store_url::azure_store).
 pub fn detect_backend(store: &dyn ObjectStore) -> Result<Backend, UncheckedStore> {
     let name = store.to_string();
     if name == "InMemory" {
@@ -342,6 +359,77 @@ impl GcsBackend {
         )
     }
 
+    fn bucket_url(&self) -> String {
+        format!("{}/{}", self.base_url, utf8_percent_encode(&self.bucket, NON_ALPHANUMERIC))
+    }
+
+    /// One page of keys starting with `prefix`, strictly after `start_after`, in key order:
+    /// at most `limit` entries and whether more follow. Entries without a generation come
+    /// back with an empty one (the caller asks for it).
+    async fn list(&self, prefix: &str, start_after: Option<&str>, limit: usize) -> Explained<GcsPage> {
+        let credential = self.credentials.get_credential().await.map_err(|e| {
+            tracing::warn!(error = %e, "gcs credentials unavailable");
+            failure(BlobError::Unavailable, e.to_string())
+        })?;
+        // One more than asked says whether more follow, within GCS's page cap.
+        let max_keys = (limit + 1).min(LIST_LIMIT_MAX as usize);
+        let mut url = url::Url::parse(&self.bucket_url())
+            .map_err(|e| failure(BlobError::Unsupported, e.to_string()))?;
+        {
+            let mut query = url.query_pairs_mut();
+            query.append_pair("list-type", "2").append_pair("prefix", prefix);
+            if let Some(after) = start_after {
+                query.append_pair("start-after", after);
+            }
+            query.append_pair("max-keys", &max_keys.to_string());
+        }
+        let mut builder = http::Request::builder().method(http::Method::GET).uri(url.as_str());
+        if !credential.bearer.is_empty() {
+            builder = builder.header(http::header::AUTHORIZATION, format!("Bearer {}", credential.bearer));
+        }
+        let request = builder
+            .body(HttpRequestBody::empty())
+            .map_err(|e| failure(BlobError::Unsupported, e.to_string()))?;
+        let response = self.client.execute(request).await.map_err(|e| map_http_error(&e, false))?;
+        let status = response.status();
+        let body = response.into_body().bytes().await.map_err(|e| map_http_error(&e, false))?;
+        if !status.is_success() {
+            let body = String::from_utf8_lossy(&body);
+            let code = status.as_u16();
+            let permanent = permanent_status(code, &body, Call::Read);
+            let error = if permanent.is_some() { BlobError::Unsupported } else { map_status(code, &body) };
+            return Err(CallFailure {
+                error,
+                permanent,
+                status: Some(code),
+                message: format!("{status}: {body}"),
+            });
+        }
+        let listed: GcsListing = quick_xml::de::from_reader(&body[..]).map_err(|e| {
+            tracing::warn!(error = %e, "gcs listing is not the XML expected");
+            failure(BlobError::Unavailable, format!("gcs listing: {e}"))
+        })?;
+        let mut entries: Vec<ObjectMeta> = listed
+            .contents
+            .into_iter()
+            // GCS's prefix is a string prefix and `start-after` exclusive; checked anyway.
+            .filter(|c| c.key.starts_with(prefix) && start_after.is_none_or(|after| c.key.as_str() > after))
+            .map(|c| ObjectMeta {
+                generation: Generation(c.generation.unwrap_or_default()),
+                created_at_us: chrono::DateTime::parse_from_rfc3339(&c.last_modified)
+                    .ok()
+                    .and_then(|t| u64::try_from(t.timestamp_micros()).ok())
+                    .unwrap_or(0),
+                size: c.size,
+                key: c.key,
+            })
+            .collect();
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        let more = entries.len() > limit || listed.is_truncated;
+        entries.truncate(limit);
+        Ok(GcsPage { entries, more })
+    }
+
     async fn delete_if(&self, key: &str, generation: &Generation) -> Explained {
         // GCS generations are numbers; anything else cannot match.
         let Some(number) = generation.as_number() else {
@@ -362,6 +450,113 @@ impl GcsBackend {
             tracing::error!(error = %e, "cannot build the gcs delete");
             failure(BlobError::Unsupported, e.to_string())
         })?;
+        execute_delete(&self.client, request).await
+    }
+}
+
+/// A page of a GCS listing.
+struct GcsPage {
+    entries: Vec<ObjectMeta>,
+    more: bool,
+}
+
+/// GCS's XML listing (`list-type=2`), the fields the adapter reads.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct GcsListing {
+    #[serde(default)]
+    contents: Vec<GcsListed>,
+    #[serde(default)]
+    is_truncated: bool,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct GcsListed {
+    key: String,
+    generation: Option<String>,
+    last_modified: String,
+    size: u64,
+}
+
+/// Where and as whom an Azure conditional delete is sent.
+#[derive(Clone)]
+pub struct AzureBackend {
+    /// `{account URL}/{container}`, or for Azurite `{emulator URL}/{account}/{container}`.
+    pub container_url: String,
+    /// The storage account requests are signed for.
+    pub account: String,
+    /// The store's own provider (`MicrosoftAzure::credentials`).
+    pub credentials: AzureCredentialProvider,
+    /// Send requests unsigned (`AZURE_SKIP_SIGNATURE`, a public or proxied container).
+    pub skip_signature: bool,
+    client: HttpClient,
+}
+
+impl fmt::Debug for AzureBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AzureBackend")
+            .field("container_url", &self.container_url)
+            .field("account", &self.account)
+            .field("skip_signature", &self.skip_signature)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AzureBackend {
+    /// `client_options` should be the store's.
+    pub fn new(
+        container_url: impl Into<String>,
+        account: impl Into<String>,
+        credentials: AzureCredentialProvider,
+        skip_signature: bool,
+        client_options: &ClientOptions,
+    ) -> Result<AzureBackend, object_store::Error> {
+        install_crypto_provider();
+        Ok(AzureBackend {
+            container_url: container_url.into().trim_end_matches('/').to_string(),
+            account: account.into(),
+            credentials,
+            skip_signature,
+            client: ReqwestConnector::default().connect(client_options)?,
+        })
+    }
+
+    /// As object_store's Azure client builds it: each path segment pushed onto the URL.
+    fn object_url(&self, key: &str) -> Result<String, CallFailure> {
+        let mut url = url::Url::parse(&self.container_url).map_err(|e| {
+            tracing::error!(error = %e, url = self.container_url, "not a container URL");
+            failure(BlobError::Unsupported, e.to_string())
+        })?;
+        url.path_segments_mut()
+            .map_err(|()| {
+                failure(BlobError::Unsupported, format!("{} cannot take a path", self.container_url))
+            })?
+            .pop_if_empty()
+            .extend(key.split('/'));
+        Ok(url.to_string())
+    }
+
+    async fn delete_if(&self, key: &str, generation: &Generation) -> Explained {
+        let mut request = http::Request::builder()
+            .method(http::Method::DELETE)
+            .uri(self.object_url(key)?)
+            .header(http::header::IF_MATCH, generation.0.as_str())
+            .body(HttpRequestBody::empty())
+            .map_err(|e| {
+                tracing::warn!(error = %e, "generation is not a valid If-Match value");
+                failure(BlobError::PreconditionFailed, e.to_string())
+            })?;
+        if !self.skip_signature {
+            let credential = self.credentials.get_credential().await.map_err(|e| {
+                tracing::warn!(error = %e, "azure credentials unavailable");
+                failure(BlobError::Unavailable, e.to_string())
+            })?;
+            AzureAuthorizer::new(&credential, &self.account).try_authorize(&mut request).map_err(|e| {
+                tracing::error!(error = %e, "cannot sign the azure delete");
+                failure(BlobError::Unsupported, e.to_string())
+            })?;
+        }
         execute_delete(&self.client, request).await
     }
 }
@@ -522,7 +717,17 @@ impl Inner {
                 let generation = self.generation(put.e_tag, put.version);
                 Ok(BlobOutcome::Created(written(key, generation, size)))
             }
-            Err(e) => Err(explain(&e, Call::Create)),
+            Err(e) => {
+                let mut explained = explain(&e, Call::Create);
+                // Azurite answers a create conflict with 409 (real Azure with 412); on S3 a
+                // 409 is a concurrent conditional request that did not happen.
+                if matches!(self.backend, Backend::Azure(_))
+                    && matches!(e, object_store::Error::AlreadyExists { .. })
+                {
+                    explained.error = BlobError::AlreadyExists;
+                }
+                Err(explained)
+            }
         }
     }
 
@@ -542,6 +747,16 @@ impl Inner {
 
     async fn list(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Explained {
         let limit = if limit == 0 { LIST_LIMIT_MAX } else { limit.min(LIST_LIMIT_MAX) } as usize;
+        if let Backend::Gcs(gcs) = &self.backend {
+            // Below the prefix, `start_after` bounds nothing.
+            let start_after = start_after.filter(|after| *after >= prefix);
+            let GcsPage { mut entries, more } = gcs.list(prefix, start_after, limit).await?;
+            for entry in entries.iter_mut().filter(|e| e.generation.0.is_empty()) {
+                tracing::debug!(key = entry.key, "listed without a generation: asking for it");
+                *entry = self.stat(&entry.key).await?;
+            }
+            return Ok(BlobOutcome::Listed { entries, more });
+        }
         // object_store lists whole path segments: list the directory the prefix is in and
         // keep the keys that start with the whole prefix.
         let directory = match prefix.rfind('/') {
@@ -596,6 +811,14 @@ impl Inner {
 
     async fn rewrite(&self, key: &str, bytes: Bytes, if_generation: &Generation) -> Explained {
         let path = path_of(key)?;
+        // GCS generations are numbers; anything else cannot match (and GCS would answer
+        // the header with a 400).
+        if matches!(self.backend, Backend::Gcs(_)) && if_generation.as_number().is_none() {
+            return match self.stat(key).await {
+                Err(missing) if missing.error == BlobError::NotFound => Err(missing),
+                _ => Err(failure(BlobError::PreconditionFailed, "a GCS generation is a number".into())),
+            };
+        }
         let size = bytes.len() as u64;
         let version = match self.backend.token() {
             GenerationToken::ETag => UpdateVersion { e_tag: Some(if_generation.0.clone()), version: None },
@@ -620,10 +843,27 @@ impl Inner {
     }
 
     async fn delete(&self, key: &str, if_generation: &Generation) -> Explained {
+        match self.delete_once(key, if_generation).await {
+            // Azurite (as HTTP says an If-Match on nothing should) answers a missing blob
+            // with 412: tell the two apart, as the contract does.
+            Err(f)
+                if f.error == BlobError::PreconditionFailed && matches!(self.backend, Backend::Azure(_)) =>
+            {
+                match self.stat(key).await {
+                    Err(missing) if missing.error == BlobError::NotFound => Err(missing),
+                    _ => Err(f),
+                }
+            }
+            other => other,
+        }
+    }
+
+    async fn delete_once(&self, key: &str, if_generation: &Generation) -> Explained {
         path_of(key)?;
         match &self.backend {
             Backend::S3(s3) => s3.delete_if(key, if_generation).await,
             Backend::Gcs(gcs) => gcs.delete_if(key, if_generation).await,
+            Backend::Azure(azure) => azure.delete_if(key, if_generation).await,
             Backend::Custom(CustomBackend { conditional_delete: Some(d), .. }) => d
                 .delete_if_generation(key.to_string(), if_generation.clone())
                 .await

@@ -1,37 +1,47 @@
 //! Opening a store from a URL: `memory://`, `file:///abs/dir`, `s3://bucket/prefix`
-//! (or `s3a://`), `gs://bucket/prefix`; and finishing an S3 or GCS builder of the
-//! embedder's own ([`s3_store`], [`gcs_store`]).
+//! (or `s3a://`), `gs://bucket/prefix`, `az://container/prefix` (and object_store's other
+//! Azure forms); and finishing an S3, GCS or Azure builder of the embedder's own
+//! ([`s3_store`], [`gcs_store`], [`azure_store`]).
 //!
 //! Owns the URL grammar, the options each scheme takes and the store builders' settings
 //! slotlog depends on. Cloud stores start from object_store's own `from_env()` (every
 //! `AWS_*` / `GOOGLE_*` variable it knows: static keys, web identity (EKS IRSA), ECS task
 //! and EKS pod identity credentials, instance metadata, regions, endpoints), then the
-//! [`StoreOptions`] given, then slotlog's required settings on top, which nothing
-//! overrides: object_store's own retries off (the kernel retries, and a create retried
+//! [`StoreOptions`] given (Azure: `AZURE_*`, `AZURITE_BLOB_STORAGE_URL`), then slotlog's
+//! required settings on top, which nothing overrides: object_store's own retries off (the kernel retries, and a create retried
 //! inside object_store after a 5xx could report our own landed create as
 //! `AlreadyExists`), conditional puts on (S3 `If-Match` / `If-None-Match`). Hands back
 //! the store, the [`Backend`] that describes it (so conditional deletes can be sent), and
 //! the prefix inside the store the world lives under.
 //!
-//! Azure (`az://`, `abfs://`, `adl://`, `azure://` and the `*.blob.core.windows.net`
-//! URLs object_store parses) is recognised but not built in: this crate does not enable
-//! object_store's `azure` feature, and its conditional delete is not written.
+//! Azure URLs: `az://container/prefix`, `azure://`, `adl://`, `abfs[s]://container/prefix`,
+//! `abfs[s]://container@account.dfs.core.windows.net/prefix` and
+//! `https://account.blob.core.windows.net/container/prefix` (object_store's forms; the
+//! account comes from the URL or `AZURE_STORAGE_ACCOUNT_NAME`). Microsoft Fabric
+//! (OneLake) endpoints are refused: slotlog has not been tried on them.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, S3ConditionalPut};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::{ClientConfigKey, ClientOptions, ObjectStore, ObjectStoreScheme, RetryConfig};
 use url::Url;
 
-use crate::object_store_blobs::{install_crypto_provider, Backend, GcsBackend, S3Backend};
+use crate::object_store_blobs::{install_crypto_provider, AzureBackend, Backend, GcsBackend, S3Backend};
 
 /// GCS's XML API, object_store's default.
 pub const GCS_BASE_URL_DEFAULT: &str = "https://storage.googleapis.com";
+/// Azurite's blob endpoint when `AZURITE_BLOB_STORAGE_URL` is not set (object_store's
+/// default).
+pub const AZURITE_URL_DEFAULT: &str = "http://127.0.0.1:10000";
+/// Azurite's development account, object_store's default in emulator mode.
+pub const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+
 /// The region an S3 store signs for when none is given (object_store's default; moto and
 /// MinIO accept it).
 pub const S3_REGION_DEFAULT: &str = "us-east-1";
@@ -141,7 +151,8 @@ pub enum StoreUrlError {
         /// The URL as given.
         url: String,
     },
-    /// `s3://` or `gs://` without a bucket, or a builder without a bucket name.
+    /// `s3://`, `gs://` or an Azure URL without a bucket (container), or a builder without
+    /// one.
     MissingBucket {
         /// The URL as given.
         url: String,
@@ -191,10 +202,10 @@ impl fmt::Display for StoreUrlError {
         match self {
             StoreUrlError::InvalidUrl { url, error } => write!(f, "not a store URL: {url:?}: {error}"),
             StoreUrlError::UnsupportedScheme { scheme } => {
-                write!(f, "unsupported store scheme {scheme:?} (memory, file, s3, s3a, gs)")
+                write!(f, "unsupported store scheme {scheme:?} (memory, file, s3, s3a, gs, az)")
             }
             StoreUrlError::NotBuiltIn { url, store } => {
-                write!(f, "{url}: {store} is not built into slotlog (memory, file, s3, s3a, gs are)")
+                write!(f, "{url}: {store} is not built into slotlog (memory, file, s3, s3a, gs, az are)")
             }
             StoreUrlError::S3HttpsUrl { url } => write!(
                 f,
@@ -256,6 +267,16 @@ pub enum StoreLocation {
         /// The prefix inside the store: no leading or trailing `/`, empty for the whole store.
         prefix: String,
     },
+    /// `az://container/prefix` and object_store's other Azure Blob Storage forms.
+    Azure {
+        /// The storage account, when the URL names one (else `AZURE_STORAGE_ACCOUNT_NAME`,
+        /// or Azurite's in emulator mode).
+        account: Option<String>,
+        /// The container's name, never empty.
+        container: String,
+        /// The prefix inside the store: no leading or trailing `/`, empty for the whole store.
+        prefix: String,
+    },
 }
 
 /// Reads a store URL (the grammar [`open_store`] describes) without building the store.
@@ -286,8 +307,8 @@ pub fn parse_store_url(url: &str) -> Result<StoreLocation, StoreUrlError> {
             Ok(StoreLocation::Gcs { bucket, prefix })
         }
         other => Err(match ObjectStoreScheme::parse(&parsed) {
-            Ok((ObjectStoreScheme::MicrosoftAzure, _)) => {
-                StoreUrlError::NotBuiltIn { url: url.to_string(), store: "Azure Blob Storage" }
+            Ok((ObjectStoreScheme::MicrosoftAzure, path)) => {
+                return azure_location(url, &parsed, path.as_ref())
             }
             Ok((ObjectStoreScheme::AmazonS3, _)) => StoreUrlError::S3HttpsUrl { url: url.to_string() },
             Ok((ObjectStoreScheme::Http, _)) => StoreUrlError::NotBuiltIn {
@@ -311,8 +332,12 @@ pub fn parse_store_url(url: &str) -> Result<StoreLocation, StoreUrlError> {
 /// * `gs://bucket/prefix`: `GoogleCloudStorageBuilder::from_env()`, then options
 ///   `gcs_*`, `allow_http`, `request_timeout`, then [`gcs_store`]'s settings.
 ///
-/// Azure and plain HTTP URLs are [`StoreUrlError::NotBuiltIn`]; an `https://` S3 or R2
-/// URL is [`StoreUrlError::S3HttpsUrl`].
+/// * Azure (`az://container/prefix` and the other forms in the module docs):
+///   `MicrosoftAzureBuilder::from_env()`, then options `allow_http`, `request_timeout`,
+///   then [`azure_store`]'s settings.
+///
+/// Plain HTTP URLs are [`StoreUrlError::NotBuiltIn`]; an `https://` S3 or R2 URL is
+/// [`StoreUrlError::S3HttpsUrl`].
 pub fn open_store(
     url: &str,
     options: &StoreOptions,
@@ -328,7 +353,41 @@ pub fn open_store(
             let (store, backend) = gcs_store(gcs_builder(&bucket, options))?;
             Ok((store, backend, prefix))
         }
+        StoreLocation::Azure { account, container, prefix } => {
+            let (store, backend) = azure_store(azure_builder(account.as_deref(), &container, options))?;
+            Ok((store, backend, prefix))
+        }
     }
+}
+
+/// An Azure URL's account, container and prefix, as object_store's builder reads them
+/// (`MicrosoftAzureBuilder::with_url`); `prefix` is object_store's path within the
+/// container.
+fn azure_location(url: &str, parsed: &Url, prefix: &str) -> Result<StoreLocation, StoreUrlError> {
+    let missing = || StoreUrlError::MissingBucket { url: url.to_string() };
+    let host = parsed.host_str().unwrap_or("");
+    if host.ends_with("fabric.microsoft.com") {
+        return Err(StoreUrlError::Unsupported { what: "Microsoft Fabric (OneLake) endpoints" });
+    }
+    // `account.blob.core.windows.net` or `account.dfs.core.windows.net`.
+    let account_of = |host: &str| match host.split_once('.') {
+        Some((account, "blob.core.windows.net" | "dfs.core.windows.net")) if !account.is_empty() => {
+            Ok(account.to_string())
+        }
+        _ => Err(StoreUrlError::UnsupportedScheme { scheme: parsed.scheme().to_string() }),
+    };
+    let (account, container) = match parsed.scheme() {
+        "https" => {
+            let container = parsed.path_segments().and_then(|mut s| s.next()).unwrap_or("");
+            (Some(account_of(host)?), container.to_string())
+        }
+        _ if !parsed.username().is_empty() => (Some(account_of(host)?), parsed.username().to_string()),
+        _ => (None, host.to_string()),
+    };
+    if container.is_empty() || container.contains('.') {
+        return Err(missing());
+    }
+    Ok(StoreLocation::Azure { account, container, prefix: prefix.trim_matches('/').to_string() })
 }
 
 fn join_prefix(host: &str, path: &str) -> String {
@@ -526,6 +585,83 @@ pub fn gcs_store(
     Ok((Arc::new(gcs), Backend::Gcs(backend)))
 }
 
+/// `MicrosoftAzureBuilder::from_env()` for `container` (in `account`, when the URL named
+/// one), with the options on top.
+fn azure_builder(account: Option<&str>, container: &str, options: &StoreOptions) -> MicrosoftAzureBuilder {
+    let mut builder = MicrosoftAzureBuilder::from_env().with_container_name(container);
+    if let Some(account) = account {
+        builder = builder.with_account(account);
+    }
+    if options.allow_http {
+        builder = builder.with_config(AzureConfigKey::Client(ClientConfigKey::AllowHttp), "true");
+    }
+    if let Some(timeout) = options.request_timeout {
+        let value = format!("{}ms", timeout.as_millis());
+        builder = builder.with_config(AzureConfigKey::Client(ClientConfigKey::Timeout), value);
+    }
+    builder
+}
+
+/// Finishes an Azure builder the way slotlog needs it and describes it: object_store's
+/// retries off. Set the account and container with `with_account` and
+/// `with_container_name` (not `with_url`: it is read only inside `build`, out of sight of
+/// the conditional delete). In emulator mode (`AZURE_STORAGE_USE_EMULATOR=true`) requests
+/// go to `AZURITE_BLOB_STORAGE_URL` (else [`AZURITE_URL_DEFAULT`]) as Azurite's
+/// development account unless another is set; otherwise to the builder's endpoint, else
+/// `https://{account}.blob.core.windows.net`.
+pub fn azure_store(builder: MicrosoftAzureBuilder) -> Result<(Arc<dyn ObjectStore>, Backend), StoreUrlError> {
+    install_crypto_provider();
+    let build = |error| StoreUrlError::Build { scheme: "az", error };
+    let get = |key: AzureConfigKey| builder.get_config_value(&key).filter(|v| !v.is_empty());
+    let flag =
+        |key: AzureConfigKey| get(key).is_some_and(|v| matches!(v.as_str(), "true" | "1" | "yes" | "on"));
+    let container = get(AzureConfigKey::ContainerName).ok_or_else(|| StoreUrlError::MissingBucket {
+        url: "the Azure builder (set it with with_container_name)".to_string(),
+    })?;
+    if flag(AzureConfigKey::UseFabricEndpoint) {
+        return Err(StoreUrlError::Unsupported { what: "Microsoft Fabric (OneLake) endpoints" });
+    }
+    let emulator = flag(AzureConfigKey::UseEmulator);
+    let account = match get(AzureConfigKey::AccountName) {
+        Some(account) => account,
+        None if emulator => AZURITE_ACCOUNT.to_string(),
+        // object_store's own reason (it refuses a store without an account).
+        None => {
+            return Err(match builder.build() {
+                Err(error) => build(error),
+                Ok(_) => StoreUrlError::Unsupported { what: "an Azure store without an account name" },
+            })
+        }
+    };
+    // As object_store builds its request URLs (`AzureConfig::path_url`).
+    let container_url = if emulator {
+        let base =
+            std::env::var("AZURITE_BLOB_STORAGE_URL").unwrap_or_else(|_| AZURITE_URL_DEFAULT.to_string());
+        format!("{}/{account}/{container}", base.trim_end_matches('/'))
+    } else {
+        let base = get(AzureConfigKey::Endpoint)
+            .unwrap_or_else(|| format!("https://{account}.blob.core.windows.net"));
+        format!("{}/{container}", base.trim_end_matches('/'))
+    };
+    let skip_signature = flag(AzureConfigKey::SkipSignature);
+    let mut builder = builder.with_retry(no_retries());
+    // object_store allows plain HTTP to the emulator on its own; the delete must too.
+    if emulator || container_url.starts_with("http://") {
+        builder = builder.with_config(AzureConfigKey::Client(ClientConfigKey::AllowHttp), "true");
+    }
+    let client_options = client_options(|key| builder.get_config_value(&AzureConfigKey::Client(*key)));
+    let azure = builder.build().map_err(build)?;
+    let backend = AzureBackend::new(
+        container_url,
+        account,
+        azure.credentials().clone(),
+        skip_signature,
+        &client_options,
+    )
+    .map_err(build)?;
+    Ok((Arc::new(azure), Backend::Azure(backend)))
+}
+
 /// A service account key's `gcs_base_url`, if it names one.
 fn key_base_url(text: &str) -> Result<Option<String>, String> {
     let json: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
@@ -637,18 +773,56 @@ mod tests {
     }
 
     #[test]
-    fn azure_and_https_urls_are_recognised_and_refused_with_the_way_out() {
-        for url in [
-            "az://container/p",
-            "abfss://c@account.dfs.core.windows.net/p",
-            "https://account.blob.core.windows.net/c/p",
+    fn azure_urls_name_account_container_and_prefix() {
+        let azure = |account: Option<&str>, container: &str, prefix: &str| StoreLocation::Azure {
+            account: account.map(str::to_string),
+            container: container.to_string(),
+            prefix: prefix.to_string(),
+        };
+        for (url, expected) in [
+            ("az://container/worlds/one/", azure(None, "container", "worlds/one")),
+            ("azure://c", azure(None, "c", "")),
+            ("adl://c/p", azure(None, "c", "p")),
+            ("abfs://c/p", azure(None, "c", "p")),
+            ("abfss://c@account.dfs.core.windows.net/p/q", azure(Some("account"), "c", "p/q")),
+            ("az://c@account.blob.core.windows.net/p", azure(Some("account"), "c", "p")),
+            ("https://account.blob.core.windows.net/c/p", azure(Some("account"), "c", "p")),
+            ("https://account.dfs.core.windows.net/c", azure(Some("account"), "c", "")),
         ] {
-            let error = open_store(url, &StoreOptions::default()).expect_err("refused");
-            assert!(
-                matches!(error, StoreUrlError::NotBuiltIn { store: "Azure Blob Storage", .. }),
-                "{url}: {error}"
-            );
+            assert_eq!(parse_store_url(url).unwrap(), expected, "{url}");
         }
+        for url in ["https://account.blob.core.windows.net/", "https://account.blob.core.windows.net"] {
+            assert!(matches!(parse_store_url(url), Err(StoreUrlError::MissingBucket { .. })), "{url}");
+        }
+        assert!(matches!(
+            parse_store_url("https://account.blob.fabric.microsoft.com/w/p"),
+            Err(StoreUrlError::Unsupported { .. })
+        ));
+    }
+
+    #[test]
+    fn an_azure_builder_of_ones_own_is_finished_and_its_delete_goes_where_its_requests_go() {
+        let key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+        let builder = MicrosoftAzureBuilder::new().with_container_name("c").with_access_key(key);
+        let (_, backend) = azure_store(builder.clone().with_account("acct")).unwrap();
+        let Backend::Azure(azure) = backend else { panic!("not azure") };
+        assert_eq!(
+            (azure.container_url.as_str(), azure.account.as_str()),
+            ("https://acct.blob.core.windows.net/c", "acct")
+        );
+        let own_endpoint =
+            builder.clone().with_account("acct").with_endpoint("http://127.0.0.1:9/acct/".into());
+        let (_, backend) = azure_store(own_endpoint).unwrap();
+        let Backend::Azure(azure) = backend else { panic!("not azure") };
+        assert_eq!(azure.container_url, "http://127.0.0.1:9/acct/c");
+        // No account and no emulator: object_store's own reason.
+        assert!(matches!(azure_store(builder.clone()), Err(StoreUrlError::Build { scheme: "az", .. })));
+        let url_only = MicrosoftAzureBuilder::new().with_url("az://c/p");
+        assert!(matches!(azure_store(url_only), Err(StoreUrlError::MissingBucket { .. })));
+    }
+
+    #[test]
+    fn https_urls_of_s3_are_refused_with_the_way_out() {
         for url in ["https://b.s3.us-east-1.amazonaws.com/p", "https://s3.us-east-1.amazonaws.com/b/p"] {
             let error = open_store(url, &StoreOptions::default()).expect_err("refused");
             assert!(matches!(error, StoreUrlError::S3HttpsUrl { .. }), "{url}: {error}");

@@ -19,6 +19,11 @@ fuzz_target!(|bytes: &[u8]| {
             assert!(!bucket.is_empty());
             assert!(bare(&prefix));
         }
+        Ok(StoreLocation::Azure { account, container, prefix }) => {
+            assert!(!container.is_empty());
+            assert!(account.is_none_or(|a| !a.is_empty()));
+            assert!(bare(&prefix));
+        }
         Ok(other) => panic!("a location this target does not know: {other:?}"),
         Err(error) => {
             let _ = error.to_string();

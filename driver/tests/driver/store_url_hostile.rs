@@ -27,6 +27,11 @@ fn judge(url: &str) -> Result<(), TestCaseError> {
             prop_assert!(!bucket.is_empty(), "{:?}: no bucket", url);
             prop_assert!(bare(&prefix), "{:?}: prefix {:?}", url, prefix);
         }
+        Ok(StoreLocation::Azure { account, container, prefix }) => {
+            prop_assert!(!container.is_empty(), "{:?}: no container", url);
+            prop_assert!(account.is_none_or(|a| !a.is_empty()), "{:?}: empty account", url);
+            prop_assert!(bare(&prefix), "{:?}: prefix {:?}", url, prefix);
+        }
         Ok(other) => prop_assert!(false, "{:?}: a location this test does not know: {:?}", url, other),
         Err(error) => {
             // Every error names itself; Display must not panic either.
@@ -48,6 +53,7 @@ fn scheme() -> impl Strategy<Value = &'static str> {
         "file://",
         "file:///",
         "az://",
+        "abfss://",
         "https://",
         "http://",
         "ftp://",

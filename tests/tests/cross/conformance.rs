@@ -1,7 +1,8 @@
 //! The backend conformance suite (`slotlog_tests::conformance`) on every backend the
 //! project names: object_store's InMemory and LocalFileSystem, the simulated GCS behind its
-//! ObjectStore facade, and a real S3 server (moto) when `SLOTLOG_S3_ENDPOINT` is set
-//! (`scripts/with-moto.sh`, which `just test` uses).
+//! ObjectStore facade, a real S3 server (moto) when `SLOTLOG_S3_ENDPOINT` is set
+//! (`scripts/with-moto.sh`), and Azure's emulator (Azurite) when `SLOTLOG_AZURE_CONTAINER`
+//! is set (`scripts/with-azurite.sh`); `just test` runs under both.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -181,4 +182,62 @@ async fn moto_s3_generation_survives_an_identical_rewrite() {
         Ok(BlobOutcome::Deleted),
         "the pre-freshen generation still fences"
     );
+}
+
+/// The Azurite container the wrapper made and a fresh prefix in it, or None (skipped).
+fn azurite_url(test: &str) -> Option<String> {
+    let Ok(container) = std::env::var("SLOTLOG_AZURE_CONTAINER") else {
+        eprintln!(
+            "SKIPPED {test}: SLOTLOG_AZURE_CONTAINER is not set. Run it under \
+             scripts/with-azurite.sh (as `just test` does) to test against Azurite."
+        );
+        return None;
+    };
+    let run = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    Some(format!("az://{container}/{test}-{run:x}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn azurite_passes_the_suite() {
+    let Some(url) = azurite_url("conformance") else { return };
+    let (store, backend, prefix) = open_store(&url, &StoreOptions::from_env()).unwrap();
+    let Backend::Azure(azure) = &backend else { panic!("{url} opened as {}", backend.kind()) };
+    let endpoint = azure.container_url.clone();
+    let (blobs, caps) = adapter(store, backend);
+    assert_eq!(caps, Capabilities::ALL);
+    run_suite(&format!("azurite at {endpoint}"), blobs, caps, &format!("{prefix}/")).await.assert_passed();
+}
+
+/// Azure's ETag is not a content hash: a rewrite with identical bytes (the freshen)
+/// changes it, so a delete fenced on the generation listed before the freshen is refused
+/// and the blob stays; the delete at the new generation removes it.
+#[tokio::test(flavor = "multi_thread")]
+async fn azurite_stale_if_match_delete_keeps_the_blob() {
+    let Some(url) = azurite_url("etag") else { return };
+    let (store, backend, prefix) = open_store(&url, &StoreOptions::from_env()).unwrap();
+    let blobs = ObjectStoreBlobs::new(store, backend);
+    let key = format!("{prefix}/ckpt/shard");
+    let bytes = Bytes::from_static(b"shard bytes");
+    let Ok(BlobOutcome::Created(first)) =
+        blobs.execute(BlobOp::Create { key: key.clone(), bytes: bytes.clone() }).await
+    else {
+        panic!("create");
+    };
+    // A second create of the name: Azurite answers 409, Azure 412; both are AlreadyExists.
+    let again = blobs.execute(BlobOp::Create { key: key.clone(), bytes: bytes.clone() }).await;
+    assert_eq!(again, Err(BlobError::AlreadyExists));
+    let rewrite =
+        BlobOp::Rewrite { key: key.clone(), bytes: bytes.clone(), if_generation: first.generation.clone() };
+    let Ok(BlobOutcome::Rewritten(second)) = blobs.execute(rewrite).await else { panic!("rewrite") };
+    assert_ne!(second.generation, first.generation, "Azure ETags change on every write");
+    let stale = BlobOp::Delete { key: key.clone(), if_generation: first.generation };
+    assert_eq!(blobs.execute(stale).await, Err(BlobError::PreconditionFailed));
+    let Ok(BlobOutcome::Got { bytes: kept, meta }) = blobs.execute(BlobOp::Get { key: key.clone() }).await
+    else {
+        panic!("the blob is gone after a stale delete");
+    };
+    assert_eq!((kept, &meta.generation), (bytes, &second.generation));
+    let current = BlobOp::Delete { key: key.clone(), if_generation: second.generation };
+    assert_eq!(blobs.execute(current).await, Ok(BlobOutcome::Deleted));
+    assert_eq!(blobs.execute(BlobOp::Get { key }).await, Err(BlobError::NotFound));
 }

@@ -5,6 +5,7 @@
 mod collect_moto;
 mod conformance;
 mod defects;
+mod gcs_http;
 mod scenarios;
 mod sim_store_integration;
 mod world_against_model;
