@@ -364,9 +364,9 @@ enum Command {
         /// (kernel/src/marks.rs says what each marks; docs/GUARANTEES.md, who reaches it).
         #[arg(long)]
         require_coverage: bool,
-        /// Add this sweep's coverage to the counts kept in this file (JSON, mark to count;
-        /// made if absent) and judge coverage on the sum: how CI's several sweeps are
-        /// judged as one.
+        /// Add this sweep's coverage to what this file keeps (JSON: the scenarios swept
+        /// and each mark's hits; made if absent) and judge coverage on the sum: how CI's
+        /// several sweeps are judged as one.
         #[arg(long, value_name = "FILE")]
         coverage_file: Option<std::path::PathBuf>,
         #[command(flatten)]
@@ -721,12 +721,14 @@ fn main() -> ExitCode {
             for f in &result.failures {
                 summary += &format!("\n  replay: {}", f.report.repro);
             }
-            let required = slotlog_scenarios::coverage::required();
+            let mut swept: std::collections::BTreeSet<String> =
+                result.summaries().into_iter().map(|s| s.scenario).collect();
+            let mut required = slotlog_scenarios::coverage::required(&swept);
             let mut line = result.summary_line(&required);
             if let Some(path) = &coverage_file {
-                let before = match std::fs::read_to_string(path) {
+                let before: slotlog_scenarios::coverage::CoverageFile = match std::fs::read_to_string(path) {
                     Ok(text) => match serde_json::from_str(&text) {
-                        Ok(counts) => counts,
+                        Ok(file) => file,
                         Err(e) => {
                             eprintln!("{} holds no coverage counts: {e}", path.display());
                             return ExitCode::from(exit::STORE);
@@ -738,12 +740,16 @@ fn main() -> ExitCode {
                         return ExitCode::from(exit::STORE);
                     }
                 };
-                slotlog_scenarios::coverage::add(&mut line.coverage, &before);
+                slotlog_scenarios::coverage::add(&mut line.coverage, &before.coverage);
+                swept.extend(before.swept);
+                required = slotlog_scenarios::coverage::required(&swept);
                 line.coverage_missed = slotlog_scenarios::coverage::missed(&required, &line.coverage)
                     .into_iter()
                     .map(str::to_string)
                     .collect();
-                let text = serde_json::to_string_pretty(&line.coverage).expect("counts serialize");
+                let file =
+                    slotlog_scenarios::coverage::CoverageFile { swept, coverage: line.coverage.clone() };
+                let text = serde_json::to_string_pretty(&file).expect("counts serialize");
                 if let Err(e) = std::fs::write(path, text + "\n") {
                     eprintln!("cannot write {}: {e}", path.display());
                     return ExitCode::from(exit::STORE);

@@ -147,7 +147,8 @@ fn a_coverage_file_sums_the_sweeps_that_name_it() {
         serde_json::from_str(&std::fs::read_to_string(&file).expect("the file")).expect("JSON counts");
     std::fs::remove_file(&file).ok();
     assert!(both["coverage"]["hold_begun"].as_u64() > Some(0), "{both}");
-    assert_eq!(kept, both["coverage"], "the file holds the sum");
+    assert_eq!(kept["coverage"], both["coverage"], "the file holds the sum");
+    assert_eq!(kept["swept"], serde_json::json!(["fast2", "single"]), "and the scenarios swept");
     let missed = |v: &serde_json::Value| v["coverage_missed"].as_array().expect("a list").len();
     assert!(missed(&both) < missed(&single), "fast2's holds are no longer missed");
 }
