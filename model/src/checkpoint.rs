@@ -91,7 +91,9 @@ pub fn receipt_runs(from: u64, through: u64) -> Vec<(u64, u64)> {
 /// One document as a checkpoint must hold it: its index entry and its retained versions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointDocument {
+    /// Normalized path.
     pub path: String,
+    /// Its index entry.
     pub document: ModelDocument,
     /// Versions `first_version ..= version`, oldest first.
     pub versions: Vec<ModelVersion>,
@@ -101,12 +103,15 @@ pub struct CheckpointDocument {
 /// holds it, and the layout the rules give it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelCheckpoint {
+    /// The world the checkpoint belongs to.
     pub world_id: WorldId,
     /// The sequence covered plus 1; also the sequence the checkpoint's key names.
     pub next_sequence: u64,
     /// The hash of the slot holding `next_sequence - 1` (from the log: the model has no slots).
     pub previous_hash: Hash32,
+    /// Documents in the world.
     pub document_count: u64,
+    /// The policy in force.
     pub policy: ModelPolicy,
     /// `shard_bits(document_count)`.
     pub shard_bits: u8,
@@ -162,6 +167,7 @@ impl ModelCheckpoint {
         self.next_sequence - 1
     }
 
+    /// The document at the normalized `path`, if the checkpoint holds one.
     pub fn document(&self, path: &str) -> Option<&CheckpointDocument> {
         let i = self.documents.binary_search_by(|d| d.path.as_str().cmp(path)).ok()?;
         Some(&self.documents[i])

@@ -12,9 +12,11 @@ pub struct ModelDocument {
     pub version: u64,
     /// The oldest retained version.
     pub first_version: u64,
+    /// Whether the document is archived and refuses writes.
     pub archived: bool,
     /// BLAKE3 of the current body.
     pub body_hash: [u8; 32],
+    /// Length of the current body, in bytes.
     pub body_len: u64,
     /// The sequence of the last member that changed the document (publish, append or an
     /// archive flip).
@@ -24,11 +26,15 @@ pub struct ModelDocument {
 /// One retained version record (SPEC 1.3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelVersion {
+    /// The version number (1 for the first body).
     pub version: u64,
     /// The sequence of the member that wrote it.
     pub sequence: u64,
+    /// Operation id of the member that wrote it.
     pub op_id: OperationId,
+    /// BLAKE3 of the version's body.
     pub body_hash: [u8; 32],
+    /// Length of the version's body, in bytes.
     pub body_len: u64,
     /// `Published` or `Appended`.
     pub kind: ReceiptKind,

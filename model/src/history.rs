@@ -11,10 +11,14 @@ use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{Mutation, Receipt};
 use std::collections::BTreeMap;
 
+/// How a write came out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// The replica answered.
     Answered {
+        /// True time the answer reached the client.
         at: Instant,
+        /// The answer.
         result: Result<WriteOk, WriteError>,
     },
     /// The replica crashed before answering: the write may or may not be in the log.
@@ -25,17 +29,23 @@ pub enum Outcome {
     Unanswered,
 }
 
+/// One write a client issued, and how it came out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientOp {
+    /// Index of the replica the write was sent to.
     pub replica: usize,
+    /// The write's operation id.
     pub op_id: OperationId,
+    /// What the write asks for.
     pub mutation: Mutation,
     /// True time the request reached the replica.
     pub invoked_at: Instant,
+    /// How it came out.
     pub outcome: Outcome,
 }
 
 impl ClientOp {
+    /// True time the write was answered, if it was.
     pub fn answered_at(&self) -> Option<Instant> {
         match &self.outcome {
             Outcome::Answered { at, .. } => Some(*at),
@@ -48,16 +58,29 @@ impl ClientOp {
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReadOutcome {
-    Answered { at: Instant, result: Result<ReadOk, ReadError> },
+    /// The replica answered.
+    Answered {
+        /// True time the answer reached the client.
+        at: Instant,
+        /// The answer.
+        result: Result<ReadOk, ReadError>,
+    },
+    /// The replica crashed before answering.
     Crashed,
+    /// No answer by the end of the run, from a replica that did not crash.
     Unanswered,
 }
 
+/// One read a client issued, and how it came out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadOp {
+    /// Index of the replica the read was sent to.
     pub replica: usize,
+    /// What was read.
     pub read: Read,
+    /// True time the request reached the replica.
     pub invoked_at: Instant,
+    /// How it came out.
     pub outcome: ReadOutcome,
 }
 
@@ -66,24 +89,35 @@ pub struct ReadOp {
 pub enum SessionEnd {
     /// Still open when the run ended, or closed by its subscriber.
     Open,
+    /// The replica ended it, for the reason given.
     Ended(WatchEnd),
+    /// The replica crashed with the session open.
     Crashed,
 }
 
 /// One subscription: from a cursor, the events it received in order, and how it ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WatchSession {
+    /// Index of the replica it subscribed to.
     pub replica: usize,
+    /// The sequence it subscribed after: its first event is the receipt of `cursor + 1`.
     pub cursor: u64,
+    /// True time the subscription reached the replica.
     pub started_at: Instant,
+    /// The receipts it received, in order.
     pub events: Vec<Receipt>,
+    /// How it ended.
     pub end: SessionEnd,
 }
 
+/// Everything a run's clients issued and saw, for the checker.
 #[derive(Clone, Debug, Default)]
 pub struct History {
+    /// Every write, in issue order.
     pub ops: Vec<ClientOp>,
+    /// Every read, in issue order.
     pub reads: Vec<ReadOp>,
+    /// Every watch session, in subscribe order.
     pub watches: Vec<WatchSession>,
     /// Every create, rewrite and delete the store carried out, by name; `None` when the
     /// embedder does not record them (the name rules then judge nothing).
@@ -93,7 +127,9 @@ pub struct History {
 /// One object of the world as the bucket held it at the end of the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredObject {
+    /// Object name in the bucket.
     pub key: String,
+    /// The bytes it held at the end.
     pub bytes: Bytes,
     /// Store-side creation time, on the run's true clock.
     pub created_at: Instant,
@@ -102,8 +138,11 @@ pub struct StoredObject {
 /// What the bucket did to one name at one instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NameChange {
+    /// A create of an absent name.
     Created,
+    /// A write over the bytes of a present name.
     Rewritten,
+    /// A delete of a present name.
     Deleted,
 }
 
@@ -112,6 +151,7 @@ pub enum NameChange {
 pub struct NameEvent {
     /// Store time, on the run's true clock.
     pub at: Instant,
+    /// What the store did.
     pub change: NameChange,
     /// BLAKE3 of the bytes the name holds after the change; `None` after a delete.
     pub bytes_hash: Option<Hash32>,
@@ -230,18 +270,22 @@ impl NameHistory {
         events[..i].last().filter(|e| e.change != NameChange::Deleted)
     }
 
+    /// Objects the bucket holds now.
     pub fn objects_now(&self) -> u64 {
         self.objects_now
     }
 
+    /// Bytes the bucket holds now.
     pub fn bytes_now(&self) -> u64 {
         self.bytes_now
     }
 
+    /// The most objects the bucket held at any instant.
     pub fn objects_max(&self) -> u64 {
         self.objects_max
     }
 
+    /// The most bytes the bucket held at any instant.
     pub fn bytes_max(&self) -> u64 {
         self.bytes_max
     }

@@ -39,8 +39,11 @@ pub enum PolicyProblem {
 /// is what `set_policy`'s `Unchanged` check compares.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ModelPolicyBody {
+    /// Versions kept per document (SPEC 1.2).
     pub retention_versions: u32,
+    /// Largest body a document may hold, in bytes (SPEC 1.2).
     pub body_bytes_max: u64,
+    /// Documents under these paths refuse mutation (SPEC 1.2).
     pub read_only_prefixes: Vec<String>,
 }
 
@@ -66,7 +69,9 @@ impl ModelPolicyBody {
 /// The policy in force and its version (0 at genesis, +1 per applied `set_policy`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ModelPolicy {
+    /// Policy version: 0 at genesis, +1 per applied `set_policy`.
     pub version: u64,
+    /// The policy itself.
     pub body: ModelPolicyBody,
 }
 

@@ -14,10 +14,30 @@ const DOMAIN: &[u8] = b"slotlog request digest 1";
 /// A request's content as a committed member records it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModelRequest {
-    Publish { path: String, body_hash: [u8; 32] },
-    Append { path: String },
-    Archive { path: String, archived: bool },
-    Policy { body: ModelPolicyBody },
+    /// A publish: the path and the BLAKE3 of the new body.
+    Publish {
+        /// Normalized path.
+        path: String,
+        /// BLAKE3 of the new body.
+        body_hash: [u8; 32],
+    },
+    /// An append to the path (its bytes are not part of the content).
+    Append {
+        /// Normalized path.
+        path: String,
+    },
+    /// An archive (`archived` true) or unarchive of the path.
+    Archive {
+        /// Normalized path.
+        path: String,
+        /// True to archive, false to unarchive.
+        archived: bool,
+    },
+    /// A `set_policy` with this normalized policy.
+    Policy {
+        /// The policy, normalized.
+        body: ModelPolicyBody,
+    },
 }
 
 impl ModelRequest {

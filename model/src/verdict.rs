@@ -13,7 +13,10 @@ pub enum Verdict {
     Applied(ModelApplied),
     /// A success that changes nothing: the document's version, or the policy version for
     /// `set_policy`.
-    Unchanged { version: u64 },
+    Unchanged {
+        /// The document's version, or the policy version.
+        version: u64,
+    },
     /// The operation id is already committed: the receipt of the member that committed
     /// it first.
     Duplicate(ModelReceipt),
@@ -27,6 +30,7 @@ pub enum Verdict {
 /// record field by field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelApplied {
+    /// The receipt the member answers with.
     pub receipt: ModelReceipt,
     /// The document's archived flag after the member (false for `set_policy`).
     pub archived: bool,
@@ -47,8 +51,11 @@ pub struct ModelApplied {
 /// SPEC 1.5: what an applied member answers with, then and on every duplicate after.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelReceipt {
+    /// The operation id the member committed.
     pub op_id: OperationId,
+    /// The member's sequence.
     pub sequence: u64,
+    /// What the member did.
     pub kind: ReceiptKind,
     /// The normalized path; None for `PolicySet`.
     pub path: Option<String>,
@@ -59,10 +66,15 @@ pub struct ModelReceipt {
 /// The kind of an applied member (and of a version record: `Published` or `Appended`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReceiptKind {
+    /// A publish: a new current body.
     Published,
+    /// An append: bytes added to the current body, as a new version.
     Appended,
+    /// An archive: the document now refuses writes.
     Archived,
+    /// An unarchive: the document accepts writes again.
     Unarchived,
+    /// A `set_policy`: a new policy version.
     PolicySet,
 }
 
@@ -72,16 +84,30 @@ pub enum ModelRejection {
     /// The expected version failed; `current` is the document's (or policy's) version,
     /// None when the document is absent (or the policy version is 0).
     #[error("expected version does not hold: current {current:?}")]
-    Conflict { current: Option<u64> },
+    Conflict {
+        /// The document's (or policy's) version; None when absent (or 0).
+        current: Option<u64>,
+    },
     /// Creating the path would make one document an ancestor of another.
     #[error("the path would nest with {blocking}")]
-    Topology { blocking: String },
+    Topology {
+        /// The document's path that nests with the write's.
+        blocking: String,
+    },
     /// The path is under this read-only prefix.
     #[error("the path is under read-only prefix {prefix}")]
-    ReadOnly { prefix: String },
+    ReadOnly {
+        /// The read-only prefix, normalized.
+        prefix: String,
+    },
     /// The new body is `size` bytes, over the policy's `max`.
     #[error("a body of {size} bytes exceeds the maximum {max}")]
-    TooLarge { size: u64, max: u64 },
+    TooLarge {
+        /// The new body's length, in bytes.
+        size: u64,
+        /// The policy's `body_bytes_max`, in bytes.
+        max: u64,
+    },
     /// The document is archived and refuses writes.
     #[error("the document is archived")]
     Archived,
@@ -91,14 +117,19 @@ pub enum ModelRejection {
     /// The operation id committed other content at `sequence`, inside the receipt
     /// window (SPEC 10.13).
     #[error("the operation id committed other content at sequence {sequence}")]
-    OperationIdReused { sequence: u64 },
+    OperationIdReused {
+        /// Sequence of the member that committed the operation id first.
+        sequence: u64,
+    },
 }
 
 /// Why a mutation is invalid whatever the state.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ModelInvalid {
+    /// The path is not a valid path.
     #[error(transparent)]
     Path(PathProblem),
+    /// The policy of a `set_policy` is not valid.
     #[error("policy: {0}")]
     Policy(PolicyProblem),
 }

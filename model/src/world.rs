@@ -39,7 +39,10 @@ pub enum ModelReceiptAnswer {
     /// Not committed inside the window, and `since` is inside it: exactly not committed.
     Absent,
     /// Not committed inside the window, which starts after `since`: unknown.
-    Expired { window_from: u64 },
+    Expired {
+        /// First sequence of the receipt window.
+        window_from: u64,
+    },
 }
 
 /// What an applied verdict changes, beyond what its `ModelApplied` already states.

@@ -41,29 +41,43 @@ use std::collections::{BTreeMap, BTreeSet};
 const VIOLATIONS_LISTED_MAX: usize = 50;
 
 #[derive(Clone, Debug, Default)]
+/// What the checker found in one run: the violations, and counts of what it judged.
 pub struct CheckReport {
     /// The first violations found, up to a limit; `violations_total` counts them all.
     pub violations: Vec<Violation>,
+    /// Every violation found, listed or not.
     pub violations_total: usize,
+    /// Slots in the log.
     pub slots: u64,
+    /// Members committed across all slots.
     pub members: u64,
+    /// The log's tip: the last sequence of the last slot (0 for an empty log).
     pub tip_sequence: u64,
     /// Acknowledged commits missing from the log.
     pub lost: u64,
+    /// Writes answered `Uncertain` that the log holds.
     pub uncertain_committed: u64,
+    /// Writes answered `Uncertain` that the log does not hold.
     pub uncertain_absent: u64,
+    /// Writes whose replica crashed before answering, and which the log holds.
     pub crashed_committed: u64,
+    /// Writes whose replica crashed before answering, and which the log does not hold.
     pub crashed_absent: u64,
     /// Answers that were not commits (rejected, unchanged, duplicate) judged at a state.
     pub answers_judged: u64,
+    /// Exact reads judged.
     pub reads_exact: u64,
+    /// Catalog reads judged.
     pub reads_catalog: u64,
     /// Exact reads whose state missed a write acknowledged before the read began.
     pub stale_exact: u64,
     /// How far a catalog read's state trailed the tip at the read's start.
     pub catalog_lag_ms_max: f64,
+    /// Watch sessions judged.
     pub watch_sessions: u64,
+    /// Receipts delivered across all watch sessions.
     pub watch_events: u64,
+    /// Watch sessions that ended in a resync.
     pub watch_resyncs: u64,
     /// Full checkpoints judged (every object under `checkpoints/` but checkpoint zero).
     pub checkpoints_judged: u64,
@@ -79,8 +93,9 @@ pub struct CheckReport {
     /// Checkpoints created more than the grace after the slot they cover: their writer
     /// withdraws them (SPEC 10.15), so they are not held to reach only present objects.
     pub checkpoints_landed_late: u64,
-    /// Objects and bytes under the world's prefix at the end.
+    /// Objects under the world's prefix at the end.
     pub store_objects_end: u64,
+    /// Bytes under the world's prefix at the end.
     pub store_bytes_end: u64,
     /// The most objects the bucket held at any instant (`None`: no name history).
     pub store_objects_max: Option<u64>,
@@ -93,8 +108,9 @@ pub struct CheckOptions {
     pub catalog_staleness_ms: u64,
     /// A watch may resync only when its cursor is further back than this many slots.
     pub recent_slots_max: usize,
-    /// The world's checkpoint grace and slot retention (SPEC 10.15).
+    /// The world's checkpoint grace (SPEC 10.15).
     pub checkpoint_grace_ms: u64,
+    /// The world's slot retention (SPEC 10.15).
     pub slot_retention_ms: u64,
 }
 
@@ -117,6 +133,7 @@ impl CheckReport {
         }
     }
 
+    /// Whether the run broke no rule.
     pub fn passed(&self) -> bool {
         self.violations_total == 0
     }
@@ -659,6 +676,7 @@ fn compare_states(kernel: &WorldState, model: &ModelWorld, r: &mut CheckReport) 
     }
 }
 
+/// The kernel's receipt in the model's terms, for comparison.
 pub fn receipt_to_model(r: &kw::Receipt) -> ModelReceipt {
     ModelReceipt {
         op_id: r.op_id,
@@ -675,6 +693,7 @@ pub fn receipt_to_model(r: &kw::Receipt) -> ModelReceipt {
     }
 }
 
+/// The kernel's rejection in the model's terms, for comparison.
 pub fn rejection_to_model(r: &kw::Rejection) -> ModelRejection {
     match r {
         kw::Rejection::Conflict { current } => ModelRejection::Conflict { current: *current },
@@ -699,6 +718,7 @@ pub(super) fn path_problem_to_model(p: &kw::PathProblem) -> PathProblem {
     }
 }
 
+/// The kernel's `Invalid` reason in the model's terms, for comparison.
 pub fn invalid_to_model(i: &kw::Invalid) -> ModelInvalid {
     match i {
         kw::Invalid::Path(p) => ModelInvalid::Path(path_problem_to_model(p)),
