@@ -9,17 +9,47 @@ use bytes::Bytes;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BlobOp {
     /// Create `key` only if it is absent (GCS `ifGenerationMatch=0`, S3 `If-None-Match: *`).
-    Create { key: String, bytes: Bytes },
+    Create {
+        /// The object's name.
+        key: String,
+        /// Its bytes.
+        bytes: Bytes,
+    },
     /// Read an object whole.
-    Get { key: String },
+    Get {
+        /// The object's name.
+        key: String,
+    },
     /// Read an object's metadata only.
-    Stat { key: String },
+    Stat {
+        /// The object's name.
+        key: String,
+    },
     /// Keys under `prefix` strictly after `start_after`, in byte order, at most `limit`.
-    List { prefix: String, start_after: Option<String>, limit: u32 },
+    List {
+        /// Keys start with this.
+        prefix: String,
+        /// Keys strictly after this one (None: from the first).
+        start_after: Option<String>,
+        /// The most keys to return.
+        limit: u32,
+    },
     /// Replace an object only if its current generation is `if_generation` (the freshen).
-    Rewrite { key: String, bytes: Bytes, if_generation: Generation },
+    Rewrite {
+        /// The object's name.
+        key: String,
+        /// The new bytes.
+        bytes: Bytes,
+        /// The generation the object must still have.
+        if_generation: Generation,
+    },
     /// Delete an object only if its current generation is `if_generation`.
-    Delete { key: String, if_generation: Generation },
+    Delete {
+        /// The object's name.
+        key: String,
+        /// The generation the object must still have.
+        if_generation: Generation,
+    },
 }
 
 impl BlobOp {
@@ -65,23 +95,28 @@ impl Generation {
 /// What the store says of one object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectMeta {
+    /// The object's name.
     pub key: String,
     /// Changes on every write of the name; the fence for conditional rewrites and deletes.
     pub generation: Generation,
     /// Store-side time this generation was written, microseconds on the store's clock.
     pub created_at_us: u64,
+    /// Length of the object, in bytes.
     pub size: u64,
 }
 
 /// What the store says of a write it has just made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Written {
+    /// The object's name.
     pub key: String,
+    /// The generation the write made.
     pub generation: Generation,
     /// The store's creation time of this generation, when its answer carries one: GCS's
     /// JSON API returns it, an S3 PUT does not (and object_store's `PutResult` never
     /// does). A backend must not fill it from its own clock (SPEC 10.15).
     pub created_at_us: Option<u64>,
+    /// Length of the written bytes.
     pub size: u64,
 }
 
@@ -96,18 +131,27 @@ impl From<ObjectMeta> for Written {
 /// A successful result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BlobOutcome {
+    /// A `Create` made the object.
     Created(Written),
+    /// A `Get` read the object.
     Got {
+        /// Its metadata.
         meta: ObjectMeta,
+        /// Its bytes, whole.
         bytes: Bytes,
     },
+    /// A `Stat` found the object.
     Stat(ObjectMeta),
     /// Entries in key order; `more` when the limit cut the listing short.
     Listed {
+        /// The objects listed.
         entries: Vec<ObjectMeta>,
+        /// True when the limit cut the listing short.
         more: bool,
     },
+    /// A `Rewrite` replaced the object.
     Rewritten(Written),
+    /// A `Delete` removed the object.
     Deleted,
 }
 
@@ -122,6 +166,7 @@ pub enum BlobError {
     /// A conditional rewrite or delete found another generation.
     #[error("another generation holds the name")]
     PreconditionFailed,
+    /// The name holds no object (a `Get`, `Stat`, `Rewrite` or `Delete`).
     #[error("no object by that name")]
     NotFound,
     /// 429: the store refused for rate; nothing happened.
@@ -140,6 +185,7 @@ pub enum BlobError {
     Unsupported,
 }
 
+/// What the store answered for one [`BlobOp`].
 pub type BlobResult = Result<BlobOutcome, BlobError>;
 
 impl BlobError {

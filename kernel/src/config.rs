@@ -231,36 +231,56 @@ pub const CHECKPOINT_GRACE_MS_MIN: u64 = 900_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
+    /// `batch_members_max` is 0, above `batch_members_deep_max`, or the deep limit is above a slot's most members.
     #[error(
         "batch member limits: 1 <= batch_members_max <= batch_members_deep_max <= {}",
         crate::format::SLOT_MEMBERS_MAX
     )]
     BatchMembers,
+    /// `batches_ahead_max` is above 3.
     #[error("batches_ahead_max above 3")]
     BatchesAhead,
+    /// `queue_members_max` is 0.
     #[error("queue_members_max is 0")]
     QueueMembers,
+    /// `request_deadline_ms` is 0.
     #[error("request_deadline_ms is 0")]
     Deadline,
+    /// `retry_base_ms` is 0 or above `retry_cap_ms`.
     #[error("retry bounds: 0 < retry_base_ms <= retry_cap_ms")]
     Retry,
+    /// `replay_gets_max` or `list_page_max` is 0.
     #[error("replay_gets_max or list_page_max is 0")]
     Replay,
+    /// `read_pending_max`, `probe_attempts_max`, `recent_slots_max`, `ring_events_max` or
+    /// `watches_max` is 0.
     #[error("a read, slot index, ring or watch limit is 0")]
     Reads,
+    /// A checkpoint cadence or in-flight limit is 0, or `backstop_after_ms` is under
+    /// `checkpoint_interval_ms`.
     #[error("checkpoint cadence and creates in flight must be positive")]
     Checkpoints,
+    /// The grace is under [`CHECKPOINT_GRACE_MS_MIN`] or shorter than the freshen age plus a
+    /// run, the slot retention is under twice the reload age (or that age is 0), or
+    /// `collect_deletes_in_flight_max` is 0.
     #[error(
         "collection limits: checkpoint_grace_ms >= {CHECKPOINT_GRACE_MS_MIN}, freshen_after_ms + \
          checkpoint_run_ms_max <= checkpoint_grace_ms, 2 * reload_after_ms <= slot_retention_ms, \
          collect_deletes_in_flight_max > 0"
     )]
     Collection,
+    /// `checkpoint_step_docs_max` is under a slot's most members.
     #[error("checkpoint_step_docs_max {found} under a slot's most members ({min})")]
-    StepDocs { found: usize, min: usize },
+    StepDocs {
+        /// The configured `checkpoint_step_docs_max`.
+        found: usize,
+        /// A slot's most members.
+        min: usize,
+    },
 }
 
 impl Config {
+    /// Checks every value against its range; the first one out of range is the error.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let slot_max = crate::format::SLOT_MEMBERS_MAX;
         if self.batch_members_max == 0

@@ -12,19 +12,49 @@ use crate::world::{Receipt, Write};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Read {
     /// A document's current version, or version `version` while it is retained.
-    Fetch { path: String, version: Option<u64> },
+    Fetch {
+        /// The document's path, as the client gave it.
+        path: String,
+        /// The version to read (None: the current one).
+        version: Option<u64>,
+    },
     /// A document's retained version records.
-    Versions { path: String },
+    Versions {
+        /// The document's path, as the client gave it.
+        path: String,
+    },
     /// The receipt of an operation id: committed, absent, or expired (SPEC 10.13).
     /// `since` is the first sequence the operation could have committed at (an
     /// `Uncertain` write's `since`); None means since genesis. Settles an `Uncertain`.
-    Receipt { op_id: OperationId, since: Option<u64> },
+    Receipt {
+        /// The operation id.
+        op_id: OperationId,
+        /// First sequence it could have committed at (None: since genesis).
+        since: Option<u64>,
+    },
     /// Documents whose path starts with `prefix` (byte-wise), after `start_after`.
-    Lookup { prefix: String, start_after: Option<String>, limit: u32 },
+    Lookup {
+        /// The path prefix, byte-wise.
+        prefix: String,
+        /// Paths strictly after this one (None: from the first).
+        start_after: Option<String>,
+        /// The most entries to answer with.
+        limit: u32,
+    },
     /// The documents and subdirectories directly in a directory (`/` for the root).
-    List { directory: String, limit: u32 },
+    List {
+        /// The directory's path (`/` for the root).
+        directory: String,
+        /// The most documents and subdirectories to answer with.
+        limit: u32,
+    },
     /// Documents whose current body has this hash.
-    HashLookup { hash: Hash32, limit: u32 },
+    HashLookup {
+        /// BLAKE3 of the body.
+        hash: Hash32,
+        /// The most paths to answer with.
+        limit: u32,
+    },
 }
 
 impl Read {
@@ -37,13 +67,17 @@ impl Read {
 /// A request from a client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
+    /// A write: queued and committed in a batch, or refused.
     Write(Write),
+    /// A read, answered from a snapshot fresh enough for its kind.
     Read(Read),
     /// Every change after `cursor`, in sequence order, exactly once. `credit` is how many
     /// events the subscriber can take before it sends `Input::WatchCredit`. The request's
     /// id names the subscription.
     Watch {
+        /// The sequence the subscriber has seen through: events start at `cursor + 1`.
         cursor: u64,
+        /// Events the subscriber can take now.
         credit: u32,
     },
 }
@@ -51,26 +85,35 @@ pub enum Request {
 /// One input to [`Replica::handle`](crate::Replica::handle).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
+    /// A client's request.
     Request {
+        /// Names the request in its reply (and names a watch).
         id: RequestId,
+        /// The request.
         request: Request,
     },
     /// The completion of a blob operation the replica emitted.
     BlobDone {
+        /// The operation's id, as emitted in `Effect::Blob`.
         id: BlobOpId,
+        /// What the store answered.
         result: BlobResult,
     },
     /// A peer says it committed through `sequence` (its `Effect::Committed`). Never blocks.
     Follow {
+        /// The sequence the peer committed through.
         sequence: u64,
     },
     /// The subscriber of watch `id` can take this many more events.
     WatchCredit {
+        /// The watch's request id.
         id: RequestId,
+        /// Further events the subscriber can take.
         events: u32,
     },
     /// The subscriber of watch `id` is gone.
     Unwatch {
+        /// The watch's request id.
         id: RequestId,
     },
 }
@@ -82,10 +125,18 @@ pub enum WatchEnd {
     /// The cursor is older than the slots this replica can read a backlog from: the
     /// subscriber must rebuild from a read of the world at `tip`, then watch from there.
     #[error("cursor {cursor} is too far behind tip {tip}; read the world and watch again")]
-    Resync { cursor: u64, tip: u64 },
+    Resync {
+        /// The watch's cursor.
+        cursor: u64,
+        /// This replica's tip.
+        tip: u64,
+    },
     /// Too many watches; nothing was subscribed.
     #[error("{watches} watches already")]
-    Busy { watches: usize },
+    Busy {
+        /// Watches this replica already holds.
+        watches: usize,
+    },
     /// The replica failed closed.
     #[error("the replica failed closed")]
     Failed(#[source] FailReason),
@@ -95,18 +146,41 @@ pub enum WatchEnd {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
     /// Run this operation on the store and feed the result back as `Input::BlobDone`.
-    Blob { id: BlobOpId, op: BlobOp },
+    Blob {
+        /// The operation's id, to hand back in `Input::BlobDone`.
+        id: BlobOpId,
+        /// The operation.
+        op: BlobOp,
+    },
     /// Answer a request.
-    Reply { id: RequestId, reply: Reply },
+    Reply {
+        /// The request's id.
+        id: RequestId,
+        /// The answer.
+        reply: Reply,
+    },
     /// This replica learned the world is committed through `sequence` (its own slot, or
     /// one it lost to). Pass it to peers as a hint.
-    Committed { sequence: u64 },
+    Committed {
+        /// The sequence the world is committed through.
+        sequence: u64,
+    },
     /// The replica failed closed and answers everything with `WriteError::Failed`.
     Failed(FailReason),
     /// The next changes for watch `id`, in sequence order, at most its credit.
-    Changes { id: RequestId, events: Vec<Receipt> },
+    Changes {
+        /// The watch's request id.
+        id: RequestId,
+        /// Receipts of the changes, one per sequence.
+        events: Vec<Receipt>,
+    },
     /// Watch `id` ended.
-    WatchEnded { id: RequestId, end: WatchEnd },
+    WatchEnded {
+        /// The watch's request id.
+        id: RequestId,
+        /// Why it ended.
+        end: WatchEnd,
+    },
     /// Something went wrong that cost time but not correctness.
     Warning(Warning),
 }
@@ -118,5 +192,10 @@ pub enum Warning {
     /// The checkpoint at `key` could not be loaded at open; an older one was used and the
     /// slots after it replayed.
     #[error("checkpoint {key} skipped at open: {reason}")]
-    CheckpointSkipped { key: String, reason: FailReason },
+    CheckpointSkipped {
+        /// The checkpoint's name.
+        key: String,
+        /// Why it could not be loaded.
+        reason: FailReason,
+    },
 }

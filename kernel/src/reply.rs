@@ -15,9 +15,19 @@ pub enum WriteOk {
     /// The write is a member of a confirmed slot.
     Committed(Receipt),
     /// The write would have changed nothing (SPEC 1.4 check 9); judged at `at_sequence`.
-    Unchanged { version: u64, at_sequence: u64 },
+    Unchanged {
+        /// The document's version, or the policy version for `set_policy`.
+        version: u64,
+        /// The sequence of the state it was judged at.
+        at_sequence: u64,
+    },
     /// The operation id was already committed; this is its first receipt.
-    Duplicate { receipt: Receipt, at_sequence: u64 },
+    Duplicate {
+        /// The receipt of the member that committed it first.
+        receipt: Receipt,
+        /// The sequence of the state it was judged at.
+        at_sequence: u64,
+    },
 }
 
 /// A write that did not succeed. Every variant says whether it may still apply.
@@ -29,19 +39,35 @@ pub enum WriteError {
     Invalid(Invalid),
     /// A precondition failed at `at_sequence`; not applied.
     #[error("rejected at sequence {at_sequence}: {rejection}")]
-    Rejected { rejection: Rejection, at_sequence: u64 },
+    Rejected {
+        /// The precondition that failed, with its data.
+        rejection: Rejection,
+        /// The sequence of the state it was judged at.
+        at_sequence: u64,
+    },
     /// The queue was full; not queued, not applied.
     #[error("the queue is full at {queued} members")]
-    Busy { queued: usize },
+    Busy {
+        /// Members in the queue.
+        queued: usize,
+    },
     /// The deadline passed while the write still waited in the queue; never part of a
     /// slot create, so it is not applied and never will be.
     #[error("{op_id} expired in the queue and is not applied")]
-    Expired { op_id: OperationId },
+    Expired {
+        /// The write's operation id.
+        op_id: OperationId,
+    },
     /// The deadline passed while a slot holding the write may still commit. Its receipt
     /// settles it: read it with this `since`, the first sequence the write could commit
     /// at, so that "absent" is exact and a receipt gone from the window is `Expired`.
     #[error("{op_id} may still commit at {since} or later; its receipt settles it")]
-    Uncertain { op_id: OperationId, since: u64 },
+    Uncertain {
+        /// The write's operation id.
+        op_id: OperationId,
+        /// The first sequence the write could commit at.
+        since: u64,
+    },
     /// The replica failed closed; nothing more is applied through it.
     #[error("the replica failed closed")]
     Failed(#[source] FailReason),
@@ -54,7 +80,9 @@ pub enum FailReason {
     /// An object of this world failed to decode.
     #[error("{key} does not decode")]
     Decode {
+        /// The object's name.
         key: String,
+        /// Why it does not decode.
         #[source]
         error: DecodeError,
     },
@@ -63,51 +91,92 @@ pub enum FailReason {
     ForeignWorld,
     /// The prefix holds objects but no marker: not a world, and not empty.
     #[error("{key} is under the prefix, but no marker is")]
-    ForeignObjects { key: String },
+    ForeignObjects {
+        /// The first object found under the prefix.
+        key: String,
+    },
     /// A slot did not continue the chain this replica holds.
     #[error(transparent)]
     Apply(ApplyError),
     /// A body the log names is not in the bucket.
     #[error("body {hash} is not in the bucket")]
-    BodyMissing { hash: Hash32 },
+    BodyMissing {
+        /// BLAKE3 of the missing body.
+        hash: Hash32,
+    },
     /// A slot name the log needs is not readable although a create found it taken.
     #[error("slot {sequence} is taken but cannot be read")]
-    SlotVanished { sequence: u64 },
+    SlotVanished {
+        /// First sequence of the slot.
+        sequence: u64,
+    },
     /// A checkpoint that decodes but does not belong to this world's marker.
     #[error("{key}: {problem}")]
-    CheckpointMismatch { key: String, problem: CheckpointProblem },
+    CheckpointMismatch {
+        /// The checkpoint's name.
+        key: String,
+        /// How it contradicts the world.
+        problem: CheckpointProblem,
+    },
     /// This replica's slot create landed more than the reload age after the slot it built
     /// on, so it may sit in a name collection freed, below the real tip (SPEC 10.15). Its
     /// members were answered `Uncertain`; reopen from the newest checkpoint.
     #[error("{key} landed at store time {landed_us} µs, long after its base at {base_us} µs: possibly below collection")]
-    CreateBelowCollection { key: String, base_us: u64, landed_us: u64 },
+    CreateBelowCollection {
+        /// The slot's name.
+        key: String,
+        /// Store time of the slot it built on, in µs.
+        base_us: u64,
+        /// Store time its create landed, in µs.
+        landed_us: u64,
+    },
     /// The slot this replica just created is gone or replaced when it asked the store for
     /// its creation time: only collection or a stall past the slot retention does that.
     /// Its members were answered `Uncertain`; reopen from the newest checkpoint.
     #[error("{key}, created by this replica, is gone or replaced before it could be confirmed")]
-    CreatedSlotGone { key: String },
+    CreatedSlotGone {
+        /// The slot's name.
+        key: String,
+    },
     /// The snapshot went unconfirmed longer than the reload age: slots past it may have
     /// been collected, so a missing slot no longer proves the tip (SPEC 10.15). Nothing
     /// was answered from it; reopen from the newest checkpoint.
     #[error("unconfirmed for {unconfirmed_ms} ms, past the reload age: reopen from the newest checkpoint")]
-    Unconfirmed { unconfirmed_ms: u64 },
+    Unconfirmed {
+        /// How long the snapshot went unconfirmed, in ms.
+        unconfirmed_ms: u64,
+    },
     /// The slot after this replica's tip is gone while a later one is there: collection
     /// passed the tip (a replica stopped for longer than the slot retention). Reopen from
     /// the newest checkpoint (SPEC 10.15).
     #[error("slot {next} is gone but slot {found} is there: collection passed this replica's tip; reopen")]
-    BelowCollection { next: u64, found: u64 },
+    BelowCollection {
+        /// First sequence of the missing slot after the tip.
+        next: u64,
+        /// First sequence of the later slot that is there.
+        found: u64,
+    },
     /// No checkpoint newer than `fell_back_to` loads (each is named with its reason), and
     /// the slot `missing`, needed to replay from `fell_back_to` to where the newest of
     /// them stood, is gone (collected, SPEC 10.12): opening from it would serve a world
     /// with a gap, so the opening fails closed.
     #[error("no checkpoint newer than {fell_back_to} loads ({} skipped) and {missing}, needed to replay from it, is gone", skipped.len())]
-    ReplayGone { skipped: Vec<SkippedCheckpoint>, fell_back_to: String, missing: String },
+    ReplayGone {
+        /// Each newer checkpoint, with why it did not load.
+        skipped: Vec<SkippedCheckpoint>,
+        /// The name of the checkpoint the opening fell back to.
+        fell_back_to: String,
+        /// The name of the missing slot.
+        missing: String,
+    },
 }
 
 /// A checkpoint an opening could not load, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkippedCheckpoint {
+    /// The checkpoint's name.
     pub key: String,
+    /// Why it could not be loaded.
     pub reason: FailReason,
 }
 
@@ -131,28 +200,46 @@ impl FailReason {
 pub enum CheckpointProblem {
     /// It names another world.
     #[error("checkpoint of another world {found}")]
-    ForeignWorld { found: WorldId },
+    ForeignWorld {
+        /// The world it names.
+        found: WorldId,
+    },
     /// Its `next_sequence` is not the one its key names.
     #[error("checkpoint names next sequence {next_sequence}, not its key's")]
-    Misnamed { next_sequence: u64 },
+    Misnamed {
+        /// The next sequence it names.
+        next_sequence: u64,
+    },
     /// Checkpoint zero names another predecessor than the marker's hash.
     #[error("checkpoint zero names {found}, not the marker's hash")]
-    NotTheMarker { found: Hash32 },
+    NotTheMarker {
+        /// The predecessor hash it names.
+        found: Hash32,
+    },
     /// Its root does not repeat what the checkpoint object says (sequence, anchor, count).
     #[error("its root does not repeat the checkpoint's sequence, anchor or count")]
     RootDisagrees,
     /// A shard is not the one the root names at this index, or of another layout.
     #[error("shard {index} is not the one its root names there")]
-    ShardDisagrees { index: u32 },
+    ShardDisagrees {
+        /// The shard's index.
+        index: u32,
+    },
     /// A document's history blocks do not hold exactly its retained versions.
     #[error("the history blocks of {path} do not hold exactly its retained versions")]
-    HistoryDisagrees { path: Path },
+    HistoryDisagrees {
+        /// The document's path.
+        path: Path,
+    },
     /// A receipt block is not the run of sequences the root says it holds.
     #[error("a receipt block is not the run of sequences its root names")]
     ReceiptsDisagree,
     /// An object the checkpoint uses is not in the bucket.
     #[error("{key}, which it uses, is missing")]
-    ObjectMissing { key: String },
+    ObjectMissing {
+        /// The missing object's name.
+        key: String,
+    },
     /// A checkpoint at a sequence this replica folded holds other content: two replicas
     /// disagree about the log.
     #[error("it holds other content than this replica folded at that sequence")]
@@ -162,38 +249,80 @@ pub enum CheckpointProblem {
 /// What a read found, all of it from one snapshot: the state through `at_sequence`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadOk {
+    /// The sequence of the snapshot the read answered from.
     pub at_sequence: u64,
+    /// What it found.
     pub answer: Answer,
 }
 
+/// What a read found, by the kind of read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
     /// `Fetch`: the document's entry, the version asked for, and its body.
-    Document { entry: IndexEntry, version: VersionRecord, body: Bytes },
+    Document {
+        /// The document's index entry.
+        entry: IndexEntry,
+        /// The version record asked for.
+        version: VersionRecord,
+        /// That version's body.
+        body: Bytes,
+    },
     /// `Versions`: the entry and every retained version, oldest first.
-    Versions { entry: IndexEntry, versions: Vec<VersionRecord> },
+    Versions {
+        /// The document's index entry.
+        entry: IndexEntry,
+        /// Its retained version records, oldest first.
+        versions: Vec<VersionRecord>,
+    },
     /// `Fetch` or `Versions` of a path that is not a document.
     NotFound,
     /// `Fetch` of a version that was pruned or is not yet written.
-    VersionNotRetained { first_version: u64, current: u64 },
+    VersionNotRetained {
+        /// The oldest retained version.
+        first_version: u64,
+        /// The current version.
+        current: u64,
+    },
     /// `Receipt`: committed with its receipt, absent, or expired (SPEC 10.13).
     Receipt(ReceiptAnswer),
     /// `Lookup`: entries in path order; `more` when the limit cut it short.
-    Lookup { entries: Vec<IndexEntry>, more: bool },
+    Lookup {
+        /// The entries found.
+        entries: Vec<IndexEntry>,
+        /// True when the limit cut the answer short.
+        more: bool,
+    },
     /// `List`: the documents and the subdirectories directly in the directory.
-    Listing { documents: Vec<IndexEntry>, directories: Vec<Path>, more: bool },
+    Listing {
+        /// The documents directly in the directory.
+        documents: Vec<IndexEntry>,
+        /// The subdirectories directly in it.
+        directories: Vec<Path>,
+        /// True when the limit cut the answer short.
+        more: bool,
+    },
     /// `HashLookup`: paths in order.
-    Paths { paths: Vec<Path>, more: bool },
+    Paths {
+        /// The paths found, in order.
+        paths: Vec<Path>,
+        /// True when the limit cut the answer short.
+        more: bool,
+    },
 }
 
+/// A read that did not succeed; nothing was read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReadError {
+    /// The path is not a valid path.
     #[error(transparent)]
     InvalidPath(PathProblem),
     /// Too many reads waiting; nothing was queued.
     #[error("{pending} reads are waiting already")]
-    Busy { pending: usize },
+    Busy {
+        /// Reads already waiting.
+        pending: usize,
+    },
     /// The deadline passed before the replica could confirm a fresh enough snapshot.
     #[error("the deadline passed before a fresh enough snapshot")]
     Deadline,
@@ -201,7 +330,11 @@ pub enum ReadError {
     /// the store would repeat); nothing was read. Sending the read again starts a new
     /// check.
     #[error("the store failed the tip check this read waited on: {error}")]
-    Unavailable { error: BlobError },
+    Unavailable {
+        /// The store's error.
+        error: BlobError,
+    },
+    /// The replica failed closed.
     #[error("the replica failed closed")]
     Failed(#[source] FailReason),
 }
@@ -209,7 +342,9 @@ pub enum ReadError {
 /// The answer to one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
+    /// The answer to a write.
     Write(Result<WriteOk, WriteError>),
+    /// The answer to a read.
     Read(Result<ReadOk, ReadError>),
 }
 
