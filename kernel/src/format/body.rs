@@ -4,6 +4,7 @@
 use super::frame::{decode_raw, encode_raw, DecodeError, Kind, NameRule};
 use crate::hash::Hash32;
 
+/// The body blob holding `body`: the frame around the raw bytes (SPEC 6).
 pub fn encode_body(body: &[u8]) -> Vec<u8> {
     encode_raw(Kind::Body, body)
 }

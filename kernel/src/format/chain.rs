@@ -9,30 +9,58 @@ use crate::ids::WorldId;
 /// Why the chain stops where it does.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ChainProblem {
+    /// The marker does not decode.
     #[error("the marker does not decode")]
     Marker(#[source] DecodeError),
+    /// An object under `log/` is not named as a slot.
     #[error("{key} is not a slot name")]
-    NotASlotName { key: String },
+    NotASlotName {
+        /// The object's name.
+        key: String,
+    },
+    /// A slot does not decode.
     #[error("{key} does not decode")]
     Decode {
+        /// The slot's name.
         key: String,
+        /// Why it does not decode.
         #[source]
         error: DecodeError,
     },
     /// A slot whose first sequence is not its name's.
     #[error("{key} holds a slot starting at {first_sequence}")]
-    Misnamed { key: String, first_sequence: u64 },
+    Misnamed {
+        /// The slot's name.
+        key: String,
+        /// The first sequence it holds.
+        first_sequence: u64,
+    },
+    /// A slot other than the next one follows the chain.
     #[error("slot {found} where {expected} is next")]
-    Gap { expected: u64, found: u64 },
+    Gap {
+        /// First sequence of the slot that should come next.
+        expected: u64,
+        /// First sequence of the slot that does.
+        found: u64,
+    },
+    /// A slot does not name its predecessor's hash (the first slot: the marker's).
     #[error("slot {sequence} does not name its predecessor's hash")]
-    Break { sequence: u64 },
+    Break {
+        /// The slot's first sequence.
+        sequence: u64,
+    },
+    /// A slot names another world than the marker.
     #[error("slot {sequence} names another world")]
-    ForeignWorld { sequence: u64 },
+    ForeignWorld {
+        /// The slot's first sequence.
+        sequence: u64,
+    },
 }
 
 /// The verified prefix of a log.
 #[derive(Clone, Debug)]
 pub struct ChainScan {
+    /// The world the marker names (None when the marker does not decode).
     pub world_id: Option<WorldId>,
     /// Slots that continue the chain, in order, with their hashes.
     pub slots: Vec<(Slot, Hash32)>,

@@ -20,8 +20,10 @@ pub const SCHEMA_ZERO: u16 = SCHEMA;
 /// A full checkpoint's schema.
 pub const SCHEMA_FULL: u16 = 2;
 
+/// A checkpoint object: the entry to a world's state as of `next_sequence - 1`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checkpoint {
+    /// The world it belongs to.
     pub world_id: WorldId,
     /// The first sequence the checkpoint does not cover: replay continues at the slot
     /// named by it. 1 for checkpoint zero.
@@ -119,6 +121,7 @@ impl Checkpoint {
         stamp::content_hash(Kind::Checkpoint, self.schema(), &self.encode(), self.stamp)
     }
 
+    /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
         let payload = match self.root {

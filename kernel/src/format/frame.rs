@@ -10,19 +10,28 @@ pub const MAGIC: [u8; 4] = *b"slog";
 pub const SCHEMA: u16 = 1;
 /// magic 4 + kind 1 + schema 2 + length 4.
 pub const HEADER_LEN: usize = 11;
+/// The CRC32C after the payload.
 pub const TRAILER_LEN: usize = 4;
 
 /// What an object is. The byte values are part of the format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Kind {
+    /// The world marker (SPEC 4).
     Marker = 1,
+    /// A slot (SPEC 5).
     Slot = 2,
+    /// A body blob (SPEC 6).
     Body = 3,
+    /// A checkpoint (SPEC 10.1).
     Checkpoint = 4,
+    /// A root (SPEC 10.5).
     Root = 5,
+    /// A shard (SPEC 10.6).
     Shard = 6,
+    /// A history block (SPEC 10.7).
     History = 7,
+    /// A receipt block (SPEC 10.8).
     Receipts = 8,
 }
 
@@ -64,24 +73,50 @@ pub enum DecodeError {
     /// Not a slotlog object at all (too short, or no magic).
     #[error("not a slotlog object")]
     Foreign,
+    /// The kind byte names no kind.
     #[error("unknown object kind {0}")]
     UnknownKind(u8),
+    /// An object of another kind than the one expected.
     #[error("expected a {expected} object, found a {found}")]
-    WrongKind { expected: Kind, found: Kind },
+    WrongKind {
+        /// The kind the caller expected.
+        expected: Kind,
+        /// The kind the frame names.
+        found: Kind,
+    },
     /// A slotlog object of a schema this build cannot read.
     #[error("{kind} of unknown schema {schema}")]
-    UnknownSchema { kind: Kind, schema: u16 },
+    UnknownSchema {
+        /// The object's kind.
+        kind: Kind,
+        /// The schema the frame names.
+        schema: u16,
+    },
     /// The declared payload length disagrees with the object's size.
     #[error("payload of {declared} bytes declared, {actual} present")]
-    Length { declared: u64, actual: u64 },
+    Length {
+        /// Payload length the header declares, in bytes.
+        declared: u64,
+        /// Payload bytes present.
+        actual: u64,
+    },
+    /// The CRC32C trailer does not match the bytes.
     #[error("checksum {stored:08x} stored, {computed:08x} computed")]
-    Checksum { stored: u32, computed: u32 },
+    Checksum {
+        /// The CRC32C the trailer holds.
+        stored: u32,
+        /// The CRC32C of the bytes.
+        computed: u32,
+    },
     /// The payload does not decode as the kind's structure.
     #[error("payload does not decode")]
     Malformed,
     /// The payload decodes but leaves bytes over.
     #[error("{bytes} bytes after the payload")]
-    Trailing { bytes: usize },
+    Trailing {
+        /// Bytes left over.
+        bytes: usize,
+    },
     /// The payload decodes, but not from the one byte form its value encodes to.
     #[error("payload not in its canonical form")]
     NotCanonical,
@@ -98,10 +133,15 @@ pub enum DecodeError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum NameRule {
+    /// A body blob whose body does not hash to its name.
     #[error("body does not hash to its name")]
     BodyNotItsHash,
+    /// A slot read at `log/<sequence>` that starts at another sequence.
     #[error("slot under another name (it starts at sequence {first_sequence})")]
-    SlotUnderAnotherName { first_sequence: u64 },
+    SlotUnderAnotherName {
+        /// The sequence the slot starts at.
+        first_sequence: u64,
+    },
     /// A slot read again is not the one the replica installed under that name.
     #[error("slot differs from the one installed")]
     SlotNotTheInstalledOne,
@@ -113,9 +153,17 @@ pub enum NameRule {
     SlotNotInTheChain,
     /// A content-addressed object read under `name` whose content hash is `found`.
     #[error("{kind} read as {name} has content hash {found}")]
-    NotItsName { kind: Kind, name: Hash32, found: Hash32 },
+    NotItsName {
+        /// The object's kind.
+        kind: Kind,
+        /// The hash its name gives.
+        name: Hash32,
+        /// The content hash of its bytes.
+        found: Hash32,
+    },
 }
 
+/// The frame around `payload` for an object of `kind`, at schema 1.
 pub fn encode_raw(kind: Kind, payload: &[u8]) -> Vec<u8> {
     encode_raw_schema(kind, SCHEMA, payload)
 }
@@ -259,6 +307,7 @@ impl postcard::ser_flavors::Flavor for SameAs<'_> {
     }
 }
 
+/// Checks the frame and decodes the payload as the canonical postcard form of `T`.
 pub fn decode_value<T: DeserializeOwned + Serialize>(kind: Kind, bytes: &[u8]) -> Result<T, DecodeError> {
     decode_payload(decode_raw(kind, bytes)?)
 }

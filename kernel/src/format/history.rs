@@ -11,6 +11,7 @@ use crate::world::entry::VersionRecord;
 use crate::world::path::Path;
 use serde::{Deserialize, Serialize};
 
+/// A history block: consecutive version records of one document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryBlock {
     /// The document the records belong to.
@@ -20,6 +21,7 @@ pub struct HistoryBlock {
 }
 
 impl HistoryBlock {
+    /// The version of the first record (None when empty).
     pub fn first_version(&self) -> Option<u64> {
         self.records.first().map(|r| r.version)
     }
@@ -30,11 +32,13 @@ impl HistoryBlock {
         self.records.get(usize::try_from(version.checked_sub(first)?).ok()?)
     }
 
+    /// The object's bytes; its name is their BLAKE3.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
         encode_value(Kind::History, self)
     }
 
+    /// Decodes a history block and checks its shape (not its name).
     pub fn decode(bytes: &[u8]) -> Result<HistoryBlock, DecodeError> {
         let block: HistoryBlock = decode_value(Kind::History, bytes)?;
         match block.shape_problem() {

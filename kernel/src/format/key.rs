@@ -26,18 +26,22 @@ impl Keys {
         &self.root
     }
 
+    /// The marker's key.
     pub fn marker(&self) -> String {
         format!("{}marker", self.root)
     }
 
+    /// The prefix every slot key starts with.
     pub fn log_prefix(&self) -> String {
         format!("{}log/", self.root)
     }
 
+    /// The key of the slot whose first sequence is `first_sequence`: 16 hex digits.
     pub fn slot(&self, first_sequence: u64) -> String {
         self.sequence_key("log/", first_sequence)
     }
 
+    /// The prefix every checkpoint key starts with.
     pub fn checkpoints_prefix(&self) -> String {
         format!("{}checkpoints/", self.root)
     }
@@ -47,18 +51,22 @@ impl Keys {
         self.sequence_key("checkpoints/", next_sequence)
     }
 
+    /// The prefix every body blob key starts with.
     pub fn blobs_prefix(&self) -> String {
         format!("{}blobs/", self.root)
     }
 
+    /// The prefix every history block key starts with.
     pub fn history_prefix(&self) -> String {
         format!("{}history/", self.root)
     }
 
+    /// The key of the body blob whose body hashes to `hash`.
     pub fn body(&self, hash: &Hash32) -> String {
         self.hash_key("blobs/", hash)
     }
 
+    /// The prefix every root key starts with.
     pub fn roots_prefix(&self) -> String {
         format!("{}roots/", self.root)
     }
@@ -68,6 +76,7 @@ impl Keys {
         self.hash_key("roots/", hash)
     }
 
+    /// The prefix every shard key starts with.
     pub fn shards_prefix(&self) -> String {
         format!("{}shards/", self.root)
     }
@@ -83,6 +92,7 @@ impl Keys {
         self.hash_key("history/", hash)
     }
 
+    /// The prefix every receipt block key starts with.
     pub fn receipts_prefix(&self) -> String {
         format!("{}receipts/", self.root)
     }

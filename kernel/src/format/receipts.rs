@@ -18,12 +18,14 @@ pub const RECEIPTS_PER_BLOCK_MAX: usize = 2_048;
 /// One committed operation's receipt as a checkpoint keeps it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredReceipt {
+    /// The receipt.
     pub receipt: Receipt,
     /// A digest of the request the operation id committed, so that the id reused with
     /// other content can be refused. Its preimage is defined by the change that checks it.
     pub request_digest: Hash32,
 }
 
+/// A receipt block: the receipts of one contiguous run of sequences.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReceiptBlock {
     /// Strictly ascending by operation id; their sequences form one contiguous run.
@@ -35,8 +37,11 @@ pub struct ReceiptBlock {
 /// A root's reference to a receipt block: the run of sequences it holds and its hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReceiptBlockRef {
+    /// First sequence the block holds.
     pub first_sequence: u64,
+    /// Last sequence the block holds.
     pub last_sequence: u64,
+    /// The block's content hash (`receipts/<hash>`).
     pub block: Hash32,
 }
 
@@ -48,11 +53,13 @@ impl ReceiptBlock {
         Some((first, last))
     }
 
+    /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
         encode_value(Kind::Receipts, self)
     }
 
+    /// Decodes a receipt block and checks its shape (not its name).
     pub fn decode(bytes: &[u8]) -> Result<ReceiptBlock, DecodeError> {
         let block: ReceiptBlock = decode_value(Kind::Receipts, bytes)?;
         match block.shape_problem() {
@@ -75,6 +82,7 @@ impl ReceiptBlock {
         Ok(block)
     }
 
+    /// The same block with freshen stamp `stamp` (SPEC 10.9).
     pub fn with_stamp(mut self, stamp: u64) -> ReceiptBlock {
         self.stamp = stamp;
         self

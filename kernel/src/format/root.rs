@@ -12,13 +12,16 @@ use crate::ids::WorldId;
 use crate::world::policy::Policy;
 use serde::{Deserialize, Serialize};
 
+/// A root: a full checkpoint's world as of `next_sequence - 1`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Root {
+    /// The world it belongs to.
     pub world_id: WorldId,
     /// The first sequence the root does not cover (at least 2).
     pub next_sequence: u64,
     /// The hash of the slot holding `next_sequence - 1`: the chain anchor replay continues from.
     pub previous_hash: Hash32,
+    /// Documents in the world as of the root.
     pub document_count: u64,
     /// The policy in force, with its version.
     pub policy: Policy,
@@ -37,6 +40,7 @@ pub struct Root {
 }
 
 impl Root {
+    /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
         encode_value(Kind::Root, self)

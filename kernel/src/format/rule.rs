@@ -13,17 +13,27 @@ use core::fmt;
 pub enum ShapeRule {
     /// SPEC 5.4.
     SlotAtSequenceZero,
+    /// A slot with no members.
     SlotEmpty,
+    /// A slot with more than `SLOT_MEMBERS_MAX` members.
     SlotTooManyMembers,
+    /// A slot whose sequences run past `u64::MAX`.
     SlotSequencesOverflow,
+    /// Members not at consecutive sequences from the slot's first.
     MembersNotContiguous,
+    /// Two members of one slot with the same operation id.
     OperationIdTwice,
     /// A member breaks a rule of its own.
     Member(MemberRule),
+    /// A checkpoint breaks a rule of SPEC 10.2.
     Checkpoint(CheckpointRule),
+    /// A root breaks a rule of SPEC 10.5.
     Root(RootRule),
+    /// A shard breaks a rule of SPEC 10.6.
     Shard(ShardRule),
+    /// A history block breaks a rule of SPEC 10.7.
     History(HistoryRule),
+    /// A receipt block breaks a rule of SPEC 10.8.
     Receipts(ReceiptBlockRule),
 }
 
@@ -31,76 +41,167 @@ pub enum ShapeRule {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CheckpointRule {
     /// Schema 1 holds only checkpoint zero, at next sequence 1.
-    ZeroNotAtFirstSequence { next_sequence: u64 },
+    ZeroNotAtFirstSequence {
+        /// The next sequence it names.
+        next_sequence: u64,
+    },
     /// Schema 1 holds only checkpoint zero, which has no documents.
-    ZeroWithDocuments { document_count: u64 },
+    ZeroWithDocuments {
+        /// The document count it names.
+        document_count: u64,
+    },
     /// Schema 1 holds only checkpoint zero, which names no shards.
-    ZeroWithShards { shards: usize },
+    ZeroWithShards {
+        /// Shards it names.
+        shards: usize,
+    },
     /// A full checkpoint (schema 2) covers at least one slot.
-    FullCoversNoSlot { next_sequence: u64 },
+    FullCoversNoSlot {
+        /// The next sequence it names.
+        next_sequence: u64,
+    },
 }
 
 /// SPEC 10.5.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RootRule {
     /// A root covers at least one slot (checkpoint zero has no root).
-    CoversNoSlot { next_sequence: u64 },
+    CoversNoSlot {
+        /// The next sequence it names.
+        next_sequence: u64,
+    },
     /// The layout is not the one the shard rule gives for the document count.
-    LayoutNotForCount { document_count: u64, shard_bits: u8, expected: u8 },
+    LayoutNotForCount {
+        /// The document count it names.
+        document_count: u64,
+        /// The shard bits it names.
+        shard_bits: u8,
+        /// The shard bits the rule gives for the count.
+        expected: u8,
+    },
     /// The root names a shard count other than `1 << shard_bits`.
-    ShardCount { shard_bits: u8, found: usize },
+    ShardCount {
+        /// The shard bits it names.
+        shard_bits: u8,
+        /// Shards it names.
+        found: usize,
+    },
     /// The policy rules are not in the normalized form `set_policy` produces.
     PolicyNotNormalized,
     /// The receipt window starts at sequence 0 or after the checkpoint.
-    ReceiptWindowOutside { receipts_from_sequence: u64, next_sequence: u64 },
+    ReceiptWindowOutside {
+        /// The window's first sequence it names.
+        receipts_from_sequence: u64,
+        /// The next sequence it names.
+        next_sequence: u64,
+    },
     /// A receipt block reference at `position` is empty (last before first) or holds more
     /// than `RECEIPTS_PER_BLOCK_MAX` receipts.
-    ReceiptRefSize { position: usize, first_sequence: u64, last_sequence: u64 },
+    ReceiptRefSize {
+        /// The reference's position.
+        position: usize,
+        /// First sequence it names.
+        first_sequence: u64,
+        /// Last sequence it names.
+        last_sequence: u64,
+    },
     /// The receipt block at `position` does not start right after the one before it (or,
     /// the first, at the window's start).
-    ReceiptRefsNotContiguous { position: usize, expected: u64, found: u64 },
+    ReceiptRefsNotContiguous {
+        /// The reference's position.
+        position: usize,
+        /// The sequence it should start at.
+        expected: u64,
+        /// The sequence it starts at.
+        found: u64,
+    },
     /// The receipt blocks do not end at the last sequence the checkpoint covers.
-    ReceiptRefsEnd { expected: u64, found: u64 },
+    ReceiptRefsEnd {
+        /// The last sequence the checkpoint covers.
+        expected: u64,
+        /// The last sequence the blocks reach (one before the window's start when there are
+        /// none).
+        found: u64,
+    },
 }
 
 /// SPEC 10.6.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ShardRule {
     /// More shard bits than `SHARD_BITS_MAX`.
-    BitsTooMany { shard_bits: u8 },
+    BitsTooMany {
+        /// The shard bits it names.
+        shard_bits: u8,
+    },
     /// The shard's index is not below `1 << shard_bits`.
-    IndexOutsideLayout { index: u32, shard_bits: u8 },
+    IndexOutsideLayout {
+        /// The index it names.
+        index: u32,
+        /// The shard bits it names.
+        shard_bits: u8,
+    },
     /// Entries are not in strictly ascending path order (a path twice, or out of order).
-    EntriesNotSorted { path: Path },
+    EntriesNotSorted {
+        /// The first path out of order.
+        path: Path,
+    },
     /// An entry whose path the shard rule puts in another shard.
-    PathInOtherShard { path: Path, shard: u32 },
+    PathInOtherShard {
+        /// The entry's path.
+        path: Path,
+        /// The shard the rule gives it.
+        shard: u32,
+    },
     /// Version 0, first version 0, or the first retained version after the current one.
-    EntryVersionsOutOfOrder { path: Path },
+    EntryVersionsOutOfOrder {
+        /// The entry's path.
+        path: Path,
+    },
     /// The entry's history references are not one per 256-version window from its first
     /// retained version's window to its current version's.
-    HistoryRefsCount { path: Path, expected: u64, found: usize },
+    HistoryRefsCount {
+        /// The entry's path.
+        path: Path,
+        /// Windows from the first retained version's to the current version's.
+        expected: u64,
+        /// History references it holds.
+        found: usize,
+    },
     /// The history reference at `position` does not start where its window requires.
-    HistoryRefMisplaced { path: Path, position: usize, first_version: u64 },
+    HistoryRefMisplaced {
+        /// The entry's path.
+        path: Path,
+        /// The reference's position.
+        position: usize,
+        /// The version it starts at.
+        first_version: u64,
+    },
 }
 
 /// SPEC 10.7.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HistoryRule {
+    /// No records.
     Empty,
     /// More than `RECORDS_PER_HISTORY_BLOCK_MAX` records.
     TooManyRecords {
+        /// Records it holds.
         count: usize,
     },
     /// A record at version 0.
     VersionZero,
     /// A record whose version is not the one before it plus 1.
     VersionsNotConsecutive {
+        /// The version before.
         after: u64,
+        /// The version that follows it.
         found: u64,
     },
     /// The records run past the 256-version window of the first one.
     CrossesWindow {
+        /// Version of the first record.
         first: u64,
+        /// Version of the last record.
         last: u64,
     },
 }
@@ -108,23 +209,29 @@ pub enum HistoryRule {
 /// SPEC 10.8.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReceiptBlockRule {
+    /// No receipts.
     Empty,
     /// More than `RECEIPTS_PER_BLOCK_MAX` receipts.
     TooManyReceipts {
+        /// Receipts it holds.
         count: usize,
     },
     /// Receipts not in strictly ascending operation id order (an id twice, or out of order).
     NotSortedByOperation {
+        /// Position of the first receipt out of order.
         position: usize,
     },
     /// The receipts' sequences are not one contiguous run, each once.
     SequencesNotContiguous {
+        /// A sequence held.
         after: u64,
+        /// The next sequence held, which is not `after + 1`.
         found: u64,
     },
     /// A receipt whose kind and path disagree (a policy receipt with a path, a document
     /// receipt without one).
     PathDoesNotMatchKind {
+        /// Position of the receipt.
         position: usize,
     },
 }

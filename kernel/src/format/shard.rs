@@ -14,19 +14,23 @@ use serde::{Deserialize, Serialize};
 /// (`history/<hash>`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HistoryRef {
+    /// Version of the block's first record.
     pub first_version: u64,
+    /// The block's hash (`history/<hash>`).
     pub block: Hash32,
 }
 
 /// A document as a shard holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardEntry {
+    /// The document's index entry.
     pub entry: IndexEntry,
     /// One block per 256-version window from the window of `entry.first_version` to that
     /// of `entry.version`, in version order.
     pub history: Vec<HistoryRef>,
 }
 
+/// A shard: the index entries of the documents in one shard of a layout.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
     /// The layout the shard belongs to.
@@ -87,6 +91,7 @@ impl ShardEntry {
 }
 
 impl Shard {
+    /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
         encode_value(Kind::Shard, self)
@@ -115,6 +120,7 @@ impl Shard {
         Ok(shard)
     }
 
+    /// The same shard with freshen stamp `stamp` (SPEC 10.9).
     pub fn with_stamp(mut self, stamp: u64) -> Shard {
         self.stamp = stamp;
         self

@@ -12,21 +12,28 @@ use serde::{Deserialize, Serialize};
 /// No slot may hold more members than this, whatever a committer is configured to.
 pub const SLOT_MEMBERS_MAX: usize = 256;
 
+/// A slot: one batch of members, at `log/<first sequence>`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Slot {
+    /// The world it belongs to.
     pub world_id: WorldId,
+    /// The first member's sequence.
     pub first_sequence: u64,
+    /// The store (replica incarnation) that wrote it.
     pub store_id: StoreId,
     /// Hash of the previous slot's object bytes; the marker's for the first slot.
     pub prev_hash: Hash32,
+    /// The members, at consecutive sequences from `first_sequence`.
     pub members: Vec<SlotMember>,
 }
 
 impl Slot {
+    /// The last member's sequence.
     pub fn last_sequence(&self) -> u64 {
         self.first_sequence + self.members.len() as u64 - 1
     }
 
+    /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
         encode_value(Kind::Slot, self)
@@ -83,6 +90,7 @@ impl Slot {
     }
 }
 
+/// A slot's hash: BLAKE3 of its whole object bytes, which the next slot names as `prev_hash`.
 pub fn slot_hash(bytes: &[u8]) -> Hash32 {
     Hash32::of(bytes)
 }
