@@ -8,8 +8,10 @@ use super::entry::{IndexEntry, VersionRecord};
 use crate::format::{history_window, HistoryRef};
 use std::collections::VecDeque;
 
+/// One document as a replica holds it: its entry and where each retained version's record is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Document {
+    /// Its index entry.
     pub entry: IndexEntry,
     /// Blocks holding the retained versions from `entry.first_version` through
     /// [`Document::stored_through`], one per 256-version window, in version order. The first
@@ -22,6 +24,7 @@ pub struct Document {
 /// Where one retained version's record is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VersionAt<'a> {
+    /// In memory: this record.
     Held(&'a VersionRecord),
     /// In this history block; its record must be read from the bucket.
     Stored(HistoryRef),

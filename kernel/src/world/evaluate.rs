@@ -14,13 +14,46 @@ use bytes::Bytes;
 /// A mutation whose input has been checked: paths normalized, the policy normalized.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ValidMutation {
-    Publish { path: Path, body: Bytes, body_hash: Hash32, expected: Expected },
-    Append { path: Path, bytes: Bytes, expected: Expected },
-    SetArchived { path: Path, archived: bool, expected: Expected },
-    SetPolicy { rules: PolicyRules, expected: Expected },
+    /// Replace a document's body (creating the document when absent).
+    Publish {
+        /// The normalized path.
+        path: Path,
+        /// The new body.
+        body: Bytes,
+        /// BLAKE3 of the new body.
+        body_hash: Hash32,
+        /// The precondition on the document's version.
+        expected: Expected,
+    },
+    /// Add bytes to the end of the current body (creating the document when absent).
+    Append {
+        /// The normalized path.
+        path: Path,
+        /// The bytes to add.
+        bytes: Bytes,
+        /// The precondition on the document's version.
+        expected: Expected,
+    },
+    /// Archive or unarchive an existing document.
+    SetArchived {
+        /// The normalized path.
+        path: Path,
+        /// True to archive, false to unarchive.
+        archived: bool,
+        /// The precondition on the document's version.
+        expected: Expected,
+    },
+    /// Replace the world's policy.
+    SetPolicy {
+        /// The normalized policy.
+        rules: PolicyRules,
+        /// The precondition on the policy version.
+        expected: Expected,
+    },
 }
 
 impl ValidMutation {
+    /// The document's path (None for `SetPolicy`).
     pub fn path(&self) -> Option<&Path> {
         match self {
             ValidMutation::Publish { path, .. }
@@ -73,13 +106,19 @@ pub fn validate(m: &Mutation) -> Result<ValidMutation, Invalid> {
 pub enum Evaluation {
     /// A member for the next slot, with the new body when it made one.
     Applied {
+        /// The member.
         member: SlotMember,
+        /// The new body, for a publish or append.
         body: Option<Bytes>,
     },
+    /// A success that changes nothing.
     Unchanged {
+        /// The document's version, or the policy version for `SetPolicy`.
         version: u64,
     },
+    /// The operation id is already committed: the receipt of the member that committed it.
     Duplicate(Receipt),
+    /// A precondition failed against the state.
     Rejected(Rejection),
     /// An append needs the current body with this hash; evaluate again once it is known.
     NeedsBody(Hash32),

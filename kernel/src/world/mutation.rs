@@ -32,23 +32,52 @@ pub struct PolicyBody {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mutation {
     /// Replace a document's body (creating the document when absent).
-    Publish { path: String, body: Bytes, expected: Expected },
+    Publish {
+        /// The document's path, as the client gave it.
+        path: String,
+        /// The new body.
+        body: Bytes,
+        /// The precondition on the document's version.
+        expected: Expected,
+    },
     /// Add bytes to the end of the current body (creating the document when absent).
-    Append { path: String, bytes: Bytes, expected: Expected },
+    Append {
+        /// The document's path, as the client gave it.
+        path: String,
+        /// The bytes to add.
+        bytes: Bytes,
+        /// The precondition on the document's version.
+        expected: Expected,
+    },
     /// Archive or unarchive an existing document. An archived document refuses writes.
-    SetArchived { path: String, archived: bool, expected: Expected },
+    SetArchived {
+        /// The document's path, as the client gave it.
+        path: String,
+        /// True to archive, false to unarchive.
+        archived: bool,
+        /// The precondition on the document's version.
+        expected: Expected,
+    },
     /// Replace the world's policy.
-    SetPolicy { policy: PolicyBody, expected: Expected },
+    SetPolicy {
+        /// The new policy.
+        policy: PolicyBody,
+        /// The precondition on the policy version.
+        expected: Expected,
+    },
 }
 
 /// A mutation with the operation id that names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Write {
+    /// Names the mutation: settles an uncertain outcome, makes a retry idempotent.
     pub op_id: OperationId,
+    /// What it asks for.
     pub mutation: Mutation,
 }
 
 impl Mutation {
+    /// The mutation's precondition.
     pub fn expected(&self) -> Expected {
         match self {
             Mutation::Publish { expected, .. }

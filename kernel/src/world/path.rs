@@ -11,14 +11,19 @@ pub const PATH_BYTES_MAX: usize = 1024;
 /// Why a raw path is not a document path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum PathProblem {
+    /// No segments.
     #[error("path without segments")]
     Empty,
+    /// A `.` or `..` segment.
     #[error("path with a . or .. segment")]
     DotSegment,
+    /// A control character (below 0x20, or 0x7f).
     #[error("path with a control character")]
     ControlCharacter,
+    /// A segment longer than [`SEGMENT_BYTES_MAX`].
     #[error("path segment longer than {} bytes", SEGMENT_BYTES_MAX)]
     SegmentTooLong,
+    /// A normalized path longer than [`PATH_BYTES_MAX`].
     #[error("path longer than {} bytes", PATH_BYTES_MAX)]
     TooLong,
 }
@@ -26,6 +31,7 @@ pub enum PathProblem {
 /// Why a decoded path is refused: a path in an object must already be normalized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum PathDecodeError {
+    /// Not a valid path.
     #[error("{0}")]
     Invalid(PathProblem),
     /// Valid, but not in the form normalization gives.
@@ -40,6 +46,7 @@ pub enum PathDecodeError {
 pub struct Path(String);
 
 impl Path {
+    /// Normalizes a raw client path: drops empty segments, joins the rest under `/`.
     pub fn parse(raw: &str) -> Result<Path, PathProblem> {
         let segments: Vec<&str> = raw.split('/').filter(|s| !s.is_empty()).collect();
         if segments.is_empty() {
@@ -65,6 +72,7 @@ impl Path {
         Ok(Path(normalized))
     }
 
+    /// The normalized path.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -4,22 +4,31 @@ use super::mutation::PolicyBody;
 use super::path::{Path, PathProblem};
 use serde::{Deserialize, Serialize};
 
+/// The most versions a policy may keep per document.
 pub const RETENTION_VERSIONS_MAX: u32 = 1_000_000;
+/// The largest `body_bytes_max` a policy may set, in bytes (64 MiB).
 pub const BODY_BYTES_LIMIT: u64 = 64 * 1024 * 1024;
+/// The most read-only prefixes a policy may name.
 pub const READ_ONLY_PREFIXES_MAX: usize = 64;
 
 /// Defaults of a world at genesis (policy version 0).
 pub const DEFAULT_RETENTION_VERSIONS: u32 = 64;
+/// The genesis `body_bytes_max`, in bytes (4 MiB).
 pub const DEFAULT_BODY_BYTES_MAX: u64 = 4 * 1024 * 1024;
 
+/// Why a policy a client states is not valid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum PolicyProblem {
+    /// `retention_versions` is 0 or above [`RETENTION_VERSIONS_MAX`].
     #[error("retention outside 1 to {} versions", RETENTION_VERSIONS_MAX)]
     Retention,
+    /// `body_bytes_max` is above [`BODY_BYTES_LIMIT`].
     #[error("body maximum above {} bytes", BODY_BYTES_LIMIT)]
     BodyMax,
+    /// More than [`READ_ONLY_PREFIXES_MAX`] read-only prefixes.
     #[error("more than {} read-only prefixes", READ_ONLY_PREFIXES_MAX)]
     TooManyPrefixes,
+    /// A read-only prefix is not a valid path.
     #[error("read-only prefix: {0}")]
     Prefix(PathProblem),
 }
@@ -27,15 +36,20 @@ pub enum PolicyProblem {
 /// A validated, normalized policy body: prefixes normalized, sorted, deduplicated.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PolicyRules {
+    /// Versions kept per document.
     pub retention_versions: u32,
+    /// Largest body a document may hold, in bytes.
     pub body_bytes_max: u64,
+    /// Documents under these refuse mutation.
     pub read_only_prefixes: Vec<Path>,
 }
 
 /// The policy in force, with its version (0 until the first `set_policy`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub struct Policy {
+    /// Policy version: 0 at genesis, +1 per applied `set_policy`.
     pub version: u64,
+    /// The policy itself.
     pub rules: PolicyRules,
 }
 
@@ -50,6 +64,7 @@ impl Default for PolicyRules {
 }
 
 impl PolicyRules {
+    /// Validates and normalizes a policy as a client states it.
     pub fn from_body(body: &PolicyBody) -> Result<PolicyRules, PolicyProblem> {
         if body.retention_versions == 0 || body.retention_versions > RETENTION_VERSIONS_MAX {
             return Err(PolicyProblem::Retention);

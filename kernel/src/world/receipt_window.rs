@@ -30,7 +30,10 @@ pub enum ReceiptAnswer {
     Absent,
     /// The window starts at `window_from`, after the read's `since`: the operation may
     /// have committed before it and its receipt is gone. Unknown, never "absent".
-    Expired { window_from: u64 },
+    Expired {
+        /// First sequence of the receipt window.
+        window_from: u64,
+    },
 }
 
 /// The answer of a world at `sequence` that holds `held` for the operation id asked

@@ -19,42 +19,70 @@ use std::collections::{BTreeMap, VecDeque};
 /// this replica holds, or two implementations disagree; the replica fails closed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ApplyError {
+    /// The slot names another world.
     #[error("slot of another world {found}")]
-    ForeignWorld { found: WorldId },
+    ForeignWorld {
+        /// The world it names.
+        found: WorldId,
+    },
     /// The slot does not start at the next sequence.
     #[error("slot at {found} where {expected} is next")]
-    Gap { expected: u64, found: u64 },
+    Gap {
+        /// The next sequence.
+        expected: u64,
+        /// The slot's first sequence.
+        found: u64,
+    },
     /// The slot does not name this state's tip as its predecessor.
     #[error("slot {sequence} does not name the tip as its predecessor")]
-    ChainBreak { sequence: u64 },
+    ChainBreak {
+        /// The slot's first sequence.
+        sequence: u64,
+    },
     /// A member does not follow from the state (named rule).
     #[error("member {sequence}: {rule}")]
-    Inconsistent { sequence: u64, rule: ApplyRule },
+    Inconsistent {
+        /// The member's sequence.
+        sequence: u64,
+        /// The rule it breaks.
+        rule: ApplyRule,
+    },
 }
 
 /// A rule a member must keep to follow from the state it is applied to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum ApplyRule {
+    /// The member's sequence is not the one after the state's.
     #[error("member out of sequence")]
     MemberOutOfSequence,
+    /// The member's operation id is already committed.
     #[error("operation id committed twice")]
     OperationIdCommittedTwice,
+    /// A policy member's version is not the policy version plus 1.
     #[error("policy version does not follow")]
     PolicyVersionNotNext,
+    /// A member creating a document does not start it at version 1.
     #[error("a new document does not start at version 1")]
     NewDocumentNotAtVersionOne,
+    /// A member creates a document that nests with another.
     #[error("a new document breaks topology")]
     NewDocumentBreaksTopology,
+    /// An archive flip on a path with no document.
     #[error("an archive flip on an absent document")]
     ArchiveFlipOnAbsentDocument,
+    /// A write's version is not the current one plus 1.
     #[error("a version does not follow the current one")]
     VersionNotNext,
+    /// A write to an archived document.
     #[error("a write to an archived document")]
     WriteToArchivedDocument,
+    /// A prune range that does not start at the document's first retained version.
     #[error("prune does not start at the first version")]
     PruneNotFromFirstVersion,
+    /// The new first version is not the one after the prune (or, without one, the old).
     #[error("first version does not follow the prune")]
     FirstVersionNotAfterPrune,
+    /// An archive flip that changes more than the flag, or leaves the flag as it was.
     #[error("an archive flip changes more than the flag")]
     ArchiveFlipChangesMore,
 }
@@ -63,11 +91,15 @@ pub enum ApplyRule {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RestoreProblem {
     /// The document appears twice, or changed after the checkpoint's sequence.
-    Document { path: Path },
+    Document {
+        /// The document's path.
+        path: Path,
+    },
     /// The receipts are not exactly one per sequence of the window.
     Receipts,
 }
 
+/// A world as a replica holds it: documents, policy, the receipt window, and the tip.
 #[derive(Clone, Debug)]
 pub struct WorldState {
     world_id: WorldId,
@@ -146,6 +178,7 @@ impl WorldState {
         Ok(state)
     }
 
+    /// The world's id.
     pub fn world_id(&self) -> WorldId {
         self.world_id
     }
@@ -165,14 +198,17 @@ impl WorldState {
         self.sequence + 1
     }
 
+    /// Slots applied to this state since it was built (at genesis or from a checkpoint).
     pub fn slots_applied(&self) -> u64 {
         self.slots_applied
     }
 
+    /// The document at `path`, if there is one.
     pub fn document(&self, path: &Path) -> Option<&Document> {
         self.documents.get(path)
     }
 
+    /// Every document, in path order.
     pub fn documents(&self) -> impl Iterator<Item = (&Path, &Document)> {
         self.documents.iter()
     }
@@ -220,6 +256,7 @@ impl WorldState {
         self.held_records
     }
 
+    /// Documents in the world.
     pub fn document_count(&self) -> usize {
         self.documents.len()
     }

@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 /// Input that is wrong whatever the world holds; answered before queueing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum Invalid {
+    /// The path is not a valid path.
     #[error(transparent)]
     Path(PathProblem),
+    /// The policy of a `set_policy` is not valid.
     #[error("policy: {0}")]
     Policy(PolicyProblem),
 }
@@ -19,16 +21,30 @@ pub enum Rejection {
     /// The expected version did not hold; `current` is the document's (or policy's)
     /// version, None when absent.
     #[error("expected version does not hold: {}", Current(*current))]
-    Conflict { current: Option<u64> },
+    Conflict {
+        /// The document's (or policy's) version; None when absent.
+        current: Option<u64>,
+    },
     /// The path would be an ancestor or descendant of `blocking`.
     #[error("the path would nest with {blocking}")]
-    Topology { blocking: Path },
+    Topology {
+        /// The document's path that nests with the write's.
+        blocking: Path,
+    },
     /// The path is under a read-only prefix.
     #[error("the path is under read-only prefix {prefix}")]
-    ReadOnly { prefix: Path },
+    ReadOnly {
+        /// The read-only prefix.
+        prefix: Path,
+    },
     /// The resulting body would exceed the policy's maximum.
     #[error("a body of {size} bytes exceeds the maximum {max}")]
-    TooLarge { size: u64, max: u64 },
+    TooLarge {
+        /// The resulting body's length, in bytes.
+        size: u64,
+        /// The policy's `body_bytes_max`, in bytes.
+        max: u64,
+    },
     /// The document is archived.
     #[error("the document is archived")]
     Archived,
@@ -38,7 +54,10 @@ pub enum Rejection {
     /// The operation id committed at `sequence` with other content (SPEC 10.13): it
     /// names another operation, whose receipt is not this write's answer.
     #[error("the operation id committed other content at sequence {sequence}")]
-    OperationIdReused { sequence: u64 },
+    OperationIdReused {
+        /// The sequence the operation id committed at.
+        sequence: u64,
+    },
 }
 
 /// A current version in a message: the number, or that there is none.

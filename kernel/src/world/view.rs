@@ -13,13 +13,16 @@ use std::collections::BTreeMap;
 
 /// What evaluating a mutation needs to read.
 pub trait StateView {
+    /// The index entry at the normalized `path`, if a document is there.
     fn entry(&self, path: &str) -> Option<&IndexEntry>;
     /// The descendant of `path` that sorts first in byte order.
     fn first_descendant(&self, path: &Path) -> Option<&Path>;
+    /// The policy in force.
     fn policy(&self) -> &Policy;
     /// The receipt of an operation id committed within the receipt window, with the
     /// digest of its request (`Hash32::ZERO` when a checkpoint did not record one).
     fn committed(&self, op_id: &OperationId) -> Option<&StoredReceipt>;
+    /// The receipt of an operation id committed within the receipt window.
     fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
         self.committed(op_id).map(|c| &c.receipt)
     }
@@ -82,10 +85,12 @@ impl PendingReceipt {
 }
 
 impl Overlay {
+    /// An empty overlay on a base whose last sequence is `base_sequence`.
     pub fn new(base_sequence: u64) -> Overlay {
         Overlay { sequence: base_sequence, ..Overlay::default() }
     }
 
+    /// Adds the next member's changes.
     pub fn apply(&mut self, m: &SlotMember) {
         debug_assert_eq!(m.sequence(), self.sequence + 1);
         self.sequence = m.sequence();
@@ -98,6 +103,7 @@ impl Overlay {
         }
     }
 
+    /// The last sequence this overlay includes (its base's when empty).
     pub fn sequence(&self) -> u64 {
         self.sequence
     }
@@ -110,6 +116,7 @@ pub struct Layered<'a, B: StateView> {
 }
 
 impl<'a, B: StateView> Layered<'a, B> {
+    /// `base` under `layers`, oldest first.
     pub fn new(base: &'a B, layers: &'a [&'a Overlay]) -> Self {
         debug_assert!(layers.windows(2).all(|w| w[0].sequence <= w[1].sequence));
         Layered { base, layers }
