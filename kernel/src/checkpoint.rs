@@ -23,21 +23,29 @@ use std::collections::{BTreeMap, BTreeSet};
 /// collected with the checkpoints that use them; content objects never are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ObjectKind {
+    /// A history block: a content object, never collected.
     History,
+    /// A receipt block: fenced, collected once no kept checkpoint uses it.
     Receipts,
+    /// A shard: fenced, collected once no kept checkpoint uses it.
     Shard,
+    /// A root: fenced, collected once no kept checkpoint uses it.
     Root,
 }
 
 /// One object of a checkpoint, ready to create.
 #[derive(Clone, Debug)]
 pub struct Object {
+    /// What it is.
     pub kind: ObjectKind,
+    /// Its hash, which names it (`<kind's prefix><hash>`).
     pub name: Hash32,
+    /// Its bytes.
     pub bytes: Bytes,
 }
 
 impl Object {
+    /// Its key in the world.
     pub fn key(&self, keys: &Keys) -> String {
         object_key(self.kind, &self.name, keys)
     }
@@ -48,7 +56,9 @@ impl Object {
 /// then the root); the checkpoint object itself goes last, once all of them are stored.
 /// History blocks the checkpoint takes unchanged from the one before are not among them.
 pub struct Folded {
+    /// The checkpoint object.
     pub checkpoint: Checkpoint,
+    /// Every object it names that is not yet stored, in create order.
     pub objects: Vec<Object>,
     /// Documents whose versions through the given one the checkpoint stores in these
     /// blocks, for the replica to adopt once it is written.
@@ -70,11 +80,15 @@ pub enum FoldError {
 /// A world as a fold reads it: the served world at its tip, or the world as it was at a
 /// step's boundary (the compactor's ledger, SPEC 10.11).
 pub trait FoldSource {
+    /// The world's id.
     fn world_id(&self) -> WorldId;
     /// The last sequence the checkpoint covers, and the hash of the slot that ends there.
     fn sequence(&self) -> u64;
+    /// Hash of the slot that ends at `sequence()`.
     fn tip_hash(&self) -> Hash32;
+    /// The policy in force.
     fn policy(&self) -> &Policy;
+    /// Documents in the world.
     fn document_count(&self) -> u64;
     /// Every document, in path order.
     fn documents(&self) -> Box<dyn Iterator<Item = (&Path, &Document)> + '_>;

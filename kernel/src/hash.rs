@@ -3,6 +3,7 @@
 use core::fmt;
 use serde::{Deserialize, Serialize};
 
+/// A BLAKE3 hash (32 bytes).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Hash32(pub [u8; 32]);
 
@@ -22,6 +23,7 @@ impl PartialOrd for Hash32 {
 }
 
 impl Hash32 {
+    /// All zero bytes: stands for no hash (say, a request digest a checkpoint did not record).
     pub const ZERO: Hash32 = Hash32([0; 32]);
 
     /// The bytes as four big-endian words, which order as the bytes do.
@@ -30,10 +32,12 @@ impl Hash32 {
         [word(0), word(1), word(2), word(3)]
     }
 
+    /// BLAKE3 of `bytes`.
     pub fn of(bytes: &[u8]) -> Hash32 {
         Hash32(*blake3::hash(bytes).as_bytes())
     }
 
+    /// The 64 lowercase hex digits.
     pub fn to_hex(&self) -> String {
         let mut s = String::with_capacity(64);
         self.push_hex(&mut s);

@@ -47,6 +47,7 @@ impl From<u128> for OperationId {
 }
 
 impl OperationId {
+    /// The id as a number (its bytes, big-endian).
     pub fn as_u128(&self) -> u128 {
         u128::from_be_bytes(self.0)
     }

@@ -261,6 +261,7 @@ impl Marks {
         self.counts[mark as usize] += 1;
     }
 
+    /// How often the branch named by `mark` ran.
     pub fn count(&self, mark: Mark) -> u64 {
         self.counts[mark as usize]
     }

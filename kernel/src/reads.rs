@@ -127,15 +127,20 @@ enum Probe {
     },
 }
 
+/// Counters a report reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReadStats {
+    /// Exact reads answered.
     pub exact: u64,
+    /// Catalog reads answered.
     pub catalog: u64,
     /// Metadata reads of the next slot name.
     pub probes: u64,
     /// Slots a probe or a hint installed.
     pub slots_followed: u64,
+    /// Reads answered `Busy`: too many were waiting.
     pub refused_busy: u64,
+    /// Reads answered `Deadline`.
     pub deadlines: u64,
     /// Reads answered `Unavailable` because the probe they waited on failed.
     pub unavailable: u64,

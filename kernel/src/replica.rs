@@ -30,6 +30,7 @@ pub struct Identity {
     /// The world this replica serves; None adopts the marker's (and at genesis takes an
     /// id drawn from `rng_seed`).
     pub world_id: Option<WorldId>,
+    /// Names this replica incarnation; recorded in every slot it writes.
     pub store_id: StoreId,
     /// Key prefix of the world in the bucket.
     pub prefix: String,
@@ -108,6 +109,7 @@ impl Replica {
         })
     }
 
+    /// Feeds one input at `now`; then drain [`Replica::poll_effect`] (the drain rule).
     pub fn handle(&mut self, now: Instant, input: Input) {
         self.check_confirmed(now);
         match input {
@@ -150,6 +152,7 @@ impl Replica {
         self.settle(now);
     }
 
+    /// The next effect to carry out, oldest first; None when drained.
     pub fn poll_effect(&mut self) -> Option<Effect> {
         self.io.effects.pop_front()
     }
@@ -355,10 +358,12 @@ impl Replica {
         self.snapshot.as_ref().map(|s| &s.world)
     }
 
+    /// Whether the replica has opened (it holds a confirmed state).
     pub fn is_open(&self) -> bool {
         self.snapshot.is_some()
     }
 
+    /// Whether the replica failed closed.
     pub fn is_failed(&self) -> bool {
         self.failed.is_some()
     }
@@ -368,6 +373,7 @@ impl Replica {
         &self.io.marks
     }
 
+    /// The committer's counters.
     pub fn stats(&self) -> CommitterStats {
         CommitterStats { calls_hedged: self.io.hedges_sent, ..self.committer.stats.clone() }
     }
@@ -394,22 +400,27 @@ impl Replica {
         self.collector.is_running()
     }
 
+    /// The compactor's counters.
     pub fn compactor_stats(&self) -> &CompactorStats {
         &self.compactor.stats
     }
 
+    /// The collector's counters.
     pub fn collector_stats(&self) -> &CollectorStats {
         &self.collector.stats
     }
 
+    /// The read path's counters.
     pub fn read_stats(&self) -> &ReadStats {
         &self.reads.stats
     }
 
+    /// The change feed's counters.
     pub fn feed_stats(&self) -> &FeedStats {
         &self.feed.stats
     }
 
+    /// Writes waiting in the queue, not yet in a batch.
     pub fn queued(&self) -> usize {
         self.committer.queued()
     }

@@ -11,21 +11,27 @@ use core::time::Duration;
 pub struct Instant(u64);
 
 impl Instant {
+    /// The epoch.
     pub const ZERO: Instant = Instant(0);
+    /// The latest instant.
     pub const MAX: Instant = Instant(u64::MAX);
 
+    /// The instant `us` µs after the epoch.
     pub const fn from_micros(us: u64) -> Self {
         Instant(us)
     }
 
+    /// The instant `ms` ms after the epoch.
     pub const fn from_millis(ms: u64) -> Self {
         Instant(ms * 1_000)
     }
 
+    /// µs since the epoch.
     pub const fn as_micros(self) -> u64 {
         self.0
     }
 
+    /// ms since the epoch, with the µs as a fraction.
     pub fn as_millis_f64(self) -> f64 {
         self.0 as f64 / 1_000.0
     }

@@ -27,10 +27,15 @@ use std::collections::{BTreeSet, VecDeque};
 /// What a drop deletes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Collected {
+    /// A shard no kept checkpoint uses.
     Shard,
+    /// A receipt block no kept checkpoint uses.
     Receipts,
+    /// A root no kept checkpoint uses.
     Root,
+    /// A checkpoint that is not kept.
     Checkpoint,
+    /// A slot the oldest kept checkpoint covers, older than the slot retention.
     Slot,
 }
 
@@ -83,15 +88,21 @@ fn collect(what: CollectCall) -> Purpose {
 /// Counters a report reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CollectorStats {
-    /// Drops begun, finished, and given up (a kept checkpoint or its root unreadable).
+    /// Drops begun.
     pub drops: u64,
+    /// Drops finished.
     pub drops_finished: u64,
+    /// Drops given up (a kept checkpoint or its root unreadable).
     pub drops_abandoned: u64,
-    /// Objects deleted, by kind.
+    /// Checkpoints deleted.
     pub deleted_checkpoints: u64,
+    /// Roots deleted.
     pub deleted_roots: u64,
+    /// Shards deleted.
     pub deleted_shards: u64,
+    /// Receipt blocks deleted.
     pub deleted_receipts: u64,
+    /// Slots deleted.
     pub deleted_slots: u64,
     /// Bytes those deletes reclaimed (the sizes the drop listed).
     pub bytes_reclaimed: u64,

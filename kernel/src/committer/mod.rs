@@ -79,19 +79,31 @@ const RECOVERIES_REMEMBERED_MAX: usize = 4_096;
 /// Counters a report reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommitterStats {
+    /// Slots this replica created.
     pub slots_won: u64,
+    /// Slot names this replica tried to create and found taken by a peer's slot.
     pub slots_lost: u64,
+    /// Slot creates whose outcome the store left unknown (a timeout or a 5xx).
     pub creates_ambiguous: u64,
+    /// Members in the slots this replica created.
     pub members_committed: u64,
+    /// Writes answered `Busy`: the queue was full.
     pub refused_busy: u64,
+    /// Writes answered `Expired`: the deadline passed while they waited in the queue.
     pub expired: u64,
+    /// Writes answered `Uncertain`: the deadline passed while a slot holding them might
+    /// still commit.
     pub uncertain: u64,
+    /// Members put back at the queue's front because the slot name their batch built on
+    /// went to a peer.
     pub requeued: u64,
+    /// Current bodies read so that an append could be judged.
     pub body_reads: u64,
     /// Calls sent a second time because the first had not answered in time.
     pub calls_hedged: u64,
-    /// Turns given: holds begun, and their time in all.
+    /// Turns given: holds begun.
     pub holds: u64,
+    /// Time spent in holds, in all, in ms.
     pub hold_ms_total: u64,
     /// Holds that ended because a peer's slot arrived (the rest ran out).
     pub holds_answered: u64,

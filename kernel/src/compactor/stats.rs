@@ -12,8 +12,9 @@ pub struct CompactorStats {
     pub written: u64,
     /// Checkpoint names found taken by identical bytes (a racer's, or ours landed twice).
     pub identical_races: u64,
-    /// Objects created, and objects found already stored.
+    /// Checkpoint objects created.
     pub objects_created: u64,
+    /// Checkpoint objects found already stored.
     pub objects_found: u64,
     /// Objects a run skipped because the checkpoint before it already had them.
     pub objects_reused: u64,
@@ -22,8 +23,9 @@ pub struct CompactorStats {
     /// Checkpoints an opening could not load and fell back from (each also a
     /// `Warning::CheckpointSkipped`): the count stands in for a coverage mark.
     pub skipped_at_open: u64,
-    /// Looks for a newer checkpoint before stepping, and the peers' checkpoints adopted.
+    /// Looks for a newer checkpoint before stepping.
     pub looks: u64,
+    /// Peers' checkpoints adopted.
     pub adopted: u64,
     /// Adoptions given up: the checkpoint could not be read whole or did not fit.
     pub adoptions_abandoned: u64,

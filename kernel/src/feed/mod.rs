@@ -26,15 +26,20 @@ use crate::world::Receipt;
 use before::{Before, Reach};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// Counters a report reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeedStats {
+    /// Subscriptions taken.
     pub watches: u64,
+    /// Receipts delivered to subscribers.
     pub events_delivered: u64,
     /// Subscriptions that resumed from history the ring held.
     pub resumes_ring: u64,
     /// Subscriptions that read history from slots (at the start, or after falling behind).
     pub resumes_slots: u64,
+    /// Subscriptions ended with `WatchEnd::Resync`: their cursor was out of reach.
     pub resyncs: u64,
+    /// Slots read for subscribers' backlogs.
     pub slot_reads: u64,
     /// Slots before the checkpoint the replica opened from, read and verified along the
     /// chain for subscribers resuming before it.
