@@ -38,21 +38,24 @@ pub enum Read {
         prefix: String,
         /// Paths strictly after this one (None: from the first).
         start_after: Option<String>,
-        /// The most entries to answer with.
+        /// The most entries to answer with; 0, or more than
+        /// [`READ_LIMIT_MAX`](crate::READ_LIMIT_MAX), means that maximum.
         limit: u32,
     },
     /// The documents and subdirectories directly in a directory (`/` for the root).
     List {
         /// The directory's path (`/` for the root).
         directory: String,
-        /// The most documents and subdirectories to answer with.
+        /// The most documents and subdirectories to answer with; 0, or more than
+        /// [`READ_LIMIT_MAX`](crate::READ_LIMIT_MAX), means that maximum.
         limit: u32,
     },
     /// Documents whose current body has this hash.
     HashLookup {
         /// BLAKE3 of the body.
         hash: Hash32,
-        /// The most paths to answer with.
+        /// The most paths to answer with; 0, or more than
+        /// [`READ_LIMIT_MAX`](crate::READ_LIMIT_MAX), means that maximum.
         limit: u32,
     },
 }
