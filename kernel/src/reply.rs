@@ -125,7 +125,8 @@ pub enum FailReason {
     CreateBelowCollection {
         /// The slot's name.
         key: String,
-        /// Store time of the slot it built on, in µs.
+        /// Store time of its base, in µs: the later of the creation of the slot it built on
+        /// and the sending of the create.
         base_us: u64,
         /// Store time its create landed, in µs.
         landed_us: u64,
