@@ -119,12 +119,12 @@ pub enum Violation {
     /// Checkpoint zero does not name the marker's hash as its previous hash.
     #[error("checkpoint zero does not name the marker's hash")]
     CheckpointZeroNotTheMarker,
-    /// Checkpoint zero holds documents.
+    /// Checkpoint zero names documents or a root.
     #[error("checkpoint zero holds {documents} documents under root {root:?}")]
     CheckpointZeroNotEmpty {
-        /// Documents it holds.
+        /// The document count it names.
         documents: u64,
-        /// The index root it names.
+        /// The root it names (checkpoint zero has none).
         root: Option<Hash32>,
     },
     /// Checkpoint zero does not decode.
