@@ -89,6 +89,16 @@
 //! is in the window, it is answered `Duplicate` with the first receipt; with other
 //! content it is refused, `Rejection::OperationIdReused`.
 
+//!
+//! # Observing it
+//!
+//! [`World::stats`] returns the world's counters; every store call runs in a `tracing`
+//! span naming its kind and key; and the driver reports through the `metrics` facade
+//! (store calls by kind and outcome with their times, writes by result, the sequence
+//! committed through: the table is in `driver/src/metrics.rs`), recorded once the
+//! embedder installs a recorder. Commit hooks ([`World::on_commit`]) run on tasks of
+//! their own and never stall the driver loop.
+
 // Every public item says what it is: CI denies warnings, so a new undocumented item
 // stops the build (issue 12).
 #![warn(missing_docs)]
@@ -98,6 +108,7 @@ pub(crate) mod budget;
 #[cfg(feature = "object-store")]
 pub mod builder;
 pub mod error;
+pub(crate) mod metrics;
 #[cfg(feature = "object-store")]
 pub mod object_store_blobs;
 pub mod reload;

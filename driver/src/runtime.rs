@@ -6,6 +6,7 @@
 use crate::blobs::{Blobs, CallFailure};
 use crate::budget::{CallKey, RetryBudget};
 use crate::error::{Error, StoreError, StoreErrorKind};
+use crate::metrics;
 use crate::reload::{is_reload, Reloads, WorldStats};
 use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome};
 use slotlog_kernel::ids::{BlobOpId, OperationId, RequestId, StoreId};
@@ -15,9 +16,9 @@ use slotlog_kernel::{
     Config, Effect, FailReason, Identity, Input, ReadError, Replica, Reply, Request, WatchEnd, WriteError,
 };
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
 /// What a `World` handle asks of the loop.
@@ -38,7 +39,10 @@ pub(crate) enum WatchItem {
     Ended(WatchEnd),
 }
 
-pub(crate) type CommitHook = Arc<RwLock<Option<Box<dyn Fn(u64) + Send + Sync>>>>;
+/// The sequence the world is known committed through, for the commit hooks: each hook
+/// runs on a task of its own and reads the newest value when it is ready, so a slow hook
+/// skips sequences instead of stalling the loop, and holds no memory for them.
+pub(crate) type Committed = watch::Sender<u64>;
 
 /// Set once, when the loop stops (a store failure, reloads past their limit): what every
 /// handle answers after.
@@ -65,7 +69,7 @@ pub(crate) struct Loop {
     pub budget: RetryBudget,
     pub commands: mpsc::Receiver<Command>,
     pub opened: Option<oneshot::Sender<Result<(), Error>>>,
-    pub hook: CommitHook,
+    pub committed: Committed,
     pub stopped: Stopped,
     pub base: tokio::time::Instant,
     /// What a reload builds a new replica from: the configuration, and the identity (the
@@ -185,11 +189,13 @@ impl Loop {
                         let blobs = self.blobs.clone();
                         let done = done_tx.clone();
                         let timeout = self.call_timeout;
-                        let span = tracing::debug_span!("blob", kind = op_kind(&op), key = op.key());
+                        let kind = op_kind(&op);
+                        let span = tracing::debug_span!("blob", kind, key = op.key());
                         let call = call_key(&op);
                         let incarnation = self.incarnation;
                         tokio::spawn(
                             async move {
+                                let sent = tokio::time::Instant::now();
                                 let result = match tokio::time::timeout(timeout, blobs.execute_explained(op))
                                     .await
                                 {
@@ -200,12 +206,14 @@ impl Loop {
                                     }),
                                 };
                                 tracing::debug!(?result, "done");
+                                metrics::blob_call(kind, &result, sent.elapsed());
                                 let _ = done.send((incarnation, id, call, result));
                             }
                             .instrument(span),
                         );
                     }
                     Effect::Reply { id, reply } => {
+                        metrics::write_answered(&reply);
                         if matches!(&reply, Reply::Write(Ok(_)) | Reply::Read(Ok(_))) {
                             self.reloads.progress();
                         }
@@ -215,9 +223,14 @@ impl Loop {
                     }
                     Effect::Committed { sequence } => {
                         self.reloads.progress();
-                        if let Some(hook) = self.hook.read().expect("hook lock").as_ref() {
-                            hook(sequence);
-                        }
+                        self.committed.send_if_modified(|through| {
+                            let newer = sequence > *through;
+                            if newer {
+                                *through = sequence;
+                                metrics::committed_through(sequence);
+                            }
+                            newer
+                        });
                     }
                     Effect::Failed(reason) if self.opened.is_none() && is_reload(&reason) => {
                         tracing::warn!(%reason, "the replica asks to be reopened");

@@ -6,7 +6,7 @@ use crate::blobs::Blobs;
 use crate::budget::RetryBudget;
 use crate::error::{validate_prefix, Error};
 use crate::reload::{Reloads, WorldStats};
-use crate::runtime::{Command, CommitHook, Loop, Stopped};
+use crate::runtime::{Command, Loop, Stopped};
 use crate::watch::Watch;
 use bytes::Bytes;
 use slotlog_kernel::hash::Hash32;
@@ -14,9 +14,9 @@ use slotlog_kernel::ids::{OperationId, StoreId, WorldId};
 use slotlog_kernel::world::{Expected, Mutation, PolicyBody, Write};
 use slotlog_kernel::{Config, Identity, Read, ReadOk, Replica, Reply, Request, WriteOk};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// How a `World` runs.
 #[derive(Clone, Debug)]
@@ -74,7 +74,8 @@ impl Default for WorldConfig {
 
 struct Inner {
     commands: mpsc::Sender<Command>,
-    hook: CommitHook,
+    /// The sequence the world is known committed through; each commit hook watches it.
+    committed: watch::Receiver<u64>,
     /// Set when the driver loop stopped on a store failure.
     stopped: Stopped,
     closed: AtomicBool,
@@ -181,7 +182,7 @@ impl World {
             .map_err(Error::Config)?;
         let (commands, rx) = mpsc::channel(config.command_queue_max);
         let (opened_tx, opened_rx) = oneshot::channel();
-        let hook: CommitHook = Arc::new(RwLock::new(None));
+        let (committed_tx, committed) = watch::channel(0);
         let stopped: Stopped = Arc::new(OnceLock::new());
         let run = Loop {
             replica,
@@ -191,7 +192,7 @@ impl World {
             budget: RetryBudget::new(config.call_retries_max),
             commands: rx,
             opened: Some(opened_tx),
-            hook: hook.clone(),
+            committed: committed_tx,
             stopped: stopped.clone(),
             base,
             kernel: config.kernel.clone(),
@@ -208,7 +209,7 @@ impl World {
         }
         let inner = Inner {
             commands,
-            hook,
+            committed,
             stopped,
             closed: AtomicBool::new(false),
             watch_buffer_events: config.watch_buffer_events,
@@ -355,10 +356,24 @@ impl World {
         let _ = self.inner.commands.try_send(Command::Follow(sequence));
     }
 
-    /// Called with every sequence this replica learns the world is committed through (its
-    /// own commits and the slots it lost to): pass these to the other replicas' `follow`.
+    /// Adds a hook called with the sequence this replica learns the world is committed
+    /// through (its own commits and the slots it lost to): pass it to the other replicas'
+    /// `follow`. Several hooks may be added; each runs on a task of its own, never inside
+    /// the driver loop, and is called with the newest sequence whenever it is ready for
+    /// one: a slow hook skips sequences (each call's is newer than the last) and cannot
+    /// stall commits. A hook that blocks holds a runtime worker while it does, so on a
+    /// current-thread runtime it stalls everything else too: hand slow work to a channel.
+    /// Hooks end when the world closes or stops. Call it within the runtime the world
+    /// runs on (it spawns the hook's task).
     pub fn on_commit(&self, hook: impl Fn(u64) + Send + Sync + 'static) {
-        *self.inner.hook.write().expect("hook lock") = Some(Box::new(hook));
+        let mut committed = self.inner.committed.clone();
+        committed.mark_unchanged();
+        tokio::spawn(async move {
+            while committed.changed().await.is_ok() {
+                let through = *committed.borrow_and_update();
+                hook(through);
+            }
+        });
     }
 
     /// The world's counters over every replica it ran: reloads, slots and members

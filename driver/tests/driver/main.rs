@@ -6,6 +6,8 @@
 mod backend_errors;
 mod bounded_open;
 mod builder_stream;
+mod commit_hooks;
+mod metrics_facade;
 mod moto_errors;
 mod reload;
 mod store_url_hostile;
