@@ -21,18 +21,20 @@ sim SCENARIO="single" SEED="1": build
 # The full test suite behind the gates: rustfmt, clippy, rustdoc and cargo-deny (warnings
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
-# simulated GCS over HTTP) and 2,130 seeded runs, at least the 2,000 issue 13 asks. This is what
-# CI runs. The last fresh-clone CI (2 cores, 15 min 15 s in all): build 7 min 18 s with
-# moto installing and cargo-deny building beside it, clippy 49 s, rustdoc 30 s, nextest
-# 745 tests 82 s, then
-#   light    seeds 1..100     8 x 100 =   800 runs   119 s
-#   cheap    seeds 101..500   3 x 400 = 1,200 runs    66 s
-#   heavy    seeds 1..40      3 x  40 =   120 runs    97 s
-#   collect  seeds 1..10      1 x  10 =    10 runs    15 s (30 virtual hours each:
+# simulated GCS over HTTP) and 2,174 seeded runs, at least the 2,000 issue 13 asks. This
+# is what CI runs. The last fresh-clone CI (2 cores, 16 min 28 s in all, 2026-12-04):
+# build 7 min 9 s with moto and Azurite installing and cargo-deny building beside it,
+# clippy 42 s, rustdoc 18 s, nextest 772 tests 74 s, then
+#   light    seeds 1..100     8 x 100 =   800 runs   141 s
+#   cheap    seeds 101..500   3 x 400 = 1,200 runs    86 s
+#   heavy    seeds 1..40      4 x  40 =   160 runs   153 s (with edges: the rare paths)
+#   collect  seeds 1..10      1 x  10 =    10 runs    12 s (30 virtual hours each:
 #            checkpoints, drops, slot collection, a pause and a stall)
-# Together these runs hit every required coverage mark (measured 2026-12-04 after merging
-# main: coverage_missed empty). `just soak` sweeps all over 5,000 seeds. The driver under
-# madsim is `just madsim-sweep` (its own build, ~3 min).
+#   soak48   seeds 1..4       1 x   4 =     4 runs    16 s (48 virtual hours, every fault)
+# Together these runs hit every required coverage mark (60 of 71; coverage_missed empty,
+# scripts/coverage-table.py lists who reaches each in docs/GUARANTEES.md). `just soak`
+# sweeps all over 5,000 seeds. The driver under madsim is `just madsim-sweep` (its own
+# build, ~3 min).
 test:
     #!/usr/bin/env bash
     set -euo pipefail
