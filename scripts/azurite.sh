@@ -29,9 +29,9 @@ account="devstoreaccount1"
 account_key="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 wait_s_max=60
 
-running() {
-    [[ -f "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2>/dev/null
-}
+server=azurite
+# shellcheck source=scripts/server-lib.sh
+source "$root/scripts/server-lib.sh"
 
 install() {
     if [[ -x "$bin" ]]; then
@@ -125,22 +125,6 @@ AZURE_STORAGE_USE_EMULATOR=true
 ENV
     echo "azurite: running, pid $(cat "$pid_file"), log $log_file" >&2
     cat "$env_file"
-}
-
-stop() {
-    if [[ -f "$pid_file" ]]; then
-        local pid
-        pid="$(cat "$pid_file")"
-        # The server leads its own process group (setsid above): end that group only.
-        kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 40); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.25
-        done
-        rm -f "$pid_file"
-        echo "azurite: stopped (pid $pid)" >&2
-    fi
-    rm -f "$env_file"
 }
 
 case "${1:-}" in

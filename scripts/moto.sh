@@ -33,9 +33,9 @@ secret_key="slotlog-test-secret"
 region="us-east-1"
 wait_s_max=60
 
-running() {
-    [[ -f "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2>/dev/null
-}
+server=moto
+# shellcheck source=scripts/server-lib.sh
+source "$root/scripts/server-lib.sh"
 
 install() {
     if [[ -x "$venv/bin/moto_server" ]]; then
@@ -113,22 +113,6 @@ SLOTLOG_MOTO_PYTHON=$venv/bin/python
 ENV
     echo "moto: running, pid $(cat "$pid_file"), log $log_file" >&2
     cat "$env_file"
-}
-
-stop() {
-    if [[ -f "$pid_file" ]]; then
-        local pid
-        pid="$(cat "$pid_file")"
-        # The server leads its own process group (setsid above): end that group only.
-        kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 40); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.25
-        done
-        rm -f "$pid_file"
-        echo "moto: stopped (pid $pid)" >&2
-    fi
-    rm -f "$env_file"
 }
 
 case "${1:-}" in

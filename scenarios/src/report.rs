@@ -17,6 +17,14 @@ pub struct Latency {
     pub max: f64,
 }
 
+/// How long the run paused or stalled replica `node` in all: time a bound on the
+/// replica's own waits does not count.
+fn stopped_ms(config: &ClusterConfig, node: usize) -> u64 {
+    let pauses = config.pause.iter().filter(|p| p.node == node).map(|p| p.for_ms);
+    let stalls = config.stalls.iter().filter(|s| s.node == node).map(|s| s.for_ms);
+    pauses.chain(stalls).sum()
+}
+
 /// How long an ambiguous slot create may wait for a definitive answer on its name (the
 /// coverage issue's rule). The kernel reads the name at once and retries a failed read
 /// with backoff capped at 1 s: 30 s is many failed reads in a row. Measured over CI's
@@ -416,9 +424,7 @@ impl Report {
         // The hold bound (TURNS.md 4): a hold ends at the first wake-up after `hold_ms`, and
         // the simulator wakes a replica when it asks unless the run paused or stalled it.
         for (i, r) in result.replicas.iter().enumerate() {
-            let pauses = config.pause.iter().filter(|p| p.node == i).map(|p| p.for_ms);
-            let stalls = config.stalls.iter().filter(|s| s.node == i).map(|s| s.for_ms);
-            let stopped_us = pauses.chain(stalls).sum::<u64>() * 1_000;
+            let stopped_us = stopped_ms(config, i) * 1_000;
             if r.stats.hold_overrun_us_max > stopped_us {
                 violations.push(format!(
                     "replica {i} held a create {} us past hold_ms ({} ms); it was stopped for {} us",
@@ -432,9 +438,7 @@ impl Report {
         // the time the harness stopped the replica. Judged from the calls the harness
         // carried, not from anything the kernel reports.
         for (i, r) in result.replicas.iter().enumerate() {
-            let pauses = config.pause.iter().filter(|p| p.node == i).map(|p| p.for_ms);
-            let stalls = config.stalls.iter().filter(|s| s.node == i).map(|s| s.for_ms);
-            let bound_us = (AMBIGUITY_BOUND_MS + pauses.chain(stalls).sum::<u64>()) * 1_000;
+            let bound_us = (AMBIGUITY_BOUND_MS + stopped_ms(config, i)) * 1_000;
             if r.ambiguous_open_us_max > bound_us {
                 violations.push(format!(
                     "replica {i} left an ambiguous slot create unsettled for {} us (bound {bound_us} us)",

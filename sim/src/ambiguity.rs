@@ -55,6 +55,7 @@ impl AmbiguityWatch {
     }
 
     /// Waits still open.
+    #[cfg(test)]
     pub fn open(&self) -> usize {
         self.open.len()
     }

@@ -219,8 +219,6 @@ pub struct ReplicaReport {
     /// or a create again, answered with something other than such an error). Taken from
     /// the calls the harness carried, not from the kernel: the ambiguity bound.
     pub ambiguous_open_us_max: u64,
-    /// Such creates still waiting when the run ended (the replica up and not failed).
-    pub ambiguous_open_at_end: u64,
 }
 
 /// What a run did, for the checker and the report.
@@ -1376,7 +1374,6 @@ impl Cluster<'_> {
             if let Some(r) = &n.replica {
                 merge(&mut n.report, r);
                 if n.report.failed.is_none() {
-                    n.report.ambiguous_open_at_end = n.ambiguity.open() as u64;
                     let longest = n.ambiguity.longest_us(self.now);
                     n.report.ambiguous_open_us_max = n.report.ambiguous_open_us_max.max(longest);
                 }
