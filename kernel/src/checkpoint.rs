@@ -31,6 +31,9 @@ pub enum ObjectKind {
     Shard,
     /// A root: fenced, collected once no kept checkpoint uses it.
     Root,
+    /// A body a slot carried, written out as its blob before the checkpoint that covers
+    /// the slot (SPEC 5.7): a content object, never collected. Named by the body's hash.
+    Body,
 }
 
 /// One object of a checkpoint, ready to create.
@@ -439,6 +442,8 @@ impl Restore {
                 self.on_history(name, HistoryBlock::decode_named(bytes, &name).map_err(decode_failed)?);
                 Vec::new()
             }
+            // A restore never asks for a body: a checkpoint names bodies only by hash.
+            ObjectKind::Body => Vec::new(),
             ObjectKind::Receipts => {
                 let block = ReceiptBlock::decode_named(bytes, &name).map_err(decode_failed)?;
                 self.on_receipts(name, block).map_err(mismatch)?;
@@ -475,6 +480,7 @@ pub fn object_key(kind: ObjectKind, name: &Hash32, keys: &Keys) -> String {
         ObjectKind::Receipts => keys.receipts(name),
         ObjectKind::Shard => keys.shard(name),
         ObjectKind::Root => keys.root_object(name),
+        ObjectKind::Body => keys.body(name),
     }
 }
 
@@ -484,7 +490,7 @@ pub fn object_key(kind: ObjectKind, name: &Hash32, keys: &Keys) -> String {
 pub fn restamp(kind: ObjectKind, bytes: &[u8], stamp: u64) -> Option<Bytes> {
     use crate::format::{ReceiptBlock, Root, Shard};
     let encoded = match kind {
-        ObjectKind::History => return None,
+        ObjectKind::History | ObjectKind::Body => return None,
         ObjectKind::Receipts => ReceiptBlock::decode(bytes).ok()?.with_stamp(stamp).encode(),
         ObjectKind::Shard => Shard::decode(bytes).ok()?.with_stamp(stamp).encode(),
         ObjectKind::Root => Root::decode(bytes).ok()?.with_stamp(stamp).encode(),

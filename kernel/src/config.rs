@@ -3,11 +3,18 @@
 /// A replica's configuration. [`Config::default`] holds the decision record's numbers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Members a batch takes from the queue (record: 16, "Group commit").
+    /// The most members a batch takes from the queue. A batch takes whatever is queued up
+    /// to this, with no timer, so batches grow with the queue (the record took 16, and 32
+    /// "while the queue stays deep"; `--batch-max 16` reproduces it). 1 to a slot's most.
     pub batch_members_max: usize,
-    /// Members a batch takes while the queue holds at least this many (record: up to 32
-    /// "while the queue stays deep"). Equal to `batch_members_max` disables growth.
-    pub batch_members_deep_max: usize,
+    /// New bodies up to this long travel inside their slot (SPEC 5.7), so one create
+    /// commits a batch; longer ones are blobs created before the slot. 16 KiB costs about
+    /// 0.3 ms of transfer at 50 MB/s, so a slot of small writes is not slowed by them. 0
+    /// makes every body a blob, as the record did. At most `INLINE_BODY_BYTES_MAX`.
+    pub body_inline_bytes_max: usize,
+    /// A slot that would be longer than this moves carried bodies out to blobs, newest
+    /// first, until it fits or carries none (1 MiB: about 20 ms of transfer at 50 MB/s).
+    pub slot_bytes_max: usize,
     /// Batches built and staged while one slot create is in flight (record: 2; one ahead
     /// capped batch 16 at 256 to 291 writes/s, three added nothing). 0 to 3.
     pub batches_ahead_max: usize,
@@ -180,8 +187,9 @@ pub struct Defects {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            batch_members_max: 16,
-            batch_members_deep_max: 32,
+            batch_members_max: crate::format::SLOT_MEMBERS_MAX,
+            body_inline_bytes_max: 16 * 1024,
+            slot_bytes_max: 1024 * 1024,
             batches_ahead_max: 2,
             queue_members_max: 4_096,
             request_deadline_ms: 10_000,
@@ -231,12 +239,12 @@ pub const CHECKPOINT_GRACE_MS_MIN: u64 = 900_000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// `batch_members_max` is 0, above `batch_members_deep_max`, or the deep limit is above a slot's most members.
-    #[error(
-        "batch member limits: 1 <= batch_members_max <= batch_members_deep_max <= {}",
-        crate::format::SLOT_MEMBERS_MAX
-    )]
+    /// `batch_members_max` is 0 or above a slot's most members.
+    #[error("batch member limits: 1 <= batch_members_max <= {}", crate::format::SLOT_MEMBERS_MAX)]
     BatchMembers,
+    /// `body_inline_bytes_max` is above what a slot may carry.
+    #[error("body_inline_bytes_max above {}", crate::format::slot::INLINE_BODY_BYTES_MAX)]
+    BodyInline,
     /// `batches_ahead_max` is above 3.
     #[error("batches_ahead_max above 3")]
     BatchesAhead,
@@ -283,11 +291,11 @@ impl Config {
     /// Checks every value against its range; the first one out of range is the error.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let slot_max = crate::format::SLOT_MEMBERS_MAX;
-        if self.batch_members_max == 0
-            || self.batch_members_deep_max < self.batch_members_max
-            || self.batch_members_deep_max > slot_max
-        {
+        if self.batch_members_max == 0 || self.batch_members_max > slot_max {
             return Err(ConfigError::BatchMembers);
+        }
+        if self.body_inline_bytes_max > crate::format::slot::INLINE_BODY_BYTES_MAX {
+            return Err(ConfigError::BodyInline);
         }
         if self.batches_ahead_max > 3 {
             return Err(ConfigError::BatchesAhead);
@@ -344,7 +352,8 @@ mod tests {
     fn the_default_is_valid_and_holds_the_record_numbers() {
         let c = Config::default();
         assert_eq!(c.validate(), Ok(()));
-        assert_eq!((c.batch_members_max, c.batch_members_deep_max, c.batches_ahead_max), (16, 32, 2));
+        assert_eq!((c.batch_members_max, c.batches_ahead_max), (256, 2));
+        assert_eq!((c.body_inline_bytes_max, c.slot_bytes_max), (16 * 1024, 1024 * 1024));
         assert_eq!(c.request_deadline_ms, 10_000);
     }
 
@@ -382,8 +391,13 @@ mod tests {
     }
 
     #[test]
-    fn a_deep_batch_smaller_than_a_normal_one_is_refused() {
-        let c = Config { batch_members_deep_max: 8, ..Config::default() };
+    fn a_batch_past_a_slot_or_a_body_past_what_a_slot_carries_is_refused() {
+        let c = Config { batch_members_max: crate::format::SLOT_MEMBERS_MAX + 1, ..Config::default() };
         assert_eq!(c.validate(), Err(ConfigError::BatchMembers));
+        let c = Config {
+            body_inline_bytes_max: crate::format::slot::INLINE_BODY_BYTES_MAX + 1,
+            ..Config::default()
+        };
+        assert_eq!(c.validate(), Err(ConfigError::BodyInline));
     }
 }

@@ -489,7 +489,7 @@ impl Reads {
                         // The body is content-addressed: read later, it is still this state's.
                         let hash = version.body_hash;
                         io.marks.hit(Mark::ReadAwaitsBody);
-                        bodies.fetch(now, hash, io);
+                        bodies.fetch(now, hash, Some((version.sequence, version.body_len)), &sn.recent, io);
                         let waiting =
                             AwaitingBody { id, at_sequence, entry, version, deadline: pending.deadline };
                         self.awaiting_body.entry(hash).or_default().push(waiting);

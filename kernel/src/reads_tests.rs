@@ -8,9 +8,9 @@ use crate::config::Config;
 use crate::effect::{Input, Read};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, RequestId};
-use crate::reply::{Answer, ReadError, ReadOk};
+use crate::reply::{Answer, FailReason, ReadError, ReadOk};
 use crate::testkit::{
-    is_body_get, is_slot_create, is_slot_get, is_slot_stat, keys, publish, Fate, Harness, Peer,
+    blob_bodies, is_body_get, is_slot_create, is_slot_get, is_slot_stat, keys, publish, Fate, Harness, Peer,
 };
 use crate::world::{Expected, Mutation, Path, PathProblem, PolicyBody, ReceiptAnswer};
 use bytes::Bytes;
@@ -93,13 +93,74 @@ fn set_retention(h: &mut Harness, op: u128, versions: u32) {
 /// A replica that cold-started on a log written by another harness: no body is in its
 /// memory.
 fn cold_replica(config: Config, writes: &[(u128, &str, &str)]) -> Harness {
-    let mut writer = Harness::opened(Config::default());
+    let mut writer = Harness::opened(blob_bodies(Config::default()));
     publish_each(&mut writer, writes);
     let mut h = Harness::with_store(config, std::mem::take(&mut writer.store), 2);
     h.settle();
     assert!(h.replica.is_open());
     assert_eq!(tip(&h), writes.len() as u64);
     h
+}
+
+/// [`cold_replica`] on a log whose writer carried its small bodies in its slots.
+fn cold_replica_on_carried(config: Config, writes: &[(u128, &str, &str)]) -> Harness {
+    let mut writer = Harness::opened(Config::default());
+    publish_each(&mut writer, writes);
+    assert_eq!(writer.body_creates(), 0, "every body carried");
+    let mut h = Harness::with_store(config, std::mem::take(&mut writer.store), 2);
+    h.settle();
+    assert!(h.replica.is_open());
+    h
+}
+
+// Bodies carried in slots (SPEC 5.7).
+
+#[test]
+fn a_carried_body_is_read_from_the_slot_of_its_version() {
+    let mut h = cold_replica_on_carried(Config::default(), &[(1, "/a.md", "one"), (2, "/b.md", "two")]);
+    let mark = h.log.len();
+    let r = h.read(fetch("/b.md"));
+    h.settle();
+    assert_eq!(document(h.read_ok(r)), ("/b.md".into(), 1, Bytes::from_static(b"two")));
+    let reads: Vec<String> = h.log[mark..]
+        .iter()
+        .filter(|op| matches!(op, BlobOp::Get { .. }))
+        .map(|op| op.key().to_string())
+        .collect();
+    assert_eq!(reads, vec![keys().slot(2)], "its slot, and no blob");
+}
+
+#[test]
+fn a_carried_body_whose_slot_is_not_indexed_is_found_by_listing_after_its_blob_is_absent() {
+    let config = Config { recent_slots_max: 1, ..Config::default() };
+    let mut h = cold_replica_on_carried(config, &[(1, "/a.md", "one"), (2, "/b.md", "two")]);
+    let mark = h.log.len();
+    let r = h.read(fetch("/a.md"));
+    h.settle();
+    assert_eq!(document(h.read_ok(r)), ("/a.md".into(), 1, Bytes::from_static(b"one")));
+    let calls: Vec<String> = h.log[mark..]
+        .iter()
+        .filter(|op| !is_slot_stat(op))
+        .map(|op| match op {
+            BlobOp::List { .. } => "list".to_string(),
+            op => op.key().to_string(),
+        })
+        .collect();
+    let blob = keys().body(&Hash32::of(b"one"));
+    assert_eq!(calls, vec![blob, "list".into(), keys().slot(1)], "blob, then the listing, then the slot");
+}
+
+#[test]
+fn a_body_neither_its_slot_nor_a_blob_holds_fails_closed() {
+    let mut h = cold_replica(Config::default(), &[(1, "/a.md", "one")]);
+    let hash = Hash32::of(b"one");
+    h.store.objects.remove(&keys().body(&hash));
+    h.failure_expected = true;
+    let r = h.read(fetch("/a.md"));
+    h.settle();
+    assert_eq!(h.failures, vec![FailReason::BodyMissing { hash }]);
+    let answered = h.read_replies.get(&r);
+    assert_eq!(answered, Some(&Err(ReadError::Failed(FailReason::BodyMissing { hash }))), "answered");
 }
 
 // Exact reads: the tip is checked after the read arrived.
@@ -122,7 +183,7 @@ fn an_exact_read_checks_the_next_slot_name_first() {
 
 #[test]
 fn an_exact_read_sees_a_peers_commit_made_before_it_began() {
-    let mut h = Harness::opened(Config::default());
+    let mut h = Harness::opened(blob_bodies(Config::default()));
     let mut peer = Peer::following(&h);
     peer.commit(&mut h, &[(50, publish("/p.md", "peer", Expected::Any))]);
     h.advance_ms(1);
@@ -200,7 +261,8 @@ fn each_read_has_its_own_deadline() {
 #[test]
 
 fn a_fetch_waiting_for_its_body_still_has_its_deadline() {
-    let mut h = cold_replica(Config { request_deadline_ms: 500, ..no_hedging() }, &[(1, "/a.md", "a")]);
+    let mut h =
+        cold_replica(blob_bodies(Config { request_deadline_ms: 500, ..no_hedging() }), &[(1, "/a.md", "a")]);
     h.advance_ms(1);
     let arrived = h.now;
     let r = h.read(fetch("/a.md"));

@@ -96,7 +96,7 @@ impl Replica {
             watches_max: config.watches_max,
             reload_after: core::time::Duration::from_millis(config.reload_after_ms),
             timer_never_cleared: config.defects.timer_never_cleared,
-            bodies: Bodies::new(keys.clone(), config.body_cache_bytes_max),
+            bodies: Bodies::new(keys.clone(), config.body_cache_bytes_max, config.body_inline_bytes_max),
             history: History::new(keys.clone(), config.history_blocks_cached_max),
             compactor: Compactor::new(&config, keys.clone(), now),
             collector: Collector::new(&config, keys.clone()),

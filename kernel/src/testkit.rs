@@ -429,6 +429,11 @@ impl Harness {
         self.calls.iter().filter(|(_, op)| pred(op)).map(|(_, op)| op.clone()).collect()
     }
 
+    /// Body blob creates this replica sent (a hedge or retry counts again).
+    pub fn body_creates(&self) -> usize {
+        self.log.iter().filter(|op| is_body_create(op)).count()
+    }
+
     /// Every slot this replica sent a create for, decoded, in the order sent.
     pub fn slots_sent(&self) -> Vec<Slot> {
         self.log
@@ -441,6 +446,12 @@ impl Harness {
             })
             .collect()
     }
+}
+
+/// `config` with every body a blob created before its slot (the record's way), for
+/// tests of the blob path.
+pub fn blob_bodies(config: Config) -> Config {
+    Config { body_inline_bytes_max: 0, ..config }
 }
 
 /// A peer replica's writes, made straight into the store: each slot is built with the
@@ -484,6 +495,7 @@ impl Peer {
             store_id: self.store_id,
             prev_hash: self.world.tip_hash(),
             members,
+            bodies: Vec::new(),
         };
         (slot, bodies)
     }

@@ -118,12 +118,17 @@ struct RunFlags {
     /// default elsewhere).
     #[arg(long, value_parser = parse_etag)]
     etag: Option<VersionTokens>,
-    /// Members per batch (fixes the batch size: no growth while deep; 1 to a slot's most).
+    /// The most members a batch takes (1 to a slot's most; the default is a slot's most, so
+    /// batches grow with the queue; 16 or 32 reproduce the record's table).
     #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=SLOT_MEMBERS_MAX as u64))]
     batch_max: Option<usize>,
     /// Batches built and staged ahead of the slot create in flight (0 to 3).
     #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(0..=3))]
     ahead: Option<usize>,
+    /// Where new bodies go: inline (small ones ride in their slot, the default) or blob
+    /// (every body a blob created before its slot, as the record did).
+    #[arg(long, value_parser = parse_bodies)]
+    bodies: Option<bool>,
     /// Open-loop arrival rate, writes per second in total (above 0, at most 100,000).
     #[arg(long, value_parser = positive_at_most(RATE_PER_S_MAX))]
     rate: Option<f64>,
@@ -192,6 +197,15 @@ fn parse_etag(s: &str) -> Result<VersionTokens, String> {
     s.parse().map_err(|e: slotlog_sim::gcs::UnknownVersionTokens| e.to_string())
 }
 
+/// `inline` or `blob`: whether small bodies ride in their slot.
+fn parse_bodies(s: &str) -> Result<bool, String> {
+    match s {
+        "inline" => Ok(true),
+        "blob" => Ok(false),
+        _ => Err("expected inline or blob".into()),
+    }
+}
+
 fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
@@ -221,6 +235,7 @@ impl RunFlags {
             etag: self.etag,
             batch_max: self.batch_max,
             ahead: self.ahead,
+            bodies_inline: self.bodies,
             rate: self.rate,
             writers: self.writers,
             turns: self.turns,

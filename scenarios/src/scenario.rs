@@ -21,6 +21,8 @@ pub struct Overrides {
     pub etag: Option<VersionTokens>,
     pub batch_max: Option<usize>,
     pub ahead: Option<usize>,
+    /// Small bodies ride in their slot (true) or every body is a blob (false, the record's way).
+    pub bodies_inline: Option<bool>,
     pub rate: Option<f64>,
     pub writers: Option<usize>,
     /// Turns on or off (on by default), for comparison runs.
@@ -251,7 +253,7 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "crash",
-        about: "3 stores, gcs profile, random crashes and restarts, skewed clocks, checkpoints every 64 slots",
+        about: "3 stores, gcs profile, random crashes and restarts, skewed clocks, checkpoints every 32 slots",
         build: crash,
         in_all: true,
     },
@@ -269,7 +271,7 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "compact",
-        about: "three writers at 300 writes/s open loop and a fourth store without writes, gcs-shaped, checkpoints every 64 slots, crashes and restarts that cold-start from checkpoints, 60 s",
+        about: "three writers at 300 writes/s open loop and a fourth store without writes, gcs-shaped, checkpoints every 32 slots, crashes and restarts that cold-start from checkpoints, 60 s",
         build: compact,
         in_all: true,
     },
@@ -321,7 +323,9 @@ impl Scenario {
         }
         if let Some(b) = o.batch_max {
             c.kernel.batch_members_max = b;
-            c.kernel.batch_members_deep_max = b;
+        }
+        if o.bodies_inline == Some(false) {
+            c.kernel.body_inline_bytes_max = 0;
         }
         if let Some(a) = o.ahead {
             c.kernel.batches_ahead_max = a;
@@ -580,11 +584,12 @@ fn faults(seed: u64) -> ClusterConfig {
     c
 }
 
-/// Checkpoints at the seeds' model cadence (64 slots), in steps of at most 256 documents
-/// (the least a step may hold: a slot's most members), so a sweep exercises the
-/// compactor, multi-step runs and cold start from full checkpoints.
+/// Checkpoints every 32 slots (64 when batches stopped at 32 members; slots that grow
+/// with the queue hold about twice as many), in steps of at most 256 documents (the least
+/// a step may hold: a slot's most members), so a sweep exercises the compactor,
+/// multi-step runs and cold start from full checkpoints.
 fn checkpoint_often(c: &mut ClusterConfig) {
-    c.kernel.checkpoint_slots = 64;
+    c.kernel.checkpoint_slots = 32;
     c.kernel.checkpoint_jitter_ms = 1_000;
     c.kernel.checkpoint_step_docs_max = 256;
 }

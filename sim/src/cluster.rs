@@ -704,6 +704,7 @@ impl Cluster<'_> {
                 store_id: StoreId(0),
                 prev_hash: world.tip_hash(),
                 members,
+                bodies: Vec::new(),
             };
             let bytes = Bytes::from(slot.encode());
             world.apply_slot(&slot, Hash32::of(&bytes)).expect("the preload chains");

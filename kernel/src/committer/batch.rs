@@ -11,11 +11,17 @@ use crate::io::Io;
 use crate::reply::{WriteError, WriteOk};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
+use crate::world::document::VersionAt;
 use crate::world::{
     evaluate, Evaluation, Layered, Overlay, Receipt, Rejection, SlotMember, StateView, ValidMutation,
 };
 use bytes::Bytes;
 use std::collections::{BTreeSet, VecDeque};
+
+/// A slot's bytes besides its members and bodies: frame, ids, hashes and varints.
+const SLOT_OVERHEAD_BYTES: usize = 128;
+/// A carried body's length prefix, at most.
+const BODY_LENGTH_BYTES: usize = 4;
 
 /// How a member came out when its batch was built.
 #[derive(Clone, Debug)]
@@ -54,6 +60,14 @@ pub(super) struct Batch {
     pub slot: Option<Encoded>,
     /// Bodies this batch's slot names that are not yet stored.
     pub bodies_waiting: BTreeSet<Hash32>,
+    /// New bodies the slot carries (SPEC 5.7), each once, in member order.
+    pub carried: Vec<(Hash32, Bytes)>,
+    /// The slot's payload so far: members and carried bodies, encoded.
+    pub payload_bytes: usize,
+    /// Its slot is encoded: it takes no more members.
+    pub sealed: bool,
+    /// A member did not fit in its bytes: it takes no more.
+    pub full: bool,
     /// When this batch's first slot create was sent.
     pub first_create_at: Option<Instant>,
     /// The newest store time this replica had seen when it was sent: a store time no
@@ -71,6 +85,10 @@ impl Batch {
             members: Vec::new(),
             slot: None,
             bodies_waiting: BTreeSet::new(),
+            carried: Vec::new(),
+            payload_bytes: 0,
+            sealed: false,
+            full: false,
             first_create_at: None,
             sent_store_us: None,
         }
@@ -95,35 +113,92 @@ impl Batch {
 }
 
 impl Committer {
+    /// Takes queued writes into batches: the last batch, while it is not sealed and has
+    /// room, takes them (so a write waits for the slot in flight, not for a batch staged
+    /// before it arrived), and new batches are staged behind full ones up to the depth.
     pub(super) fn fill_pipeline(&mut self, now: Instant, sn: &Snapshot, bodies: &mut Bodies, io: &mut Io) {
         if self.catch_up.is_some() {
             return; // batches built now would be stale once the catch-up installs
         }
         let depth_max = 1 + self.config.batches_ahead_max;
-        while self.pipeline.len() < depth_max && !self.queue.is_empty() {
-            if self.pipeline.back().is_some_and(|last| !last.is_built()) {
+        while !self.queue.is_empty() {
+            let Some(last) = self.pipeline.back() else {
+                let take = self.config.batch_members_max.min(self.queue.len());
+                let taken: VecDeque<Pending> = self.queue.drain(..take).collect();
+                self.pipeline.push_back(Batch::new(sn.world.sequence(), taken));
+                self.build_last(now, sn, bodies, io);
+                continue;
+            };
+            if !last.is_built() {
+                return; // it waits for a body; what is queued waits behind it
+            }
+            // The head does not grow: it goes as soon as its bodies are stored, and
+            // writes that arrive meanwhile must not keep adding bodies for it to wait on.
+            let room = self.config.batch_members_max.saturating_sub(last.built.len());
+            if self.pipeline.len() > 1 && !last.sealed && !last.full && room > 0 {
+                // Whatever is queued, up to the most: batches grow with the queue, never
+                // by a timer.
+                let take = room.min(self.queue.len());
+                let taken: Vec<Pending> = self.queue.drain(..take).collect();
+                self.pipeline.back_mut().expect("last").unbuilt.extend(taken);
+                self.build_last(now, sn, bodies, io);
+                continue;
+            }
+            if self.pipeline.len() >= depth_max {
                 return;
             }
-            let take = if self.queue.len() >= self.config.batch_members_deep_max {
-                self.config.batch_members_deep_max
-            } else {
-                self.config.batch_members_max
-            };
-            let unbuilt: VecDeque<Pending> = self.queue.drain(..take.min(self.queue.len())).collect();
-            let base_sequence =
-                self.pipeline.back().map_or_else(|| sn.world.sequence(), |b| b.overlay.sequence());
-            self.pipeline.push_back(Batch::new(base_sequence, unbuilt));
+            let base_sequence = last.overlay.sequence();
+            self.seal_last(sn);
+            let take = self.config.batch_members_max.min(self.queue.len());
+            let taken: VecDeque<Pending> = self.queue.drain(..take).collect();
+            self.pipeline.push_back(Batch::new(base_sequence, taken));
             self.build_last(now, sn, bodies, io);
         }
     }
 
-    /// Judges the last batch's members in order until one needs a body not at hand.
+    /// Encodes the last batch's slot: from here on it takes no more members, and a batch
+    /// behind it may name its hash.
+    pub(super) fn seal_last(&mut self, sn: &Snapshot) {
+        let world = &sn.world;
+        let batches = self.pipeline.make_contiguous();
+        let Some((batch, ahead)) = batches.split_last_mut() else { return };
+        if batch.sealed {
+            return;
+        }
+        debug_assert!(batch.is_built(), "a batch is sealed once built");
+        batch.sealed = true;
+        if batch.members.is_empty() {
+            return;
+        }
+        let prev_hash = ahead.iter().fold(world.tip_hash(), |h, b| b.tip_hash_after(h));
+        let slot = Slot {
+            world_id: world.world_id(),
+            first_sequence: batch.base_sequence + 1,
+            store_id: self.store_id,
+            prev_hash,
+            members: batch.members.clone(),
+            bodies: batch.carried.iter().map(|(_, b)| b.clone()).collect(),
+        };
+        let bytes = Bytes::from(slot.encode());
+        debug_assert!(
+            bytes.len() <= self.config.slot_bytes_max.max(SLOT_OVERHEAD_BYTES + batch.payload_bytes),
+            "a slot within its most bytes, or one member alone"
+        );
+        let hash = Hash32::of(&bytes);
+        debug_assert_eq!(slot.last_sequence(), batch.overlay.sequence());
+        batch.slot = Some(Encoded { slot, bytes, hash });
+    }
+
+    /// Judges the last batch's members in order until one needs a body not at hand, or
+    /// one would take the slot past its most bytes (it and those after it go back to the
+    /// front of the queue, and the batch is full).
     fn build_last(&mut self, now: Instant, sn: &Snapshot, bodies: &mut Bodies, io: &mut Io) {
         let world = &sn.world;
         // The batches before the last are its layers; the last is built.
         let batches = self.pipeline.make_contiguous();
         let (ahead, last) = batches.split_at_mut(batches.len() - 1);
         let batch = &mut last[0];
+        debug_assert!(!batch.sealed, "a sealed batch takes no members");
         while let Some(mut p) = batch.unbuilt.pop_front() {
             let mut layers: Vec<&Overlay> = ahead.iter().map(|b| &b.overlay).collect();
             layers.push(&batch.overlay);
@@ -131,7 +206,10 @@ impl Committer {
             if let ValidMutation::Append { path, .. } = &p.mutation {
                 if let Some(needed) = view.entry(path.as_str()).map(|e| e.body_hash) {
                     if p.read.as_ref().is_none_or(|(h, _)| *h != needed) {
-                        if let Some(bytes) = bodies.get(&needed) {
+                        // A body a batch ahead carries is in no bucket yet: take it from there.
+                        let carried = ahead.iter().chain([&*batch]).flat_map(|b| &b.carried);
+                        let found = carried.clone().find(|(h, _)| *h == needed).map(|(_, b)| b.clone());
+                        if let Some(bytes) = found.or_else(|| bodies.get(&needed)) {
                             p.read = Some((needed, bytes));
                         }
                     }
@@ -144,21 +222,51 @@ impl Committer {
             drop(layers);
             let judged = match evaluation {
                 Evaluation::NeedsBody(hash) => {
-                    if bodies.fetch(now, hash, io) {
+                    let at = held_version_at(world, &p.mutation, hash);
+                    if bodies.fetch(now, hash, at, &sn.recent, io) {
                         self.stats.body_reads += 1;
                     }
                     batch.unbuilt.push_front(p);
                     return;
                 }
                 Evaluation::Applied { member, body } => {
-                    if let Some(body) = body {
+                    let member_bytes = postcard::experimental::serialized_size(&member).unwrap_or(0);
+                    let new_body = body.map(|body| {
                         let hash = member.version.as_ref().expect("a new body makes a version").body_hash;
+                        (hash, body)
+                    });
+                    // Carried in this member's slot even when stored elsewhere: a reader
+                    // finds a small body in the slot of its version (SPEC 5.7).
+                    let small = new_body.as_ref().filter(|(h, b)| {
+                        b.len() <= self.config.body_inline_bytes_max
+                            && !batch.carried.iter().any(|(c, _)| c == h)
+                    });
+                    let carried_bytes = small.map_or(0, |(_, b)| b.len() + BODY_LENGTH_BYTES);
+                    let bytes = batch.payload_bytes + member_bytes + carried_bytes;
+                    let too_long = SLOT_OVERHEAD_BYTES + bytes > self.config.slot_bytes_max;
+                    if too_long && !batch.members.is_empty() {
+                        batch.full = true;
+                        batch.unbuilt.push_front(p);
+                        for q in batch.unbuilt.drain(..).rev() {
+                            self.queue.push_front(q);
+                        }
+                        return;
+                    }
+                    // One member alone past the most carries nothing.
+                    let carry = small.is_some() && !too_long;
+                    if let Some((hash, body)) = new_body {
                         bodies.remember(hash, body.clone());
-                        let stored = world.paths_with_body(&hash).next().is_some();
-                        if !stored && bodies.store(now, hash, body, io) {
-                            batch.bodies_waiting.insert(hash);
+                        if carry {
+                            batch.payload_bytes += carried_bytes;
+                            batch.carried.push((hash, body));
+                        } else if body.len() > self.config.body_inline_bytes_max || too_long {
+                            let stored = world.paths_with_body(&hash).next().is_some();
+                            if !stored && bodies.store(now, hash, body, io) {
+                                batch.bodies_waiting.insert(hash);
+                            }
                         }
                     }
+                    batch.payload_bytes += member_bytes;
                     batch.overlay.apply(&member);
                     batch.members.push(member);
                     Judged::Member
@@ -168,20 +276,6 @@ impl Committer {
                 Evaluation::Rejected(r) => Judged::Rejected(r),
             };
             batch.built.push(Built { pending: p, judged, at_sequence });
-        }
-        if !batch.members.is_empty() {
-            let prev_hash = ahead.iter().fold(world.tip_hash(), |h, b| b.tip_hash_after(h));
-            let slot = Slot {
-                world_id: world.world_id(),
-                first_sequence: batch.base_sequence + 1,
-                store_id: self.store_id,
-                prev_hash,
-                members: batch.members.clone(),
-            };
-            let bytes = Bytes::from(slot.encode());
-            let hash = Hash32::of(&bytes);
-            debug_assert_eq!(slot.last_sequence(), batch.overlay.sequence());
-            batch.slot = Some(Encoded { slot, bytes, hash });
         }
     }
 
@@ -236,5 +330,20 @@ pub(super) fn answer_batch(batch: &mut Batch, deadlines: &mut BTreeSet<(Instant,
             deadlines.remove(&(b.pending.deadline, b.pending.request));
             reply(io, b.pending.request, outcome);
         }
+    }
+}
+
+/// The sequence and body length of the append's base version when its record is held,
+/// so the body may be found in its slot.
+fn held_version_at(
+    world: &crate::world::WorldState,
+    mutation: &ValidMutation,
+    hash: Hash32,
+) -> Option<(u64, u64)> {
+    let ValidMutation::Append { path, .. } = mutation else { return None };
+    let d = world.document(path)?;
+    match d.version(d.entry.version)? {
+        VersionAt::Held(r) if r.body_hash == hash => Some((r.sequence, r.body_len)),
+        _ => None,
     }
 }

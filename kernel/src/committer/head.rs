@@ -31,8 +31,11 @@ impl Committer {
         // A probe or a peer's hint may have installed slots past the head's base. The head
         // still creates: its lost create is the signal (SPEC 7), and what tells peers.
         assert!(head.base_sequence <= world_sequence, "the head builds on a confirmed state");
-        if head.slot.is_some() && self.holding(now, sn, &mut io.marks) {
+        if !head.members.is_empty() && self.holding(now, sn, &mut io.marks) {
             return false;
+        }
+        if self.pipeline.len() == 1 {
+            self.seal_last(sn);
         }
         let Some(head) = self.pipeline.front_mut() else { return true };
         let Some(enc) = &head.slot else {

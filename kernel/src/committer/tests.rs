@@ -10,8 +10,8 @@ use crate::ids::{OperationId, RequestId, StoreId, WorldId};
 use crate::marks::Mark;
 use crate::reply::{FailReason, WriteError, WriteOk};
 use crate::testkit::{
-    is_body_create, is_body_get, is_slot_create, is_slot_get, is_slot_stat, keys, publish, Fate, Harness,
-    MemStore, Peer, WORLD,
+    blob_bodies, is_body_create, is_body_get, is_slot_create, is_slot_get, is_slot_stat, keys, publish, Fate,
+    Harness, MemStore, Peer, WORLD,
 };
 use crate::time::Instant;
 use crate::world::{ApplyError, Expected, Invalid, Path, PathProblem, Rejection};
@@ -45,7 +45,7 @@ fn one_write_at_its_slot_create(h: &mut Harness) -> (RequestId, BlobOp) {
 
 /// A store holding a world's log as `writer` left it.
 fn store_after(writes: &[(u128, &str, &str)]) -> MemStore {
-    let mut writer = Harness::opened(Config::default());
+    let mut writer = Harness::opened(blob_bodies(Config::default()));
     for (op, p, body) in writes {
         writer.publish(*op, p, body);
     }
@@ -64,7 +64,7 @@ fn store_with_marker(world_id: WorldId) -> MemStore {
 /// A replica that cold-started on a log holding `/x.md` = "x" and `/y.md` = "y", so no
 /// body is in its memory.
 fn cold_replica_with_x_and_y(config: Config) -> Harness {
-    let mut writer = Harness::opened(Config::default());
+    let mut writer = Harness::opened(blob_bodies(Config::default()));
     writer.publish(1, "/x.md", "x");
     writer.publish(2, "/y.md", "y");
     writer.run();
@@ -310,7 +310,7 @@ fn a_slot_of_another_world_in_the_log_fails_closed() {
 
 #[test]
 fn group_commit_takes_what_is_queued_without_a_timer() {
-    let mut h = Harness::opened(no_hedging());
+    let mut h = Harness::opened(blob_bodies(no_hedging()));
     let arrived = h.now;
     let r = h.publish(1, "/a.md", "hello");
     assert!(h.find(is_body_create).is_some(), "the lone write's body is sent at once");
@@ -328,33 +328,57 @@ fn group_commit_takes_what_is_queued_without_a_timer() {
 }
 
 #[test]
-fn a_batch_takes_at_most_batch_members_max() {
-    let config = Config { batch_members_max: 4, batch_members_deep_max: 8, ..one_batch_at_a_time() };
-    let mut h = Harness::opened(config);
-    h.publish(1, "/hold.md", "hold");
-    for i in 0..7 {
-        h.publish(10 + i, &format!("/d/{i}.md"), &format!("body {i}"));
-    }
-    assert_eq!(h.replica.queued(), 7, "seven wait behind the held head");
-    h.run();
-    let sizes: Vec<usize> = h.slots_sent().iter().map(|s| s.members.len()).collect();
-    assert_eq!(sizes, vec![1, 4, 3], "seven queued (under the deep threshold of 8) go four, then three");
-    assert_eq!(h.replies.len(), 8);
-}
-
-#[test]
-fn a_batch_grows_to_the_deep_max_while_the_queue_is_deep() {
-    let config = Config { batch_members_max: 4, batch_members_deep_max: 8, ..one_batch_at_a_time() };
+fn a_batch_takes_what_is_queued_up_to_batch_members_max() {
+    let config = Config { batch_members_max: 8, ..one_batch_at_a_time() };
     let mut h = Harness::opened(config);
     h.publish(1, "/hold.md", "hold");
     for i in 0..13 {
         h.publish(10 + i, &format!("/d/{i}.md"), &format!("body {i}"));
     }
-    assert_eq!(h.replica.queued(), 13);
+    assert_eq!(h.replica.queued(), 13, "thirteen wait behind the held head");
     h.run();
     let sizes: Vec<usize> = h.slots_sent().iter().map(|s| s.members.len()).collect();
-    assert_eq!(sizes, vec![1, 8, 4, 1], "13 deep: eight; then 5 left, shallow: four; then one");
+    assert_eq!(sizes, vec![1, 8, 5], "a batch grows with the queue to the most, never past it");
     assert_eq!(h.replies.len(), 14);
+}
+
+#[test]
+fn small_bodies_ride_in_their_slot_and_large_ones_are_blobs_created_first() {
+    let config = Config { body_inline_bytes_max: 8, ..one_batch_at_a_time() };
+    let mut h = Harness::opened(config);
+    h.publish(1, "/small.md", "tiny");
+    h.run();
+    let slot = &h.slots_sent()[0];
+    assert_eq!(slot.bodies, vec![Bytes::from_static(b"tiny")], "carried");
+    assert_eq!(h.body_creates(), 0, "no blob for a carried body");
+    h.publish(2, "/large.md", "longer than eight");
+    h.run();
+    let slot = &h.slots_sent()[1];
+    assert!(slot.bodies.is_empty(), "a large body is not carried");
+    assert_eq!(h.body_creates(), 1, "its blob");
+}
+
+#[test]
+fn a_batch_stops_at_the_slots_most_bytes_and_a_lone_member_past_it_is_a_blob() {
+    let config = Config { slot_bytes_max: 700, ..one_batch_at_a_time() };
+    let mut h = Harness::opened(config);
+    h.publish(1, "/hold.md", "hold");
+    for i in 0..3 {
+        h.publish(10 + i, &format!("/d/{i}.md"), &"x".repeat(200 + i as usize));
+    }
+    h.run();
+    let slots = h.slots_sent();
+    assert!(slots.iter().all(|s| s.encode().len() <= 700), "every slot within its most bytes");
+    assert!(slots.len() > 2, "the three did not fit in one slot: {:?}", slots.len());
+    assert_eq!(slots.iter().map(|s| s.members.len()).sum::<usize>(), 4);
+    assert!(slots.iter().all(|s| s.bodies.len() == s.members.len()), "every body carried");
+    assert_eq!(h.body_creates(), 0);
+    let long = "y".repeat(800);
+    h.publish(20, "/long.md", &long);
+    h.run();
+    let last = h.slots_sent().pop().expect("a slot");
+    assert_eq!((last.members.len(), last.bodies.len()), (1, 0), "alone and past the most: a blob");
+    assert_eq!(h.body_creates(), 1);
 }
 
 #[test]
@@ -412,7 +436,7 @@ fn a_failed_precondition_answers_that_member_alone() {
 
 #[test]
 fn the_body_is_stored_before_the_slot_is_created() {
-    let mut h = Harness::opened(Config::default());
+    let mut h = Harness::opened(blob_bodies(Config::default()));
     h.publish(1, "/a.md", "hello");
     assert!(h.find(is_slot_create).is_none(), "no slot create while the body create is pending");
     h.run();
@@ -423,7 +447,7 @@ fn the_body_is_stored_before_the_slot_is_created() {
 
 #[test]
 fn a_body_already_stored_counts_as_created() {
-    let mut h = Harness::opened(Config::default());
+    let mut h = Harness::opened(blob_bodies(Config::default()));
     let now = h.now;
     h.store.put(now, keys().body(&Hash32::of(b"hello")), Bytes::from(encode_body(b"hello")));
     let r = h.publish(1, "/a.md", "hello");
@@ -438,7 +462,7 @@ fn a_body_already_stored_counts_as_created() {
 
 #[test]
 fn staged_batches_never_exceed_batches_ahead_max() {
-    let mut h = Harness::opened(Config::default());
+    let mut h = Harness::opened(blob_bodies(Config { batch_members_max: 1, ..Config::default() }));
     for i in 0..10 {
         h.publish(i + 1, &format!("/d/{i}.md"), &format!("body {i}"));
     }
@@ -452,12 +476,39 @@ fn staged_batches_never_exceed_batches_ahead_max() {
     assert_eq!(h.replica.queued(), 7, "stored bodies make no room while the head create is held");
     h.run();
     let sizes: Vec<usize> = h.slots_sent().iter().map(|s| s.members.len()).collect();
-    assert_eq!(sizes, vec![1, 1, 1, 7]);
+    assert_eq!(sizes, vec![1; 10]);
+}
+
+#[test]
+fn the_batch_behind_the_head_takes_the_writes_that_arrive_while_the_head_is_created() {
+    let mut h = Harness::opened(Config::default());
+    h.publish(1, "/first.md", "first");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(1)], "a lone write goes at once");
+    for i in 0..9 {
+        h.publish(10 + i, &format!("/d/{i}.md"), &format!("body {i}"));
+    }
+    assert_eq!(h.replica.queued(), 0, "each joined the batch behind the head on arrival");
+    h.run();
+    let sizes: Vec<usize> = h.slots_sent().iter().map(|s| s.members.len()).collect();
+    assert_eq!(sizes, vec![1, 9], "one slot behind the head, not one per staged batch");
+    assert_eq!(h.body_creates(), 0, "every body rode in its slot");
+}
+
+#[test]
+fn a_head_waiting_for_its_bodies_takes_no_more_writes() {
+    let mut h = Harness::opened(blob_bodies(Config { batches_ahead_max: 1, ..Config::default() }));
+    h.publish(1, "/first.md", "first");
+    h.publish(2, "/second.md", "second");
+    h.publish(3, "/third.md", "third");
+    assert!(pending_slot_creates(&h).is_empty(), "the head waits for its body");
+    h.run();
+    let sizes: Vec<usize> = h.slots_sent().iter().map(|s| s.members.len()).collect();
+    assert_eq!(sizes, vec![1, 2], "the second and third wait behind the head, not in it");
 }
 
 #[test]
 fn slot_k_plus_one_is_created_only_after_slot_k_is_confirmed() {
-    let mut h = Harness::opened(Config::default());
+    let mut h = Harness::opened(blob_bodies(Config { batch_members_max: 1, ..Config::default() }));
     for i in 0..3 {
         h.publish(i + 1, &format!("/d/{i}.md"), &format!("body {i}"));
     }
@@ -479,7 +530,7 @@ fn slot_k_plus_one_is_created_only_after_slot_k_is_confirmed() {
 
 #[test]
 fn a_write_is_acknowledged_only_after_its_slot_is_confirmed() {
-    let mut h = Harness::opened(Config::default());
+    let mut h = Harness::opened(blob_bodies(Config::default()));
     let r = h.publish(1, "/a.md", "hello");
     assert!(h.bring_forward(is_body_create));
     h.deliver();
@@ -647,7 +698,8 @@ fn a_lost_slot_rebuilds_only_touched_members() {
 
 #[test]
 fn a_stale_body_read_after_a_loss_is_harmless() {
-    let mut h = cold_replica_with_x_and_y(Config { body_cache_bytes_max: 0, ..Config::default() });
+    let mut h =
+        cold_replica_with_x_and_y(blob_bodies(Config { body_cache_bytes_max: 0, ..Config::default() }));
     let rx = h.append(3, "/x.md", "+1");
     h.deliver_all_but(is_slot_create);
     let ry = h.append(4, "/y.md", "+2");
@@ -948,7 +1000,7 @@ fn a_missing_body_the_log_names_fails_closed() {
     let mut store = store_after(&[(1, "/a.md", "a")]);
     let hash = Hash32::of(b"a");
     store.objects.remove(&keys().body(&hash));
-    let mut h = Harness::with_store(Config::default(), store, 2);
+    let mut h = Harness::with_store(blob_bodies(Config::default()), store, 2);
     h.run();
     h.failure_expected = true;
     let r = h.append(2, "/a.md", "+");

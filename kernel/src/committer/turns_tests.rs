@@ -12,7 +12,9 @@ use crate::hash::Hash32;
 use crate::ids::{OperationId, RequestId};
 use crate::marks::Mark;
 use crate::reply::FailReason;
-use crate::testkit::{is_body_create, is_slot_create, is_slot_stat, keys, publish, Harness, Peer};
+use crate::testkit::{
+    blob_bodies, is_body_create, is_slot_create, is_slot_stat, keys, publish, Harness, Peer,
+};
 use crate::world::ApplyError;
 use crate::world::Expected;
 use bytes::Bytes;
@@ -137,7 +139,7 @@ fn a_store_that_loses_a_slot_reports_the_winners_last_sequence() {
 
 #[test]
 fn a_store_that_loses_to_a_slot_it_already_installed_reports_the_winners_last_sequence() {
-    let mut h = Harness::opened(turns_on());
+    let mut h = Harness::opened(blob_bodies(turns_on()));
     let r = h.publish(1, "/own/1.md", "own 1");
     let mut peer = Peer::following(&h);
     peer_commits(&mut peer, &mut h, &[101, 102]);
@@ -159,7 +161,7 @@ fn a_store_that_loses_to_a_slot_it_already_installed_reports_the_winners_last_se
 
 #[test]
 fn a_store_that_loses_to_a_slot_older_than_its_index_reports_the_winners_last_sequence() {
-    let mut h = Harness::opened(Config { recent_slots_max: 1, ..turns_on() });
+    let mut h = Harness::opened(blob_bodies(Config { recent_slots_max: 1, ..turns_on() }));
     let r = h.publish(1, "/own/1.md", "own 1");
     let mut peer = Peer::following(&h);
     peer_commits(&mut peer, &mut h, &[101, 102]);
@@ -440,7 +442,7 @@ fn a_hint_answered_by_a_peers_slot_installed_before_the_hint_arrived_holds_nothi
 #[test]
 
 fn a_hint_that_already_held_holds_nothing_when_passed_on_again() {
-    let config = turns_on();
+    let config = blob_bodies(turns_on());
     let (mut h, second) = won_slot_1_a_peer_lost(config.clone());
     let won_at = h.now;
     h.settle();
@@ -678,7 +680,7 @@ fn holds_count_holds_begun_holds_answered_and_their_time() {
 
 #[test]
 fn recoveries_us_records_the_time_from_a_lost_create_to_the_next_create() {
-    let mut h = Harness::opened(turns_on());
+    let mut h = Harness::opened(blob_bodies(turns_on()));
     let r = h.publish(1, "/own/1.md", "own 1");
     let mut peer = Peer::following(&h);
     peer_commits(&mut peer, &mut h, &[101]);

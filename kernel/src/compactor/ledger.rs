@@ -11,11 +11,13 @@
 //! into it before applying the slot; the compactor moves its base on when a checkpoint
 //! is written or adopted.
 
-use crate::checkpoint::FoldSource;
+use crate::checkpoint::{FoldSource, Object, ObjectKind};
+use crate::format::encode_body;
 use crate::format::{HistoryRef, Slot, StoredReceipt};
 use crate::hash::Hash32;
 use crate::ids::WorldId;
 use crate::world::{receipts_from, request_digest, Document, Path, Policy, StateView, WorldState};
+use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub(crate) struct Ledger {
@@ -70,6 +72,22 @@ impl Ledger {
             dropped: VecDeque::new(),
             slots: VecDeque::new(),
         }
+    }
+
+    /// The bodies carried by the slots through `sequence` (a step's boundary), each once,
+    /// as objects to write out before the step's checkpoint (SPEC 5.7); none of `stored`.
+    pub fn carried_through(&self, sequence: u64, stored: &BTreeSet<Hash32>) -> Vec<Object> {
+        let mut seen: BTreeSet<Hash32> = BTreeSet::new();
+        let carried = self.slots.iter().take_while(|(slot, _)| slot.last_sequence() <= sequence);
+        carried
+            .flat_map(|(slot, _)| slot.bodies_by_hash())
+            .filter(|(name, _)| !stored.contains(name) && seen.insert(*name))
+            .map(|(name, body)| Object {
+                kind: ObjectKind::Body,
+                name,
+                bytes: Bytes::from(encode_body(body)),
+            })
+            .collect()
     }
 
     /// A replica that never compacts keeps nothing.

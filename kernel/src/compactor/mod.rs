@@ -358,7 +358,8 @@ impl Compactor {
             match folded {
                 Ok(folded) => {
                     self.gather = None;
-                    self.start(folded, slots_at_fold);
+                    let bodies = sn.ledger.carried_through(sequence, &self.stored);
+                    self.start(folded, bodies, slots_at_fold);
                     return Ok(());
                 }
                 Err(FoldError::NeedBlocks(needed)) => {
@@ -390,12 +391,17 @@ impl Compactor {
         behind && (slots >= self.slots_max || since >= self.interval)
     }
 
-    fn start(&mut self, folded: crate::checkpoint::Folded, slots_at_fold: u64) {
+    /// Starts writing a fold: first the bodies the slots it covers carried, as blobs (a
+    /// checkpoint names no body only a slot holds, since slots are collected behind it),
+    /// then its objects, then the checkpoint object.
+    fn start(&mut self, folded: crate::checkpoint::Folded, bodies: Vec<Object>, slots_at_fold: u64) {
         self.stats.steps += 1;
+        self.stats.bodies_written_out += bodies.len() as u64;
         let names: BTreeSet<Hash32> = folded.objects.iter().map(|o| o.name).collect();
-        let queue: VecDeque<Object> =
+        let objects: Vec<Object> =
             folded.objects.into_iter().filter(|o| !self.stored.contains(&o.name)).collect();
-        self.stats.objects_reused += (names.len() - queue.len()) as u64 + folded.history_reused;
+        self.stats.objects_reused += (names.len() - objects.len()) as u64 + folded.history_reused;
+        let queue: VecDeque<Object> = bodies.into_iter().chain(objects).collect();
         let checkpoint_bytes = Bytes::from(folded.checkpoint.encode());
         self.run = Some(Run {
             checkpoint: folded.checkpoint,
@@ -448,8 +454,13 @@ impl Compactor {
         match (what, result) {
             (StepCall::Create { name, .. }, Ok(_)) => self.object_stored(name, true),
             // A content object found stored is done: it is never collected (SPEC 10.15).
-            (StepCall::Create { kind: ObjectKind::History, name }, Err(BlobError::AlreadyExists))
-            | (StepCall::Stat { kind: ObjectKind::History, name }, Ok(_)) => self.object_stored(name, false),
+            (
+                StepCall::Create { kind: ObjectKind::History | ObjectKind::Body, name },
+                Err(BlobError::AlreadyExists),
+            )
+            | (StepCall::Stat { kind: ObjectKind::History | ObjectKind::Body, name }, Ok(_)) => {
+                self.object_stored(name, false)
+            }
             (
                 StepCall::Create { .. } | StepCall::Stat { .. } | StepCall::Freshen { .. },
                 Err(BlobError::Throttled),

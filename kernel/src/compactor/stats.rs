@@ -18,6 +18,8 @@ pub struct CompactorStats {
     pub objects_found: u64,
     /// Objects a run skipped because the checkpoint before it already had them.
     pub objects_reused: u64,
+    /// Bodies slots carried that steps wrote out as blobs before their checkpoints.
+    pub bodies_written_out: u64,
     /// Opens that loaded a full checkpoint (not checkpoint zero).
     pub loaded_at_open: u64,
     /// Checkpoints an opening could not load and fell back from (each also a
@@ -58,6 +60,7 @@ impl CompactorStats {
             objects_created,
             objects_found,
             objects_reused,
+            bodies_written_out,
             loaded_at_open,
             skipped_at_open,
             looks,
@@ -76,6 +79,7 @@ impl CompactorStats {
         self.objects_created += objects_created;
         self.objects_found += objects_found;
         self.objects_reused += objects_reused;
+        self.bodies_written_out += bodies_written_out;
         self.loaded_at_open += loaded_at_open;
         self.skipped_at_open += skipped_at_open;
         self.looks += looks;

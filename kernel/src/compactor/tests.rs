@@ -87,6 +87,27 @@ fn the_checkpoint_object_is_created_after_every_object_it_names() {
 }
 
 #[test]
+fn a_step_writes_the_bodies_its_slots_carried_out_as_blobs_before_its_checkpoint() {
+    let mut h = Harness::opened(compacting(4));
+    write_docs(&mut h, 1, 3);
+    assert_eq!(h.body_creates(), 0, "the slots carry their bodies");
+    write_docs(&mut h, 4, 1);
+    assert_eq!(full_checkpoints(&h.store), vec![5]);
+    let creates: Vec<&BlobOp> = h.log.iter().filter(|op| matches!(op, BlobOp::Create { .. })).collect();
+    let at = creates.iter().position(|op| op.key() == keys().checkpoint(5)).expect("created");
+    // write_docs numbers bodies from 0 in each call: "body 0" twice, one blob.
+    for i in 0..3u128 {
+        let key = keys().body(&Hash32::of(format!("body {i}").as_bytes()));
+        assert!(creates[..at].iter().any(|op| op.key() == key), "{key} before the checkpoint");
+        assert!(h.store.bytes(&key).is_some(), "{key} stored");
+    }
+    assert_eq!(h.replica.compactor_stats().bodies_written_out, 3, "each body once a step");
+    write_docs(&mut h, 10, 4);
+    assert_eq!(full_checkpoints(&h.store), vec![5, 9]);
+    assert_eq!(h.replica.compactor_stats().bodies_written_out, 7, "the next step writes only its own slots'");
+}
+
+#[test]
 fn a_checkpoint_reuses_the_objects_that_did_not_change() {
     let mut h = Harness::opened(compacting(8));
     write_docs(&mut h, 1, 8);

@@ -221,10 +221,15 @@ pub fn decode_raw_schema<'a>(
 /// The same bytes as `encode_raw(kind, &postcard::to_allocvec(value))`, with the payload
 /// encoded in place behind the header (one buffer, no copy of the payload).
 pub fn encode_value<T: Serialize>(kind: Kind, value: &T) -> Vec<u8> {
+    encode_value_schema(kind, SCHEMA, value)
+}
+
+/// [`encode_value`] at another schema than 1, for a kind that has more than one.
+pub fn encode_value_schema<T: Serialize>(kind: Kind, schema: u16, value: &T) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(&MAGIC);
     out.push(kind as u8);
-    out.extend_from_slice(&SCHEMA.to_le_bytes());
+    out.extend_from_slice(&schema.to_le_bytes());
     out.extend_from_slice(&[0; 4]);
     let mut out =
         postcard::serialize_with_flavor(value, Appended(out)).expect("postcard encodes every slotlog type");

@@ -2,7 +2,7 @@
 //! same value and the same bytes; damaged objects are refused with an error, never a panic
 //! and never another valid object; shape rules are enforced on decode.
 
-use super::frame::{encode_raw, encode_value, DecodeError, Kind, NameRule, HEADER_LEN, TRAILER_LEN};
+use super::frame::{encode_raw, DecodeError, Kind, NameRule, HEADER_LEN, TRAILER_LEN};
 use super::rule::ShapeRule;
 use super::snapshot_tests::worked_example_slot;
 use super::{decode_body, encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
@@ -212,6 +212,7 @@ pub(super) fn slot() -> BoxedStrategy<Slot> {
                 .enumerate()
                 .map(|(i, (spec, op))| spec.member(first_sequence + i as u64, OperationId::from(op)))
                 .collect(),
+            bodies: Vec::new(),
         })
         .boxed()
 }
@@ -368,7 +369,7 @@ proptest! {
         }
         prop_assume!(bad != slot);
         // Encoded without `Slot::encode`, whose debug assertion would refuse the shape.
-        let decoded = Slot::decode(&encode_value(Kind::Slot, &bad));
+        let decoded = Slot::decode(&bad.encode_unchecked());
         prop_assert!(matches!(decoded, Err(DecodeError::Shape(_))), "{:?}", decoded);
     }
 
@@ -574,7 +575,7 @@ fn every_truncation_of_the_worked_example_is_refused() {
 }
 
 /// Members on distinct paths at sequences 1..=n.
-fn publishes(n: usize) -> Slot {
+pub(super) fn publishes(n: usize) -> Slot {
     let mut slot = worked_example_slot();
     let template = slot.members[0].clone();
     slot.members = (0..n)
@@ -604,7 +605,7 @@ fn a_slot_holds_at_most_256_members() {
     assert_eq!(Slot::decode(&full.encode()).map(|s| s.members.len()), Ok(SLOT_MEMBERS_MAX));
     let over = publishes(SLOT_MEMBERS_MAX + 1);
     assert_eq!(
-        Slot::decode(&encode_value(Kind::Slot, &over)),
+        Slot::decode(&over.encode_unchecked()),
         Err(DecodeError::Shape(ShapeRule::SlotTooManyMembers))
     );
 }
@@ -633,7 +634,7 @@ fn policy_rules_must_be_normalized_to_decode() {
     ] {
         slot.members[0].policy = Some(bad);
         assert_eq!(
-            Slot::decode(&encode_value(Kind::Slot, &slot)),
+            Slot::decode(&slot.encode_unchecked()),
             Err(DecodeError::Shape(ShapeRule::Member(MemberRule::PolicyRulesNotNormalized)))
         );
     }
@@ -641,14 +642,15 @@ fn policy_rules_must_be_normalized_to_decode() {
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
     slot.members[0].policy = Some(rules(&many));
     assert_eq!(
-        Slot::decode(&encode_value(Kind::Slot, &slot)),
+        Slot::decode(&slot.encode_unchecked()),
         Err(DecodeError::Shape(ShapeRule::Member(MemberRule::PolicyRulesNotNormalized)))
     );
 }
 
 /// The worked example's payload with `edit` applied, in a good frame.
 fn reframed(edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut payload = postcard::to_allocvec(&worked_example_slot()).expect("encodes");
+    let bytes = worked_example_slot().encode();
+    let mut payload = bytes[HEADER_LEN..bytes.len() - TRAILER_LEN].to_vec();
     edit(&mut payload);
     encode_raw(Kind::Slot, &payload)
 }
@@ -738,7 +740,7 @@ fn a_slot_whose_sequences_pass_u64_max_is_refused_not_a_panic() {
     slot.members[0].receipt.sequence = u64::MAX;
     slot.members[0].entry.as_mut().expect("entry").modified_sequence = u64::MAX;
     slot.members[0].version.as_mut().expect("version").sequence = u64::MAX;
-    let bytes = encode_value(Kind::Slot, &slot);
+    let bytes = slot.encode_unchecked();
     let result = std::panic::catch_unwind(|| Slot::decode(&bytes));
     assert_eq!(result.ok(), Some(Err(DecodeError::Shape(ShapeRule::SlotSequencesOverflow))));
 }
@@ -753,7 +755,7 @@ fn a_prune_range_ending_at_u64_max_is_refused_not_a_panic() {
     e.first_version = 5;
     m.version.as_mut().expect("version").version = 5;
     m.prune = Some(PruneRange { first: 1, last: u64::MAX });
-    let bytes = encode_value(Kind::Slot, &slot);
+    let bytes = slot.encode_unchecked();
     let result = std::panic::catch_unwind(|| Slot::decode(&bytes));
     let refused = DecodeError::Shape(ShapeRule::Member(MemberRule::PruneNotBelowFirstVersion));
     assert_eq!(result.ok(), Some(Err(refused)));

@@ -23,6 +23,11 @@ pub enum ShapeRule {
     MembersNotContiguous,
     /// Two members of one slot with the same operation id.
     OperationIdTwice,
+    /// A carried body (schema 2) that is no member's new version body, or that comes
+    /// before a body of an earlier member, or twice.
+    InlineBodyOutOfPlace,
+    /// A carried body longer than [`super::slot::INLINE_BODY_BYTES_MAX`].
+    InlineBodyTooLong,
     /// A member breaks a rule of its own.
     Member(MemberRule),
     /// A checkpoint breaks a rule of SPEC 10.2.
@@ -273,6 +278,10 @@ impl fmt::Display for ShapeRule {
                 f.write_str("member sequences are not contiguous from the first")
             }
             ShapeRule::OperationIdTwice => f.write_str("one operation id twice in a slot"),
+            ShapeRule::InlineBodyOutOfPlace => {
+                f.write_str("a carried body that is no member's new body, out of member order or twice")
+            }
+            ShapeRule::InlineBodyTooLong => f.write_str("a carried body longer than a slot may carry"),
             ShapeRule::Member(r) => write!(f, "{r}"),
             ShapeRule::Checkpoint(r) => write!(f, "checkpoint: {r}"),
             ShapeRule::Root(r) => write!(f, "root: {r}"),

@@ -1,16 +1,31 @@
 //! Slots (SPEC 5): one batch of members, created if absent at `log/<first sequence>`.
 //! A slot is never rewritten. Its hash is BLAKE3 of its whole object bytes, and the next
 //! slot names it as `prev_hash`, so the log is a verifiable chain.
+//!
+//! Two schemas (SPEC 5.7). Schema 1 holds the members alone: every new body is a blob.
+//! Schema 2 also carries small new bodies, so one create commits a batch and its bodies;
+//! a slot that carries none is written in schema 1, so each slot has one byte form.
 
-use super::frame::{decode_value, encode_value, DecodeError, Kind, NameRule};
+use super::frame::{decode_payload, decode_raw_schema, encode_value_schema, DecodeError, Kind, NameRule};
 use super::rule::ShapeRule;
 use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::world::entry::SlotMember;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// No slot may hold more members than this, whatever a committer is configured to.
 pub const SLOT_MEMBERS_MAX: usize = 256;
+
+/// A slot carries no body longer than this (64 KiB): the most a committer may be
+/// configured to inline, so one large body cannot make every slot after it slow.
+pub const INLINE_BODY_BYTES_MAX: usize = 64 * 1024;
+
+/// Schema of a slot whose new bodies are all blobs.
+pub const SCHEMA_MEMBERS: u16 = 1;
+/// Schema of a slot that carries bodies.
+pub const SCHEMA_WITH_BODIES: u16 = 2;
 
 /// A slot: one batch of members, at `log/<first sequence>`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +40,29 @@ pub struct Slot {
     pub prev_hash: Hash32,
     /// The members, at consecutive sequences from `first_sequence`.
     pub members: Vec<SlotMember>,
+    /// New bodies the slot carries instead of blobs (schema 2), each once, in the order
+    /// of the first member whose new version it is.
+    pub bodies: Vec<Bytes>,
+}
+
+/// Schema 1's payload: a slot without carried bodies.
+#[derive(Serialize)]
+struct MembersOnly<'a> {
+    world_id: WorldId,
+    first_sequence: u64,
+    store_id: StoreId,
+    prev_hash: Hash32,
+    members: &'a [SlotMember],
+}
+
+/// Schema 1's payload, decoded.
+#[derive(Serialize, Deserialize)]
+struct MembersOnlyOwned {
+    world_id: WorldId,
+    first_sequence: u64,
+    store_id: StoreId,
+    prev_hash: Hash32,
+    members: Vec<SlotMember>,
 }
 
 impl Slot {
@@ -33,15 +71,73 @@ impl Slot {
         self.first_sequence + self.members.len() as u64 - 1
     }
 
+    /// The schema the slot is written in.
+    pub fn schema(&self) -> u16 {
+        if self.bodies.is_empty() {
+            SCHEMA_MEMBERS
+        } else {
+            SCHEMA_WITH_BODIES
+        }
+    }
+
     /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
-        encode_value(Kind::Slot, self)
+        self.encode_any_shape()
+    }
+
+    /// The bytes of a slot of any shape, for tests that make broken ones.
+    #[cfg(test)]
+    pub(crate) fn encode_unchecked(&self) -> Vec<u8> {
+        self.encode_any_shape()
+    }
+
+    fn encode_any_shape(&self) -> Vec<u8> {
+        if self.bodies.is_empty() {
+            let only = MembersOnly {
+                world_id: self.world_id,
+                first_sequence: self.first_sequence,
+                store_id: self.store_id,
+                prev_hash: self.prev_hash,
+                members: &self.members,
+            };
+            encode_value_schema(Kind::Slot, SCHEMA_MEMBERS, &only)
+        } else {
+            encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, self)
+        }
+    }
+
+    /// The carried body that hashes to `hash`, if the slot carries it (checked at decode).
+    pub fn body(&self, hash: &Hash32) -> Option<&Bytes> {
+        self.bodies.iter().find(|b| Hash32::of(b) == *hash)
+    }
+
+    /// The carried bodies with their hashes.
+    pub fn bodies_by_hash(&self) -> impl Iterator<Item = (Hash32, &Bytes)> {
+        self.bodies.iter().map(|b| (Hash32::of(b), b))
     }
 
     /// Decodes and checks the slot's own shape (not its place in a chain).
     pub fn decode(bytes: &[u8]) -> Result<Slot, DecodeError> {
-        let slot: Slot = decode_value(Kind::Slot, bytes)?;
+        let (schema, payload) = decode_raw_schema(Kind::Slot, &[SCHEMA_MEMBERS, SCHEMA_WITH_BODIES], bytes)?;
+        let slot = if schema == SCHEMA_MEMBERS {
+            let m: MembersOnlyOwned = decode_payload(payload)?;
+            Slot {
+                world_id: m.world_id,
+                first_sequence: m.first_sequence,
+                store_id: m.store_id,
+                prev_hash: m.prev_hash,
+                members: m.members,
+                bodies: Vec::new(),
+            }
+        } else {
+            let slot: Slot = decode_payload(payload)?;
+            if slot.bodies.is_empty() {
+                // Schema 1 is this slot's one byte form.
+                return Err(DecodeError::NotCanonical);
+            }
+            slot
+        };
         match slot.shape_problem() {
             Some(rule) => Err(DecodeError::Shape(rule)),
             None => Ok(slot),
@@ -86,6 +182,30 @@ impl Slot {
         if ops.windows(2).any(|w| w[0] == w[1]) {
             return Some(ShapeRule::OperationIdTwice);
         }
+        self.bodies_problem()
+    }
+
+    /// Carried bodies: each a member's new body, once, in the order of their first member.
+    fn bodies_problem(&self) -> Option<ShapeRule> {
+        if self.bodies.is_empty() {
+            return None;
+        }
+        if self.bodies.iter().any(|b| b.len() > INLINE_BODY_BYTES_MAX) {
+            return Some(ShapeRule::InlineBodyTooLong);
+        }
+        let mut first_member: BTreeMap<Hash32, usize> = BTreeMap::new();
+        for (i, m) in self.members.iter().enumerate() {
+            if let Some(v) = &m.version {
+                first_member.entry(v.body_hash).or_insert(i);
+            }
+        }
+        let mut last: Option<usize> = None;
+        for body in &self.bodies {
+            match first_member.get(&Hash32::of(body)) {
+                Some(&i) if last.is_none_or(|l| l < i) => last = Some(i),
+                _ => return Some(ShapeRule::InlineBodyOutOfPlace),
+            }
+        }
         None
     }
 }
@@ -93,4 +213,66 @@ impl Slot {
 /// A slot's hash: BLAKE3 of its whole object bytes, which the next slot names as `prev_hash`.
 pub fn slot_hash(bytes: &[u8]) -> Hash32 {
     Hash32::of(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::roundtrip_tests::publishes;
+
+    /// `publishes(3)` with its members' bodies set to these.
+    fn carrying(bodies: &[&'static [u8]]) -> Slot {
+        let mut slot = publishes(3);
+        for (m, b) in slot.members.iter_mut().zip(bodies) {
+            let hash = Hash32::of(b);
+            m.version.as_mut().expect("a publish").body_hash = hash;
+            m.version.as_mut().expect("a publish").body_len = b.len() as u64;
+            m.entry.as_mut().expect("a publish").body_hash = hash;
+            m.entry.as_mut().expect("a publish").body_len = b.len() as u64;
+        }
+        slot
+    }
+
+    #[test]
+    fn a_slot_carrying_bodies_round_trips_in_schema_2_and_finds_them_by_hash() {
+        let mut slot = carrying(&[b"one", b"two", b"one"]);
+        slot.bodies = vec![Bytes::from_static(b"one"), Bytes::from_static(b"two")];
+        let bytes = slot.encode();
+        let back = Slot::decode(&bytes).expect("decodes");
+        assert_eq!((back.schema(), &back), (SCHEMA_WITH_BODIES, &slot));
+        assert_eq!(back.body(&Hash32::of(b"two")).map(|b| &b[..]), Some(&b"two"[..]));
+        assert_eq!(back.body(&Hash32::of(b"three")), None);
+    }
+
+    #[test]
+    fn a_slot_without_bodies_is_schema_1_and_schema_2_without_bodies_is_refused() {
+        let slot = carrying(&[b"one", b"two", b"three"]);
+        let bytes = slot.encode();
+        assert_eq!(bytes[5..7], SCHEMA_MEMBERS.to_le_bytes());
+        let forced = encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, &slot);
+        assert_eq!(Slot::decode(&forced), Err(DecodeError::NotCanonical));
+    }
+
+    #[test]
+    fn carried_bodies_must_be_members_new_bodies_once_in_member_order() {
+        let refused = |bodies: Vec<&'static [u8]>| {
+            let mut slot = carrying(&[b"one", b"two", b"three"]);
+            slot.bodies = bodies.into_iter().map(Bytes::from_static).collect();
+            Slot::decode(&encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, &slot))
+        };
+        let out_of_place = Err(DecodeError::Shape(ShapeRule::InlineBodyOutOfPlace));
+        assert_eq!(refused(vec![b"four"]), out_of_place, "no member's body");
+        assert_eq!(refused(vec![b"two", b"one"]), out_of_place, "out of member order");
+        assert_eq!(refused(vec![b"one", b"one"]), out_of_place, "twice");
+        assert!(refused(vec![b"one", b"three"]).is_ok(), "a subset in order is fine");
+    }
+
+    #[test]
+    fn a_carried_body_longer_than_the_most_is_refused() {
+        let long: &'static [u8] = Box::leak(vec![7u8; INLINE_BODY_BYTES_MAX + 1].into_boxed_slice());
+        let mut slot = carrying(&[long, b"two", b"three"]);
+        slot.bodies = vec![Bytes::from_static(long)];
+        let bytes = encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, &slot);
+        assert_eq!(Slot::decode(&bytes), Err(DecodeError::Shape(ShapeRule::InlineBodyTooLong)));
+    }
 }

@@ -15,6 +15,7 @@ use crate::world::entry::{
 };
 use crate::world::path::Path;
 use crate::world::policy::{Policy, PolicyRules};
+use bytes::Bytes;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -114,6 +115,7 @@ fn five_kind_slot() -> Slot {
             document_member(ReceiptKind::Unarchived, op(0x44), 303, "/notes/a.md", (5, 3), b"hello", None),
             policy,
         ],
+        bodies: Vec::new(),
     }
 }
 
@@ -125,6 +127,7 @@ pub(super) fn worked_example_slot() -> Slot {
         store_id: StoreId(7),
         prev_hash: Hash32::of(&marker().encode()),
         members: vec![document_member(ReceiptKind::Published, op(1), 1, "/a.md", (1, 1), b"hi", None)],
+        bodies: Vec::new(),
     }
 }
 
@@ -246,6 +249,18 @@ fn slot_with_one_member_of_each_receipt_kind_bytes() {
         ]
     );
     insta::assert_snapshot!("slot_five_kinds", hex_dump(&bytes));
+}
+
+/// The five-kind slot carrying its two new bodies (schema 2): "hello" for the publish at
+/// 300 and "ab" for the append at 301, in that order.
+#[test]
+fn slot_carrying_bodies_bytes() {
+    let mut slot = five_kind_slot();
+    slot.bodies = vec![Bytes::from_static(b"hello"), Bytes::from_static(b"ab")];
+    let bytes = slot.encode();
+    assert_eq!(bytes[5..7], [2, 0], "schema 2");
+    assert_eq!(Slot::decode(&bytes).as_ref(), Ok(&slot));
+    insta::assert_snapshot!("slot_carrying_bodies", hex_dump(&bytes));
 }
 
 #[test]

@@ -34,6 +34,7 @@ fn commit(world: &mut WorldState, op: u128, m: &Mutation) -> Receipt {
         store_id: StoreId(1),
         prev_hash: world.tip_hash(),
         members: vec![member.clone()],
+        bodies: Vec::new(),
     };
     world.apply_slot(&slot, Hash32::of(&slot.encode())).expect("the slot applies");
     member.receipt

@@ -239,6 +239,26 @@ impl<'a> Judge<'a> {
         }
         self.judge_documents(key, &root, m, out);
         self.judge_receipts(key, &root, m, out);
+        self.judge_bodies(key, m, out);
+    }
+
+    /// Every body of every version the checkpoint holds is a blob (bodies are never
+    /// collected, so one stored at its create is stored at the end).
+    fn judge_bodies(&self, key: &str, m: &ModelCheckpoint, out: &mut Vec<Violation>) {
+        for d in &m.documents {
+            for v in &d.versions {
+                let body = self.keys.body(&Hash32(v.body_hash));
+                if !self.objects.contains_key(body.as_str()) {
+                    out.push(Violation::CheckpointBodyNotStored {
+                        checkpoint: key.to_string(),
+                        path: d.path.clone(),
+                        version: v.version,
+                        body,
+                    });
+                    return; // one is enough to name the checkpoint
+                }
+            }
+        }
     }
 
     /// The layout is the rule's, every path sits in its shard, and the entries and

@@ -7,9 +7,9 @@ use crate::history::{ClientOp, History, Outcome, StoredObject};
 use crate::{ModelApplied, ModelReceipt, ModelWorld, ReceiptKind, Verdict};
 use bytes::Bytes;
 use slotlog_kernel::format::{
-    history_window, receipt_block_of, shard_bits_for, shard_count, shard_of, Checkpoint, DecodeError,
-    HistoryBlock, HistoryRef, Keys, Marker, NameRule, ReceiptBlock, ReceiptBlockRef, Root, Shard, ShardEntry,
-    Slot, StoredReceipt,
+    encode_body, history_window, receipt_block_of, shard_bits_for, shard_count, shard_of, Checkpoint,
+    DecodeError, HistoryBlock, HistoryRef, Keys, Marker, NameRule, ReceiptBlock, ReceiptBlockRef, Root,
+    Shard, ShardEntry, Slot, StoredReceipt,
 };
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, StoreId, WorldId};
@@ -331,6 +331,14 @@ impl Bucket {
             let Verdict::Applied(applied) = self.model.apply(op_id, m) else {
                 panic!("{m:?} does not apply")
             };
+            if let (true, Some(path)) = (applied.new_version, &applied.receipt.path) {
+                // Its body as a blob, as a writer stores it or a step writes it out.
+                let body = self.model.body(path, applied.receipt.version).expect("retained").to_vec();
+                let key = self.keys.body(&Hash32::of(&body));
+                if !self.objects.iter().any(|o| o.key == key) {
+                    self.put(key, encode_body(&body));
+                }
+            }
             members.push(member(&applied));
             self.states.push(self.model.clone());
             self.history.ops.push(ClientOp {
@@ -342,7 +350,14 @@ impl Bucket {
             });
         }
         let prev_hash = self.slots.last().map_or(self.marker_hash, |s| s.2);
-        let slot = Slot { world_id: WORLD, first_sequence, store_id: StoreId(1), prev_hash, members };
+        let slot = Slot {
+            world_id: WORLD,
+            first_sequence,
+            store_id: StoreId(1),
+            prev_hash,
+            members,
+            bodies: Vec::new(),
+        };
         let bytes = slot.encode();
         let hash = Hash32::of(&bytes);
         self.slots.push((first_sequence, slot.last_sequence(), hash));
@@ -409,6 +424,19 @@ fn a_full_checkpoint_holding_the_models_state_passes() {
     assert_eq!(r.violations, vec![]);
     assert_eq!((r.checkpoints_judged, r.checkpoint_mismatches), (2, 0));
     assert_eq!(r.tip_sequence, 9);
+}
+
+#[test]
+fn a_checkpoint_holding_a_version_whose_body_is_not_a_blob_breaks_the_reach_rule() {
+    let mut b = world();
+    b.parts().store(&mut b);
+    let body = b.keys.body(&Hash32::of(b"c"));
+    b.objects.retain(|o| o.key != body);
+    let r = b.check();
+    let expected =
+        Violation::CheckpointBodyNotStored { checkpoint: key(&b, 10), path: "/c".into(), version: 1, body };
+    assert_eq!(r.violations, vec![expected]);
+    assert_eq!(r.violations[0].rule(), Rule::Reachable);
 }
 
 #[test]

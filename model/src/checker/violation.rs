@@ -792,6 +792,19 @@ pub enum Violation {
         /// When it was deleted (store time).
         at: Instant,
     },
+    /// A body of a version a checkpoint holds is not stored as a blob: once the slots the
+    /// checkpoint covers are collected, a body only a slot carried is gone (SPEC 5.7).
+    #[error("checkpoint {checkpoint} holds {path} version {version}, whose body {body} is not stored")]
+    CheckpointBodyNotStored {
+        /// Name of the checkpoint.
+        checkpoint: String,
+        /// The document.
+        path: String,
+        /// The version.
+        version: u64,
+        /// The body blob's name.
+        body: String,
+    },
     /// A checkpoint was created reaching an object that is missing.
     #[error("checkpoint {checkpoint} created at {at:?} reaches {missing}, which is missing")]
     CheckpointReachesMissing {
@@ -1028,7 +1041,8 @@ impl Violation {
             | V::ContentDeleted { .. }
             | V::YoungDeleted { .. }
             | V::RewriteKeptBytes { .. }
-            | V::CheckpointReachesMissing { .. } => Rule::Reachable,
+            | V::CheckpointReachesMissing { .. }
+            | V::CheckpointBodyNotStored { .. } => Rule::Reachable,
             V::NameHistoryIncoherent { .. } | V::NameHistoryDisagrees { .. } => Rule::NameHistory,
             V::ExactReadStale { .. } => Rule::ExactReadStale,
             V::CatalogReadStale { .. } => Rule::CatalogLag,

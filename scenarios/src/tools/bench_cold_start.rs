@@ -271,6 +271,7 @@ async fn commit_slot(
         store_id: StoreId(1),
         prev_hash: world.tip_hash(),
         members,
+        bodies: Vec::new(),
     };
     let bytes = Bytes::from(slot.encode());
     world.apply_slot(&slot, Hash32::of(&bytes)).map_err(|e| e.to_string())?;
@@ -384,7 +385,7 @@ async fn build(args: &Args, dir: &Path) -> Result<Report, String> {
 /// shards and receipt blocks: a level is created once the one below it is stored.
 fn level(kind: ObjectKind) -> u8 {
     match kind {
-        ObjectKind::History | ObjectKind::Receipts => 0,
+        ObjectKind::History | ObjectKind::Receipts | ObjectKind::Body => 0,
         ObjectKind::Shard => 1,
         ObjectKind::Root => 2,
     }

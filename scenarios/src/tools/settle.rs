@@ -13,6 +13,7 @@ use futures_util::TryStreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use slotlog_kernel::format::{ChainProblem, Keys};
+use slotlog_kernel::hash::Hash32;
 use std::sync::Arc;
 
 use super::log_scan::{scan_log, LogScan};
@@ -73,7 +74,10 @@ pub async fn settle_bodies(
 ) -> Result<(), String> {
     let mut missing = Vec::new();
     for (slot, _) in scan.slots() {
-        for hash in slot.members.iter().filter_map(|m| m.version.as_ref()).map(|v| v.body_hash) {
+        let carried: Vec<Hash32> = slot.bodies_by_hash().map(|(h, _)| h).collect();
+        let versions = slot.members.iter().filter_map(|m| m.version.as_ref());
+        // A body its slot carries needs no blob (SPEC 5.7).
+        for hash in versions.map(|v| v.body_hash).filter(|h| !carried.contains(h)) {
             let key = keys.body(&hash);
             if objects.binary_search_by(|(k, _, _)| k.as_str().cmp(&key)).is_err() {
                 missing.push(key);

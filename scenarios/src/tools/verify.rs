@@ -10,7 +10,7 @@
 use slotlog_kernel::format::{decode_body, Keys};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::WorldState;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One line a writer logged: `acked <op id hex> <sequence> <version> <body hash hex> <path>`.
 pub struct Acked {
@@ -68,6 +68,9 @@ pub async fn verify_store(
     super::settle::settle_bodies(&store, &keys, &scan, &mut objects).await?;
     let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
     let mut in_log: BTreeMap<String, Vec<Placement>> = BTreeMap::new();
+    // Bodies slots carry, checked against their hashes when the slots decoded.
+    let carried: BTreeSet<Hash32> =
+        scan.slots().flat_map(|(slot, _)| slot.bodies_by_hash().map(|(h, _)| h)).collect();
     for (slot, _) in scan.slots() {
         for m in &slot.members {
             let version = m.version.as_ref().map(|v| (v.version, v.body_hash));
@@ -124,9 +127,8 @@ pub async fn verify_store(
             continue;
         }
         let hash = version.expect("checked").1;
-        let body_ok = !judge_body
-            || hash.to_hex() == a.body_hash
-                && by_key.get(keys.body(&hash).as_str()).is_some_and(|b| decode_body(b, &hash).is_ok());
+        let stored = || by_key.get(keys.body(&hash).as_str()).is_some_and(|b| decode_body(b, &hash).is_ok());
+        let body_ok = !judge_body || hash.to_hex() == a.body_hash && (carried.contains(&hash) || stored());
         if !body_ok {
             bad_bodies += 1;
             eprintln!("bad body: {} version {} of {}", a.op_id, a.version, a.path);

@@ -100,7 +100,7 @@ proptest! {
                     if let Some(b) = body {
                         bodies.insert(Hash32::of(&b), b);
                     }
-                    let slot = Slot { world_id, first_sequence: kernel.next_sequence(), store_id: StoreId(1), prev_hash: kernel.tip_hash(), members: vec![member] };
+                    let slot = Slot { world_id, first_sequence: kernel.next_sequence(), store_id: StoreId(1), prev_hash: kernel.tip_hash(), members: vec![member], bodies: Vec::new() };
                     let bytes = slot.encode();
                     let decoded = Slot::decode(&bytes).expect("an encoded slot decodes");
                     prop_assert_eq!(&decoded, &slot);
