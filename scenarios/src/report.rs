@@ -148,6 +148,8 @@ pub struct Checkpoints {
     pub objects_created: u64,
     /// Objects a checkpoint named without creating them, the one before it having made them.
     pub objects_reused: u64,
+    /// Bodies slots carried that steps wrote out as blobs before their checkpoints.
+    pub bodies_written_out: u64,
     /// Opens that loaded a full checkpoint, and checkpoints an opening could not load and
     /// fell back from.
     pub loaded_at_open: u64,
@@ -564,6 +566,7 @@ impl Report {
                     .sum(),
                 objects_created: result.replicas.iter().map(|r| r.compactor.objects_created).sum(),
                 objects_reused: result.replicas.iter().map(|r| r.compactor.objects_reused).sum(),
+                bodies_written_out: result.replicas.iter().map(|r| r.compactor.bodies_written_out).sum(),
                 loaded_at_open: result.replicas.iter().map(|r| r.compactor.loaded_at_open).sum(),
                 skipped_at_open: result.replicas.iter().map(|r| r.compactor.skipped_at_open).sum(),
                 damaged_at_open: u64::from(result.damage.damaged),
