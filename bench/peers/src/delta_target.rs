@@ -80,6 +80,6 @@ impl Writer for DeltaWriterLoop {
 
 fn short(error: &deltalake_core::DeltaTableError) -> String {
     let text = error.to_string();
-    let cut: String = text.chars().take(60).collect();
+    let cut: String = text.chars().take(90).collect();
     cut
 }
