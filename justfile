@@ -94,9 +94,13 @@ soak48 SEEDS="1..8": build
 
 # Benchmarks. `just bench throughput` reproduces the record's batch/ahead table;
 # `just bench cold-start` opens worlds of 10^4 to 10^6 documents from a full checkpoint
-# (several GB of disk under TMPDIR and minutes at 10^6; SIZES="docs:slots ..." picks rows).
-bench WHAT="throughput": build
-    scripts/bench-{{WHAT}}.sh {{slotlog}}
+# (several GB of disk under TMPDIR and minutes at 10^6; SIZES="docs:slots ..." picks rows);
+# `just bench peers` runs slotlog's driver beside SlateDB and delta-rs (bench/peers, its
+# own workspace: it builds only that, never the simulator; arguments after `peers` go to
+# it, e.g. `just bench peers --duration-s 30`).
+bench WHAT="throughput" *ARGS:
+    if [ "{{WHAT}}" != peers ]; then just build; fi
+    scripts/bench-{{WHAT}}.sh {{slotlog}} {{ARGS}}
 
 # The production driver under madsim (its own target directory and RUSTFLAGS, so the
 # main build is untouched): `just madsim driver-race 1`, `just madsim driver-crash 7`.
