@@ -5,8 +5,9 @@
 export CARGO_TERM_COLOR := "never"
 
 slotlog := "target/release/slotlog"
-light := "single,saturate,race,fast2,faults,crash,reads,conflicts"
-heavy := "compact,open300,watch,edges"
+light := "single,race,fast2,faults,crash,reads,conflicts"
+# saturate commits ~2,900 writes/s since slots carry bodies (issue 11): a heavy run now.
+heavy := "saturate,compact,open300,watch,edges"
 # The light scenarios that cost least a seed and inject the most faults: more seeds each.
 cheap := "faults,crash,conflicts"
 
