@@ -25,6 +25,9 @@ pub struct Overrides {
     pub writers: Option<usize>,
     /// Turns on or off (on by default), for comparison runs.
     pub turns: Option<bool>,
+    /// Commit hints: `Some(false)` loses every one, to every replica and follower
+    /// (`--hints off`); `Some(true)` or `None` keeps the scenario's own hint loss.
+    pub hints: Option<bool>,
     /// The checkpoint cadence in slots.
     pub checkpoint_slots: Option<u64>,
     /// The most documents one checkpoint step folds (`checkpoint_step_docs_max`).
@@ -114,6 +117,9 @@ impl Overrides {
         }
         if let Some(v) = self.turns {
             s += if v { " --turns on" } else { " --turns off" };
+        }
+        if let Some(v) = self.hints {
+            s += if v { " --hints on" } else { " --hints off" };
         }
         if let Some(v) = self.checkpoint_slots {
             s += &format!(" --checkpoint-slots {v}");
@@ -365,6 +371,11 @@ impl Scenario {
             c.gone = Some(Gone { node: c.replicas, at_ms: (at * 1_000.0) as u64 });
         }
         o.without.apply(&mut c);
+        // After `without`: `--hints off --without hint-loss` still loses every hint.
+        if o.hints == Some(false) {
+            c.hints.loss_rate = 1.0;
+            c.hints.follower_loss_rate = 1.0;
+        }
         c.kernel.defects = o.defects;
         c
     }
