@@ -49,6 +49,13 @@ marks! {
     /// A turn was owed at a win but no hold began: a peer's slot had already answered the
     /// hint, or the hint was older than a hold.
     HoldSkipped = "hold_skipped",
+    /// A win began a blind hold: the store sees its peers' slots but no hints for them,
+    /// and has made a streak of its own slots (docs/TURNS.md, "Without hints").
+    BlindHoldBegun = "blind_hold_begun",
+    /// A loser lost two names in a row with no hint saying the world is further on, and
+    /// lists past its tip before it rebuilds (a peer pipelines faster than one read a
+    /// loss).
+    CatchUpAfterLosses = "catch_up_after_losses",
 
     // The head's slot create (SPEC 7).
 
