@@ -1479,6 +1479,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.body_reads += s.body_reads;
     t.calls_hedged += s.calls_hedged;
     t.holds += s.holds;
+    t.blind_holds += s.blind_holds;
     t.hold_ms_total += s.hold_ms_total;
     t.hold_overrun_us_max = t.hold_overrun_us_max.max(s.hold_overrun_us_max);
     t.holds_answered += s.holds_answered;

@@ -116,6 +116,34 @@ mod regressions {
     }
 }
 
+/// Turns without hints (docs/TURNS.md, "Without hints"; issue 11): every commit hint lost.
+mod turns_without_hints {
+    use super::*;
+
+    /// Before blind turns, one store took every slot and each other store's 128 writes
+    /// riding its batches expired `Uncertain` (share_min 0): a loser read one winning slot
+    /// per lost create while the winner pipelined, and no hint told the winner to hold.
+    #[test]
+    fn race_seed_1_with_every_hint_lost_starves_no_store() {
+        let o = Overrides { hints: Some(false), ..Overrides::default() };
+        let r = run("race", 1, &o);
+        assert!(r.passed(), "{:?}", r.violations);
+        assert_eq!((r.uncertain, r.expired, r.lost), (0, 0, 0));
+        assert!(r.share_min >= 0.3, "share_min {}", r.share_min);
+        assert!(r.per_replica.iter().all(|p| p.slots_won > 0), "{:?}", r.per_replica);
+        assert_eq!(r.repro, "slotlog run race --seed 1 --hints off");
+    }
+
+    /// A store alone, with hints carried, never holds: the lone store's figures are the
+    /// record's, with or without blind turns.
+    #[test]
+    fn a_lone_store_with_hints_carried_never_holds() {
+        let r = run("single", 1, &Overrides { duration_s: Some(10.0), ..Overrides::default() });
+        assert!(r.passed(), "{:?}", r.violations);
+        assert_eq!(r.per_replica[0].holds, 0);
+    }
+}
+
 /// The decision record's "Group commit": one store alone.
 mod group_commit {
     use super::*;
