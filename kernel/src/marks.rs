@@ -95,7 +95,8 @@ marks! {
 
     // Catch-up (SPEC 7).
 
-    /// A loser behind the hints listed the log past its tip before rebuilding.
+    /// A loser behind the hints (or losing again to unhinted slots) listed the log past
+    /// its tip before rebuilding.
     CatchUpListed = "catch_up_listed",
     /// A catch-up listing stopped at its limit and listed on after its last name.
     CatchUpPaged = "catch_up_paged",

@@ -293,7 +293,7 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "edges",
-        about: "the rare paths together: 3 stores and a follower make the world from an empty bucket (racing geneses), S3's untimed creates, 1,500 writes/s offered against queues of 256 (Busy), backstop writers beside an eager follower, no hints, crashes whose cold start finds the newest checkpoint damaged",
+        about: "the rare paths together: 3 stores and a follower make the world from an empty bucket (racing geneses), S3's untimed creates, 1,500 writes/s offered against queues of 256 (Busy), backstop writers beside an eager follower, no hints, crashes whose cold start finds the newest checkpoint damaged, a writer paused past the request deadline",
         build: edges,
         in_all: true,
     },
@@ -702,6 +702,9 @@ fn edges(seed: u64) -> ClusterConfig {
     c.crashes = Some(Crashes { mean_interval_ms: 6_000, down_ms_min: 200, down_ms_max: 2_000 });
     c.damage_at_open = Some(DamagedObject::Checkpoint);
     c.reads = some_reads();
+    // A writer paused past the request deadline (a GC pause, a suspended VM): reads it
+    // was answering when it stopped pass their deadlines: read_deadline.
+    c.pause = Some(Pause { node: 0, at_ms: 8_000, for_ms: 11_000 });
     c
 }
 
