@@ -31,7 +31,7 @@ sim SCENARIO="single" SEED="1": build
 #   collect  seeds 1..10      1 x  10 =    10 runs    12 s (30 virtual hours each:
 #            checkpoints, drops, slot collection, a pause and a stall)
 #   soak48   seeds 1..4       1 x   4 =     4 runs    16 s (48 virtual hours, every fault)
-# Together these runs hit every required coverage mark (60 of 71; coverage_missed empty,
+# Together these runs hit every required coverage mark (62 of 73; coverage_missed empty,
 # scripts/coverage-table.py lists who reaches each in docs/GUARANTEES.md). `just soak`
 # sweeps all over 5,000 seeds. The driver under madsim is `just madsim-sweep` (its own
 # build, ~3 min).

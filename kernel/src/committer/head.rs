@@ -330,8 +330,9 @@ impl Committer {
         self.losses_in_row = self.losses_in_row.saturating_add(1);
         // A peer said the world is further on, or this is the second name lost in a row
         // to a slot no hint told of (hints are not reaching this store): a peer pipelines
-        // faster than a loser reads one slot a loss, so the next name is taken too. List past the tip and read what is there before
-        // rebuilding, rather than lose one name a time.
+        // faster than a loser reads one slot a loss, so the next name is taken too. List
+        // past the tip and read what is there before rebuilding, rather than lose one
+        // name a time (docs/TURNS.md, rules 6 and 7).
         let hinted = sn.behind_hints();
         let unhinted_again = self.losses_in_row >= 2 && sn.hinted < winner_last;
         if hinted || unhinted_again {
