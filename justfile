@@ -33,7 +33,7 @@ sim SCENARIO="single" SEED="1": build
 #            checkpoints, drops, slot collection, a pause and a stall)
 #   soak48   seeds 3..6       1 x   4 =     4 runs    16 s (48 virtual hours, every fault;
 #            seed 6 is the one of 1..12 that reaches probe_below_collection since issue 11)
-# Together these runs hit every required coverage mark (60 of 71; coverage_missed empty,
+# Together these runs hit every required coverage mark (62 of 73; coverage_missed empty,
 # scripts/coverage-table.py lists who reaches each in docs/GUARANTEES.md). `just soak`
 # sweeps all over 5,000 seeds. The driver under madsim is `just madsim-sweep` (its own
 # build, ~3 min).

@@ -52,4 +52,12 @@ pub trait Blobs: Send + Sync + 'static {
 
     /// A short name for logs and `inspect` (`memory`, `file`, `s3`, `gcs`, `sim`).
     fn kind(&self) -> &'static str;
+
+    /// Who the store is, for sharing commit hints in process: handles whose blobs name the
+    /// same store, with the same prefix and world id, hand each other their hints with no
+    /// wiring (docs/OPERATIONS.md, "Commit hints"). None (the default): only handles
+    /// opened on this very `Blobs` (one `Arc`) share them.
+    fn identity(&self) -> Option<String> {
+        None
+    }
 }

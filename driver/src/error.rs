@@ -59,6 +59,14 @@ pub enum Error {
         /// The reason the last one gave.
         last: FailReason,
     },
+    /// `WorldConfig::peers` names UDP hints that cannot be had: the address cannot be
+    /// listened on, or the settings are out of range. Nothing was sent to the store.
+    PeerHints {
+        /// The address asked to listen on.
+        listen: std::net::SocketAddr,
+        /// Why not.
+        reason: String,
+    },
 }
 
 /// What kind of error an [`Error`] is: what a caller branches on.
@@ -144,7 +152,9 @@ impl Error {
                 _ => ErrorKind::Unavailable,
             },
             Error::Failed(_) => ErrorKind::Corruption,
-            Error::Config(_) | Error::Prefix(_) | Error::UncheckedStore(_) => ErrorKind::Configuration,
+            Error::Config(_) | Error::Prefix(_) | Error::UncheckedStore(_) | Error::PeerHints { .. } => {
+                ErrorKind::Configuration
+            }
             Error::Closed => ErrorKind::Closed,
             Error::Busy | Error::OpenDeadline { .. } | Error::Reloads { .. } => ErrorKind::Unavailable,
             Error::Store(e) => e.kind.error_kind(),
@@ -176,6 +186,7 @@ impl fmt::Display for Error {
                 f,
                 "the world stopped after {reloads} reloads in a row with no progress between them; last: {last}"
             ),
+            Error::PeerHints { listen, reason } => write!(f, "peer hints on {listen}: {reason}"),
         }
     }
 }
@@ -196,7 +207,8 @@ impl std::error::Error for Error {
             | Error::Busy
             | Error::OpenDeadline { last_error: None, .. }
             | Error::Prefix(_)
-            | Error::UncheckedStore(_) => None,
+            | Error::UncheckedStore(_)
+            | Error::PeerHints { .. } => None,
         }
     }
 }

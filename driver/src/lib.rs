@@ -3,9 +3,13 @@
 //!
 //! A [`World`] is one replica of one world. It runs the pure `slotlog-kernel` state
 //! machine on a driver loop over a blob backend: any `object_store` store (S3, GCS, a
-//! local directory, memory), or the simulated GCS. Open the same world from many
-//! processes and they commit together; pass each one's [`World::on_commit`] sequences to
-//! the others' [`World::follow`] so they take turns and read each other's writes fast.
+//! local directory, memory), or the simulated GCS. Open the same world from many handles
+//! and processes and they commit together. Handles on one world in one process hand each
+//! other their commit hints with no wiring, so they take turns and read each other's
+//! writes at once; between processes, name the peers in [`WorldConfig::peers`]
+//! ([`Peers::Udp`]), or carry [`World::on_commit`] sequences to the others'
+//! [`World::follow`] yourself. Without hints writers still never starve, slower
+//! (docs/TURNS.md, "Without hints").
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), slotlog::Error> {
@@ -108,6 +112,7 @@ pub(crate) mod budget;
 #[cfg(feature = "object-store")]
 pub mod builder;
 pub mod error;
+pub mod hints;
 pub(crate) mod metrics;
 #[cfg(feature = "object-store")]
 pub mod object_store_blobs;
@@ -126,9 +131,11 @@ pub use builder::WorldBuilder;
 pub use error::{
     validate_prefix, Error, ErrorKind, PrefixError, PrefixRule, StoreError, StoreErrorKind, UncheckedStore,
 };
+pub use hints::{decode_hint, encode_hint, HintStats, PeerHints, Peers};
 #[cfg(feature = "object-store")]
 pub use object_store_blobs::{detect_backend, Backend, ObjectStoreBlobs};
 pub use reload::WorldStats;
+pub use slotlog_kernel::ids::WorldId;
 // Everything a caller names in a `World` call or its answer, so an embedder needs no
 // second dependency on the kernel crate.
 pub use slotlog_kernel::world::{

@@ -622,6 +622,19 @@ impl ObjectStoreBlobs {
 }
 
 impl Blobs for ObjectStoreBlobs {
+    /// A cloud bucket or a local directory names itself (`AmazonS3(bucket)`,
+    /// `LocalFileSystem(file:///dir)`), so handles on separately built stores share hints;
+    /// a memory store, or one this module does not know (a wrapper, say), is only itself.
+    fn identity(&self) -> Option<String> {
+        let store = &self.inner.store;
+        Some(match &self.inner.backend {
+            Backend::Local | Backend::S3(_) | Backend::Gcs(_) | Backend::Azure(_) => {
+                format!("{}:{store}", self.inner.backend.kind())
+            }
+            _ => format!("{}@{:p}", self.inner.backend.kind(), Arc::as_ptr(store).cast::<()>()),
+        })
+    }
+
     fn execute(&self, op: BlobOp) -> BlobFuture {
         let call = self.execute_explained(op);
         Box::pin(async move { call.await.map_err(|f| f.error) })

@@ -25,6 +25,14 @@ pub struct WorldStats {
     pub members_committed: u64,
     /// Slot creates refused by the post-create check (their members answered `Uncertain`).
     pub stalled_creates_refused: u64,
+    /// Slot names this world's replicas found taken by a peer's slot.
+    pub slots_lost: u64,
+    /// Turns given to peers: holds begun (docs/TURNS.md).
+    pub holds: u64,
+    /// Of those, blind holds: begun with no hint heard for a peer's slots.
+    pub blind_holds: u64,
+    /// What this handle's commit hints did (docs/OPERATIONS.md, "Commit hints").
+    pub hints: crate::hints::HintStats,
     /// What the compactors did: checkpoints written, adopted, objects created.
     pub compactor: CompactorStats,
     /// What the collectors did: drops, deletes, freshens.
@@ -42,6 +50,9 @@ impl WorldStats {
         self.slots_won += committer.slots_won;
         self.members_committed += committer.members_committed;
         self.stalled_creates_refused += committer.stalled_creates_refused;
+        self.slots_lost += committer.slots_lost;
+        self.holds += committer.holds;
+        self.blind_holds += committer.blind_holds;
         self.compactor.add(compactor);
         self.collector.add(collector);
     }

@@ -6,10 +6,11 @@
 use crate::blobs::{Blobs, CallFailure};
 use crate::budget::{CallKey, RetryBudget};
 use crate::error::{Error, StoreError, StoreErrorKind};
+use crate::hints::{Hints, HintsPlan};
 use crate::metrics;
 use crate::reload::{is_reload, Reloads, WorldStats};
 use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome};
-use slotlog_kernel::ids::{BlobOpId, OperationId, RequestId, StoreId};
+use slotlog_kernel::ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};
 use slotlog_kernel::time::Instant as KernelInstant;
 use slotlog_kernel::world::Receipt;
 use slotlog_kernel::{
@@ -68,7 +69,10 @@ pub(crate) struct Loop {
     pub open_deadline: Duration,
     pub budget: RetryBudget,
     pub commands: mpsc::Receiver<Command>,
-    pub opened: Option<oneshot::Sender<Result<(), Error>>>,
+    /// This loop's own command queue, held weakly (the loop ends when every handle is
+    /// gone): where hints from other handles and peers arrive.
+    pub own: mpsc::WeakSender<Command>,
+    pub opened: Option<oneshot::Sender<Result<WorldId, Error>>>,
     pub committed: Committed,
     pub stopped: Stopped,
     pub base: tokio::time::Instant,
@@ -82,6 +86,10 @@ pub(crate) struct Loop {
     /// Replicas replaced so far: a call's answer goes only to the replica that sent it
     /// (a new replica numbers its calls from the start again).
     pub incarnation: u32,
+    /// How hints will be carried once the world is open (its id is known then)...
+    pub hints_plan: Option<HintsPlan>,
+    /// ...and how they are.
+    pub hints: Option<Hints>,
 }
 
 /// What the driver does with a failed call.
@@ -130,6 +138,12 @@ impl Loop {
         let mut stats = self.past.clone();
         let r = &self.replica;
         stats.add_replica(&r.stats(), r.compactor_stats(), r.collector_stats());
+        if let Some(plan) = &self.hints_plan {
+            stats.hints = plan.counters.snapshot();
+        }
+        if let Some(hints) = &self.hints {
+            stats.hints = hints.counters().snapshot();
+        }
         stats
     }
 
@@ -223,6 +237,11 @@ impl Loop {
                     }
                     Effect::Committed { sequence } => {
                         self.reloads.progress();
+                        // Every hint, not only a newer one: a loser's names the slot it
+                        // lost to, which may be older than what this replica holds.
+                        if let Some(hints) = &self.hints {
+                            hints.pass(sequence);
+                        }
                         self.committed.send_if_modified(|through| {
                             let newer = sequence > *through;
                             if newer {
@@ -271,10 +290,13 @@ impl Loop {
                 }
             }
             if self.opened.is_some() {
-                if self.replica.is_open() {
+                if let Some(world_id) = self.replica.world().map(|w| w.world_id()) {
                     // A reload reopens this world and no other.
-                    self.identity.world_id = self.replica.world().map(|w| w.world_id());
-                    let _ = self.opened.take().expect("checked").send(Ok(()));
+                    self.identity.world_id = Some(world_id);
+                    if let Some(plan) = self.hints_plan.take() {
+                        self.hints = Some(plan.start(world_id, self.own.clone()));
+                    }
+                    let _ = self.opened.take().expect("checked").send(Ok(world_id));
                 } else if let Some(reason) = &failed {
                     let _ = self.opened.take().expect("checked").send(Err(Error::Failed(reason.clone())));
                     return;

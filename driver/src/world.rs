@@ -5,6 +5,7 @@
 use crate::blobs::Blobs;
 use crate::budget::RetryBudget;
 use crate::error::{validate_prefix, Error};
+use crate::hints::{HintCounters, HintsPlan, Peers};
 use crate::reload::{Reloads, WorldStats};
 use crate::runtime::{Command, Loop, Stopped};
 use crate::watch::Watch;
@@ -55,6 +56,13 @@ pub struct WorldConfig {
     /// clock that jumps, a peer writing below collection). 3: one reload and two more
     /// tries; `Unconfirmed` never counts (it takes 12 h of the replica's own clock).
     pub reloads_without_progress_max: u32,
+    /// Who else writes this world (docs/OPERATIONS.md, "Commit hints"): unknown (the
+    /// default: the kernel also probes blindly for writers it cannot hear), only handles
+    /// in this process, or peer processes over UDP ([`Peers::Udp`]).
+    pub peers: Peers,
+    /// Handles on this world in this process (same store, prefix and world id) hand each
+    /// other their commit hints with no wiring. Off only for comparison runs.
+    pub hints_in_process: bool,
 }
 
 impl Default for WorldConfig {
@@ -68,6 +76,8 @@ impl Default for WorldConfig {
             watch_buffer_events: 1_024,
             world_id: None,
             reloads_without_progress_max: 3,
+            peers: Peers::Unknown,
+            hints_in_process: true,
         }
     }
 }
@@ -80,6 +90,7 @@ struct Inner {
     stopped: Stopped,
     closed: AtomicBool,
     watch_buffer_events: u32,
+    world_id: WorldId,
 }
 
 /// An open world. Clone it freely: clones share one driver loop.
@@ -171,6 +182,31 @@ impl World {
     /// * `Error::Failed`: the bucket holds something the world cannot trust.
     pub async fn open_on(blobs: Arc<dyn Blobs>, prefix: &str, config: WorldConfig) -> Result<World, Error> {
         validate_prefix(prefix).map_err(Error::Prefix)?;
+        let mut kernel = config.kernel.clone();
+        if config.peers.carried() {
+            // Hints reach every writer: no blind probes (docs/TURNS.md, "Without hints").
+            kernel.blind_probe_slots = 0;
+        }
+        #[cfg(not(madsim))]
+        let udp = match &config.peers {
+            Peers::Udp(peer_hints) => Some((crate::hints::bind(peer_hints).await?, peer_hints.clone())),
+            _ => None,
+        };
+        #[cfg(madsim)]
+        if let Peers::Udp(peer_hints) = &config.peers {
+            let reason = "UDP hints are not simulated under madsim".to_string();
+            return Err(Error::PeerHints { listen: peer_hints.listen, reason });
+        }
+        let hints = HintsPlan {
+            in_process: config.hints_in_process,
+            store: blobs
+                .identity()
+                .unwrap_or_else(|| format!("blobs@{:p}", Arc::as_ptr(&blobs).cast::<()>())),
+            prefix: prefix.to_string(),
+            #[cfg(not(madsim))]
+            udp,
+            counters: Arc::new(HintCounters::default()),
+        };
         let identity = Identity {
             world_id: config.world_id,
             store_id: StoreId(random_u64()),
@@ -178,7 +214,7 @@ impl World {
             rng_seed: random_u64(),
         };
         let base = tokio::time::Instant::now();
-        let replica = Replica::new(config.kernel.clone(), identity.clone(), slotlog_kernel::Instant::ZERO)
+        let replica = Replica::new(kernel.clone(), identity.clone(), slotlog_kernel::Instant::ZERO)
             .map_err(Error::Config)?;
         let (commands, rx) = mpsc::channel(config.command_queue_max);
         let (opened_tx, opened_rx) = oneshot::channel();
@@ -191,30 +227,39 @@ impl World {
             open_deadline: config.open_deadline,
             budget: RetryBudget::new(config.call_retries_max),
             commands: rx,
+            own: commands.downgrade(),
             opened: Some(opened_tx),
             committed: committed_tx,
             stopped: stopped.clone(),
             base,
-            kernel: config.kernel.clone(),
+            kernel,
             identity,
             reloads: Reloads::new(config.reloads_without_progress_max),
             past: WorldStats::default(),
             incarnation: 0,
+            hints_plan: Some(hints),
+            hints: None,
         };
         tokio::spawn(run.run());
-        match opened_rx.await {
-            Ok(Ok(())) => {}
+        let world_id = match opened_rx.await {
+            Ok(Ok(world_id)) => world_id,
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(Error::Closed),
-        }
+        };
         let inner = Inner {
             commands,
             committed,
             stopped,
             closed: AtomicBool::new(false),
             watch_buffer_events: config.watch_buffer_events,
+            world_id,
         };
         Ok(World { inner: Arc::new(inner) })
+    }
+
+    /// The id of the world this handle opened (written in its marker and every slot).
+    pub fn world_id(&self) -> WorldId {
+        self.inner.world_id
     }
 
     /// What a call hears when the driver loop is gone: closed, or stopped by the store.
@@ -351,7 +396,8 @@ impl World {
     }
 
     /// A peer replica says it committed through `sequence` (pass it what the peer's
-    /// `on_commit` hook saw). Never blocks.
+    /// `on_commit` hook saw). Never blocks. Handles in this process, and peers named in
+    /// `WorldConfig::peers`, need no such call: their hints arrive by themselves.
     pub fn follow(&self, sequence: u64) {
         let _ = self.inner.commands.try_send(Command::Follow(sequence));
     }

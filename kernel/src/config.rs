@@ -74,6 +74,37 @@ pub struct Config {
     /// The longest hold (record: 300 ms, about twice the measured recovery of a loser;
     /// 1 s gave the same throughput, 100 ms and none lost more slots or starved a store).
     pub hold_ms: u64,
+    /// Blind turns (docs/TURNS.md, "Without hints"): a store that has seen a peer write
+    /// while it writes, and no hint for that slot, holds, as for a turn, once it has
+    /// created this many slots in a row since that peer slot, and at every doubling of
+    /// the streak after (a hold no peer takes doubles it). Measured on `race --hints off`
+    /// seeds 1 to 60: at 8, share_min 0.75 or more and 89% of one store's writes/s; at 4,
+    /// 0.92 and 71%; at 16, 0.65 and 94%. 0 turns blind turns off.
+    pub blind_streak_slots: u64,
+    /// A blind hold lasts this many of the store's own slot create round trips (a moving
+    /// average), at most `hold_ms`: a loser that keeps losing needs about three (its lost
+    /// create, the read of the winner, a listing) to create in the name held for it.
+    /// Holds in time alone wasted the fast profile (`fast2 --hints off`: 300 ms is 150
+    /// creates, 870 writes/s against 5,900 sized by round trips); 4 gave a fairer `race
+    /// --hints off` than 6 (share_min 0.75 against 0.68), 3 starved a store in `fast2`.
+    pub blind_hold_creates: u32,
+    /// While a peer's unhinted slot is younger than `blind_peer_ms`, a store never goes
+    /// longer than this between holds, however many went untaken: a peer that keeps
+    /// losing is offered a name at least this often, well inside its writes' 10 s
+    /// deadline.
+    pub blind_gap_ms_max: u64,
+    /// How long a peer's unhinted slot counts as evidence of a peer that may be waiting.
+    /// Past it (the peer went quiet, or left) the store holds only if it probes.
+    pub blind_peer_ms: u64,
+    /// Blind probes, for a replica whose embedder passes it no peers' hints at all: a
+    /// store that knows of no peer writing with it holds after this many of its own slots
+    /// in a row, then at every doubling of that streak, so that peers that opened with
+    /// it (racing from one tip, none ever winning a name, so never seen) are offered one.
+    /// A lone store pays about log2(streak / this) holds. An embedder that carries hints
+    /// sets 0: the driver does when it has peers to send them to, the simulation unless
+    /// it loses every hint. With 0, lost hints are made up for only by the evidence of
+    /// peers' slots (`blind_streak_slots`).
+    pub blind_probe_slots: u64,
     /// Whether this replica writes checkpoints (SPEC 10.11). `Eager` is the record's
     /// default; `Off` for a replica that must never write (and for comparison runs).
     pub compaction: CompactionRole,
@@ -209,6 +240,11 @@ impl Default for Config {
             turns: true,
             turn_slots_max: 256,
             hold_ms: 300,
+            blind_streak_slots: 8,
+            blind_hold_creates: 4,
+            blind_gap_ms_max: 4_000,
+            blind_peer_ms: 60_000,
+            blind_probe_slots: 8,
             compaction: CompactionRole::Eager,
             checkpoint_slots: 8_192,
             checkpoint_interval_ms: 600_000,

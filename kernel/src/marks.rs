@@ -49,6 +49,13 @@ marks! {
     /// A turn was owed at a win but no hold began: a peer's slot had already answered the
     /// hint, or the hint was older than a hold.
     HoldSkipped = "hold_skipped",
+    /// A win began a blind hold: the store sees its peers' slots but no hints for them,
+    /// and has made a streak of its own slots (docs/TURNS.md, "Without hints").
+    BlindHoldBegun = "blind_hold_begun",
+    /// A loser lost two names in a row with no hint saying the world is further on, and
+    /// lists past its tip before it rebuilds (a peer pipelines faster than one read a
+    /// loss).
+    CatchUpAfterLosses = "catch_up_after_losses",
 
     // The head's slot create (SPEC 7).
 
@@ -88,7 +95,8 @@ marks! {
 
     // Catch-up (SPEC 7).
 
-    /// A loser behind the hints listed the log past its tip before rebuilding.
+    /// A loser behind the hints (or losing again to unhinted slots) listed the log past
+    /// its tip before rebuilding.
     CatchUpListed = "catch_up_listed",
     /// A catch-up listing stopped at its limit and listed on after its last name.
     CatchUpPaged = "catch_up_paged",

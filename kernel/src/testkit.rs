@@ -183,10 +183,16 @@ impl Harness {
 
     /// A replica over `store`. The compactor is off unless the config says
     /// `checkpoint_slots` below the default: tests of other owners jump the clock past the
-    /// checkpoint interval and must not see checkpoints appear.
+    /// checkpoint interval and must not see checkpoints appear. Blind probes are off
+    /// unless the config says a `blind_probe_slots` other than the default.
     pub fn with_store(mut config: Config, store: MemStore, store_id: u64) -> Harness {
         if config.checkpoint_slots >= Config::default().checkpoint_slots {
             config.compaction = crate::config::CompactionRole::Off;
+        }
+        // The harness passes peers' hints in (`Input::Follow`), as an embedder with a hint
+        // transport does: blind probes are off unless a test asks for another streak.
+        if config.blind_probe_slots == Config::default().blind_probe_slots {
+            config.blind_probe_slots = 0;
         }
         let identity = Identity {
             world_id: Some(WORLD),

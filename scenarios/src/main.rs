@@ -138,6 +138,10 @@ struct RunFlags {
     /// Turns between replicas: on (the default) or off, for comparison.
     #[arg(long, value_parser = parse_on_off)]
     turns: Option<bool>,
+    /// Commit hints between replicas: on (the scenario's own, the default) or off (every
+    /// hint lost: replicas learn of peers' slots only from lost creates and tip checks).
+    #[arg(long, value_parser = parse_on_off)]
+    hints: Option<bool>,
     /// Checkpoint every this many slots (the scenario's cadence otherwise; at least 1).
     #[arg(long, value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
     checkpoint_slots: Option<u64>,
@@ -239,6 +243,7 @@ impl RunFlags {
             rate: self.rate,
             writers: self.writers,
             turns: self.turns,
+            hints: self.hints,
             checkpoint_slots: self.checkpoint_slots,
             step_docs: self.step_docs,
             role: self.role,

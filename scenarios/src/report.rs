@@ -39,6 +39,8 @@ pub struct PerReplica {
     pub slots_lost: u64,
     pub crashes: u32,
     pub holds: u64,
+    /// Of `holds`, blind ones: begun after a streak with no hint heard (docs/TURNS.md).
+    pub blind_holds: u64,
     /// Holds a peer's slot ended (the rest ran their full time).
     pub holds_answered: u64,
     pub hold_ms_total: u64,
@@ -512,6 +514,7 @@ impl Report {
                     slots_lost: r.stats.slots_lost,
                     crashes: r.crashes,
                     holds: r.stats.holds,
+                    blind_holds: r.stats.blind_holds,
                     holds_answered: r.stats.holds_answered,
                     hold_ms_total: r.stats.hold_ms_total,
                     recovery_ms_p50: median_ms(&r.stats.recoveries_us),
@@ -686,8 +689,16 @@ impl Report {
         }
         for r in &self.per_replica {
             s += &format!(
-                "  replica {}  acked {}  slots won {}  lost {}  holds {} ({} ms)  recovery p50 {:.0} ms  crashes {}\n",
-                r.replica, r.acked, r.slots_won, r.slots_lost, r.holds, r.hold_ms_total, r.recovery_ms_p50, r.crashes
+                "  replica {}  acked {}  slots won {}  lost {}  holds {} ({} blind, {} ms)  recovery p50 {:.0} ms  crashes {}\n",
+                r.replica,
+                r.acked,
+                r.slots_won,
+                r.slots_lost,
+                r.holds,
+                r.blind_holds,
+                r.hold_ms_total,
+                r.recovery_ms_p50,
+                r.crashes
             );
         }
         let rd = &self.reads;

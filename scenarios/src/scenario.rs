@@ -27,6 +27,9 @@ pub struct Overrides {
     pub writers: Option<usize>,
     /// Turns on or off (on by default), for comparison runs.
     pub turns: Option<bool>,
+    /// Commit hints: `Some(false)` loses every one, to every replica and follower
+    /// (`--hints off`); `Some(true)` or `None` keeps the scenario's own hint loss.
+    pub hints: Option<bool>,
     /// The checkpoint cadence in slots.
     pub checkpoint_slots: Option<u64>,
     /// The most documents one checkpoint step folds (`checkpoint_step_docs_max`).
@@ -116,6 +119,9 @@ impl Overrides {
         }
         if let Some(v) = self.turns {
             s += if v { " --turns on" } else { " --turns off" };
+        }
+        if let Some(v) = self.hints {
+            s += if v { " --hints on" } else { " --hints off" };
         }
         if let Some(v) = self.checkpoint_slots {
             s += &format!(" --checkpoint-slots {v}");
@@ -289,7 +295,7 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "edges",
-        about: "the rare paths together: 3 stores and a follower make the world from an empty bucket (racing geneses), S3's untimed creates, 1,500 writes/s offered against queues of 256 (Busy), backstop writers beside an eager follower, no hints, crashes whose cold start finds the newest checkpoint damaged",
+        about: "the rare paths together: 3 stores and a follower make the world from an empty bucket (racing geneses), S3's untimed creates, 1,500 writes/s offered against queues of 256 (Busy), backstop writers beside an eager follower, no hints, crashes whose cold start finds the newest checkpoint damaged, a writer paused past the request deadline",
         build: edges,
         in_all: true,
     },
@@ -369,6 +375,11 @@ impl Scenario {
             c.gone = Some(Gone { node: c.replicas, at_ms: (at * 1_000.0) as u64 });
         }
         o.without.apply(&mut c);
+        // After `without`: `--hints off --without hint-loss` still loses every hint.
+        if o.hints == Some(false) {
+            c.hints.loss_rate = 1.0;
+            c.hints.follower_loss_rate = 1.0;
+        }
         c.kernel.defects = o.defects;
         c
     }
@@ -696,6 +707,9 @@ fn edges(seed: u64) -> ClusterConfig {
     c.crashes = Some(Crashes { mean_interval_ms: 6_000, down_ms_min: 200, down_ms_max: 2_000 });
     c.damage_at_open = Some(DamagedObject::Checkpoint);
     c.reads = some_reads();
+    // A writer paused past the request deadline (a GC pause, a suspended VM): reads it
+    // was answering when it stopped pass their deadlines: read_deadline.
+    c.pause = Some(Pause { node: 0, at_ms: 8_000, for_ms: 11_000 });
     c
 }
 

@@ -44,6 +44,11 @@ pub struct Crashes {
     pub down_ms_max: u64,
 }
 
+/// The writer of the preloaded slots and marker: no replica's (a replica's store id is its
+/// node in the high half and its incarnation in the low), so every replica sees the
+/// preload as a peer's slots, as a store joining a world others wrote does.
+const PRELOAD_STORE_ID: StoreId = StoreId(u64::MAX);
+
 /// How commit hints (`Effect::Committed`) travel between replicas.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hints {
@@ -680,7 +685,7 @@ impl Cluster<'_> {
             return;
         }
         let writes = self.generator.preload(self.config.preload_documents);
-        let marker = Marker { world_id: self.world_id, created_by: StoreId(0) };
+        let marker = Marker { world_id: self.world_id, created_by: PRELOAD_STORE_ID };
         let marker_bytes = Bytes::from(marker.encode());
         let mut world = WorldState::genesis(self.world_id, Hash32::of(&marker_bytes));
         self.put(self.keys.marker(), marker_bytes);
@@ -701,7 +706,7 @@ impl Cluster<'_> {
             let slot = Slot {
                 world_id: self.world_id,
                 first_sequence: world.next_sequence(),
-                store_id: StoreId(0),
+                store_id: PRELOAD_STORE_ID,
                 prev_hash: world.tip_hash(),
                 members,
                 bodies: Vec::new(),
@@ -740,6 +745,18 @@ impl Cluster<'_> {
         let mut kernel = self.config.kernel.clone();
         if let Some(role) = self.config.writers_role.filter(|_| n < self.config.replicas) {
             kernel.compaction = role;
+        }
+        // The harness is an embedder with a hint transport unless it loses every hint to
+        // this node: as the driver does with peers configured, it turns the kernel's
+        // blind probes off, and a lone replica never waits (docs/TURNS.md, "Without
+        // hints"). Lost hints are still made up for by the evidence of peers' slots.
+        let loss = if n < self.config.replicas {
+            self.config.hints.loss_rate
+        } else {
+            self.config.hints.follower_loss_rate
+        };
+        if loss < 1.0 {
+            kernel.blind_probe_slots = 0;
         }
         let replica = Replica::new(kernel, identity, now).expect("a valid kernel config");
         self.nodes[n].replica = Some(replica);
@@ -1463,6 +1480,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.body_reads += s.body_reads;
     t.calls_hedged += s.calls_hedged;
     t.holds += s.holds;
+    t.blind_holds += s.blind_holds;
     t.hold_ms_total += s.hold_ms_total;
     t.hold_overrun_us_max = t.hold_overrun_us_max.max(s.hold_overrun_us_max);
     t.holds_answered += s.holds_answered;

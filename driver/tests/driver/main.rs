@@ -7,6 +7,7 @@ mod backend_errors;
 mod bounded_open;
 mod builder_stream;
 mod commit_hooks;
+mod hints;
 mod metrics_facade;
 mod moto_errors;
 mod reload;

@@ -85,6 +85,9 @@ impl Committer {
     ) -> Result<(), FailReason> {
         debug_assert!(self.head_call);
         debug_assert_eq!(self.head_sequence(), Some(sequence));
+        if matches!(result, Ok(_) | Err(BlobError::AlreadyExists)) {
+            self.turns.on_create_answered(now.saturating_since(call.issued_at));
+        }
         match result {
             Ok(BlobOutcome::Created(Written { created_at_us: None, generation, .. }))
                 if !self.config.defects.skip_post_create_check =>
@@ -249,6 +252,7 @@ impl Committer {
         let (first, last, members) =
             (enc.slot.first_sequence, enc.slot.last_sequence(), enc.slot.members.len());
         self.head_call = false;
+        self.losses_in_row = 0;
         self.turns.start_hold(now, sn, &mut self.stats, &mut io.marks);
         self.stats.slots_won += 1;
         self.stats.members_committed += members as u64;
@@ -326,9 +330,18 @@ impl Committer {
         self.stats.slots_lost += 1;
         io.effects.push_back(Effect::Committed { sequence: winner_last });
         self.requeue_all();
-        // A peer said the world is further on: the next name is taken too. List past the
-        // tip and read what is there before rebuilding, rather than lose one name a time.
-        if sn.behind_hints() {
+        self.losses_in_row = self.losses_in_row.saturating_add(1);
+        // A peer said the world is further on, or this is the second name lost in a row
+        // to a slot no hint told of (hints are not reaching this store): a peer pipelines
+        // faster than a loser reads one slot a loss, so the next name is taken too. List
+        // past the tip and read what is there before rebuilding, rather than lose one
+        // name a time (docs/TURNS.md, rules 6 and 7).
+        let hinted = sn.behind_hints();
+        let unhinted_again = self.losses_in_row >= 2 && sn.hinted < winner_last;
+        if hinted || unhinted_again {
+            if !hinted {
+                io.marks.hit(Mark::CatchUpAfterLosses);
+            }
             let after = sn.recent.holding(sn.world.sequence()).map(|s| self.keys.slot(s.first));
             self.catch_up = Some(CatchUp::after(after));
             io.marks.hit(Mark::CatchUpListed);

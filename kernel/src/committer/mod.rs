@@ -101,8 +101,10 @@ pub struct CommitterStats {
     pub body_reads: u64,
     /// Calls sent a second time because the first had not answered in time.
     pub calls_hedged: u64,
-    /// Turns given: holds begun.
+    /// Turns given: holds begun (owed and blind).
     pub holds: u64,
+    /// Of those, blind holds: begun after a streak while peers' slots came unhinted.
+    pub blind_holds: u64,
     /// Time spent in holds, in all, in ms.
     pub hold_ms_total: u64,
     /// Holds that ended because a peer's slot arrived (the rest ran out).
@@ -135,6 +137,8 @@ pub(crate) struct Committer {
     turns: Turns,
     /// When the head last lost its name, until the next create is sent.
     lost_at: Option<Instant>,
+    /// Names lost since this store's last win.
+    losses_in_row: u32,
     catch_up: Option<CatchUp>,
     /// The head's slot read settles an ambiguous create (not a name found taken): which
     /// mark its answer hits.
@@ -155,6 +159,7 @@ impl Committer {
             stats: CommitterStats::default(),
             failed: None,
             lost_at: None,
+            losses_in_row: 0,
             catch_up: None,
             settling_ambiguous: false,
         }

@@ -2,6 +2,15 @@
 //! sequence through a hint. A hint inside one of this store's newest slots (or the one it
 //! is creating) means a turn is owed: after its next win the store holds its next create
 //! until a peer's slot is installed, or the hold runs out. A lone store never waits.
+//!
+//! Blind turns (docs/TURNS.md, "Without hints"): when hints are lost, no loser can say it
+//! lost, and a store that pipelines its creates wins every name. A store that sees a
+//! peer's slot in the log while it writes, but no hint for it, holds, as for a turn,
+//! after a streak of its own slots; a hold no peer takes doubles the streak before the
+//! next one, up to a gap in time. That evidence ages out. A store whose embedder passes
+//! it no hints at all also probes: it holds at every doubling of a streak alone, since
+//! peers that never won a name are invisible to it. A lone store whose embedder carries
+//! hints never waits.
 
 use super::CommitterStats;
 use crate::config::Config;
@@ -48,6 +57,103 @@ pub(super) struct Turns {
     held: Option<Hold>,
     /// The last hinted slot that earned a hold: a hint at or before it holds nothing more.
     held_through: u64,
+    blind: Blind,
+}
+
+/// What the blind rule knows of the log's newest slots: the streak of this store's own
+/// slots since the newest peer slot, and that peer slot.
+#[derive(Clone, Copy, Debug)]
+struct Blind {
+    /// 0: blind turns off.
+    streak_slots: u64,
+    /// The streak of the first hold while no live peer is known.
+    probe_slots: u64,
+    gap_max: Duration,
+    peer_for: Duration,
+    /// The last sequence the streak counted; None before this store's first win.
+    seen_through: Option<u64>,
+    /// Own slots since the newest peer slot.
+    own: u64,
+    /// The newest peer slot seen.
+    peer: Option<PeerSlot>,
+    /// The streak at which the next blind hold begins: `streak_slots` after a live peer
+    /// slot (`probe_slots` otherwise), doubled by every hold since.
+    next_at: u64,
+    /// When the last hold (blind or owed) began.
+    last_hold: Option<Instant>,
+    hold_creates: u32,
+    /// A moving average of this store's slot create round trips (1/8 per sample, as
+    /// TCP's smoothed round trip): what a blind hold is sized by.
+    create_rtt_us: Option<u64>,
+}
+
+/// A peer's slot the blind rule counted.
+#[derive(Clone, Copy, Debug)]
+struct PeerSlot {
+    last: u64,
+    installed_at: Instant,
+    /// Seen after this store's first win: a peer writing while this store writes. A peer
+    /// slot seen only at the first win may be a writer gone long ago (the log a restarted
+    /// store opens on holds its previous incarnation's slots).
+    live: bool,
+}
+
+impl Blind {
+    /// Counts the slots installed since the last look, oldest first.
+    fn observe(&mut self, sn: &Snapshot, store_id: StoreId) {
+        let live = self.seen_through.is_some();
+        for s in sn.recent.from(self.seen_through.map_or(0, |t| t + 1)) {
+            if s.store_id == store_id {
+                self.own += 1;
+            } else {
+                self.own = 0;
+                self.next_at = if live { self.streak_slots } else { self.first_probe() };
+                self.peer = Some(PeerSlot { last: s.last, installed_at: s.installed_at, live });
+            }
+        }
+        self.seen_through = Some(sn.world.sequence());
+    }
+
+    /// Whether a win now begins a blind hold.
+    ///
+    /// A store that has seen a peer write while it writes (a live peer slot), with no
+    /// hint for that slot (hints are not reaching this store), holds at every doubling of
+    /// its streak from `streak_slots`, and at least every `gap_max`, while that slot is
+    /// younger than `peer_for`. Once a hint covers it, owed turns serve the peers instead.
+    ///
+    /// A store that knows of no such peer holds only if its embedder passes it no hints
+    /// at all (`probe_slots` above 0): at every doubling of its streak from
+    /// `probe_slots`, so a peer that started with it, or joined soon after, is offered a
+    /// name, and a lone store waits a number of times that grows with the logarithm of
+    /// its streak.
+    fn due(&self, now: Instant, sn: &Snapshot) -> bool {
+        if self.streak_slots == 0 {
+            return false;
+        }
+        match self.peer.filter(|p| p.live) {
+            Some(peer) if sn.hinted >= peer.last => false,
+            Some(peer) if now.saturating_since(peer.installed_at) <= self.peer_for => {
+                let gap = self.last_hold.is_none_or(|at| now.saturating_since(at) >= self.gap_max);
+                self.own >= self.streak_slots && (self.own >= self.next_at || gap)
+            }
+            _ => self.probe_slots > 0 && self.own >= self.next_at.max(self.probe_slots),
+        }
+    }
+
+    /// The streak of the first hold while no live peer is known.
+    fn first_probe(&self) -> u64 {
+        if self.probe_slots > 0 {
+            self.probe_slots
+        } else {
+            self.streak_slots
+        }
+    }
+
+    /// How long a blind hold lasts: `hold_creates` create round trips, at most `hold`.
+    fn hold(&self, hold: Duration) -> Duration {
+        let creates = self.create_rtt_us.map(|us| us.saturating_mul(u64::from(self.hold_creates)));
+        creates.map_or(hold, |us| hold.min(Duration::from_micros(us)))
+    }
 }
 
 impl Turns {
@@ -60,6 +166,23 @@ impl Turns {
             owed: None,
             held: None,
             held_through: 0,
+            blind: Blind {
+                streak_slots: config.blind_streak_slots,
+                gap_max: Duration::from_millis(config.blind_gap_ms_max),
+                peer_for: Duration::from_millis(config.blind_peer_ms),
+                seen_through: None,
+                own: 0,
+                peer: None,
+                probe_slots: config.blind_probe_slots,
+                next_at: if config.blind_probe_slots > 0 {
+                    config.blind_probe_slots
+                } else {
+                    config.blind_streak_slots
+                },
+                last_hold: None,
+                hold_creates: config.blind_hold_creates,
+                create_rtt_us: None,
+            },
         }
     }
 
@@ -103,18 +226,44 @@ impl Turns {
     }
 
     /// After a win: if a peer is owed a turn, and no peer slot answered the hint since, and
-    /// the hint is younger than a hold, hold the next create.
+    /// the hint is younger than a hold, hold the next create. Without hints, the blind
+    /// rule may hold instead.
     pub fn start_hold(&mut self, now: Instant, sn: &Snapshot, stats: &mut CommitterStats, marks: &mut Marks) {
-        let Some(owed) = self.owed.take() else { return };
-        let answered = sn.recent.from(owed.base + 1).any(|s| s.store_id != self.store_id);
-        if answered || now.saturating_since(owed.at) > self.hold {
-            marks.hit(Mark::HoldSkipped);
+        if !self.enabled {
             return;
         }
-        marks.hit(Mark::HoldBegun);
+        self.blind.observe(sn, self.store_id);
+        if let Some(owed) = self.owed.take() {
+            let answered = sn.recent.from(owed.base + 1).any(|s| s.store_id != self.store_id);
+            if answered || now.saturating_since(owed.at) > self.hold {
+                marks.hit(Mark::HoldSkipped);
+            } else {
+                marks.hit(Mark::HoldBegun);
+                self.held_through = owed.base;
+                self.begin(now, self.hold, sn, stats);
+                return;
+            }
+        }
+        if self.blind.due(now, sn) {
+            marks.hit(Mark::BlindHoldBegun);
+            stats.blind_holds += 1;
+            self.begin(now, self.blind.hold(self.hold), sn, stats);
+        }
+    }
+
+    /// A slot create of this store's was answered (won or taken) `rtt` after it was sent.
+    pub fn on_create_answered(&mut self, rtt: Duration) {
+        let sample = rtt.as_micros().min(u128::from(u64::MAX)) as u64;
+        let rtt = &mut self.blind.create_rtt_us;
+        *rtt = Some(rtt.map_or(sample, |avg| avg - avg / 8 + sample / 8));
+    }
+
+    /// Holds the next create for `hold`; the streak before the next blind hold doubles.
+    fn begin(&mut self, now: Instant, hold: Duration, sn: &Snapshot, stats: &mut CommitterStats) {
         stats.holds += 1;
-        self.held_through = owed.base;
-        self.held = Some(Hold { since: now, until: now + self.hold, base: sn.world.sequence() });
+        self.held = Some(Hold { since: now, until: now + hold, base: sn.world.sequence() });
+        self.blind.next_at = self.blind.own.max(1).saturating_mul(2);
+        self.blind.last_hold = Some(now);
     }
 
     /// Ends the hold when a peer's slot arrived or when it ran out.

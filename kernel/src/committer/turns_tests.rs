@@ -1,6 +1,6 @@
 //! One test per rule of turns (docs/TURNS.md, "The protocol"), in the record's order:
 //! a loser's hint, a winner's hold and its end, the bounds on holds, turns off, a loser's
-//! catch-up, and the counters a report reads. Driven through `testkit`; a peer is
+//! catch-up, blind turns without hints, and the counters a report reads. Driven through `testkit`; a peer is
 //! simulated by planting its slots straight into the store (`testkit::Peer`) and passing
 //! its hints in as `Input::Follow`, as an embedder would.
 
@@ -642,6 +642,206 @@ fn a_loser_with_no_hint_past_the_lost_slot_rebuilds_at_once_without_listing() {
         assert_eq!(h.receipt(r).sequence, 2);
         assert_eq!(lists_in(&h.log[opened_log..]), Vec::<BlobOp>::new(), "hint {hint:?}: no listing");
     }
+}
+
+// Without hints: blind turns (TURNS.md, "Without hints").
+
+/// A store that has won slot 1 alone, then lost slot 2 to a peer whose hint never came
+/// (hints are lost), and won slot 3: a peer wrote while it writes, unhinted. Its streak is
+/// 1. Returns the harness and the peer (following the world through slot 3).
+fn a_peer_wrote_unhinted_while_writing(config: Config) -> (Harness, Peer) {
+    let mut h = Harness::opened(config);
+    assert_eq!(commit_own(&mut h, 1), 1, "the first win: nothing seen of any peer yet");
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101]);
+    assert_eq!(commit_own(&mut h, 2), 3, "slot 2 lost to the peer, rebuilt, slot 3 won");
+    assert_eq!(h.replica.stats().slots_lost, 1);
+    peer.world = h.replica.world().expect("open").clone();
+    (h, peer)
+}
+
+/// Commits own writes from `op` on (operation ids apart from the peers', 101 to 104)
+/// while none is held; returns how many committed before
+/// a win began a hold (the write after it is left waiting), or None if all of `count`
+/// committed.
+fn commit_until_held(h: &mut Harness, op: u128, count: u128) -> Option<u128> {
+    for i in 0..count {
+        let holds = h.replica.stats().holds;
+        let r = h.publish(op + i, &format!("/own/{}.md", op + i), "own");
+        h.settle();
+        if h.reply(r).is_none() {
+            assert_eq!(h.replica.stats().holds, holds, "a hold began at the win before this write");
+            return Some(i);
+        }
+        if h.replica.stats().holds > holds {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+/// The longest run of slots one store made in a row in the store's log.
+fn longest_run_of_one_store(h: &Harness) -> usize {
+    let mut longest = 0;
+    let mut run = 0;
+    let mut last = None;
+    for key in h.store.slot_keys() {
+        let slot = Slot::decode(&h.store.bytes(&key).expect("a slot")).expect("decodes");
+        run = if last == Some(slot.store_id) { run + 1 } else { 1 };
+        last = Some(slot.store_id);
+        longest = longest.max(run);
+    }
+    longest
+}
+
+#[test]
+fn without_hints_a_store_holds_after_blind_streak_slots_of_its_own_since_a_peers_slot() {
+    let config = turns_on();
+    let (mut h, _) = a_peer_wrote_unhinted_while_writing(config.clone());
+    // Slot 3 was the first of the streak; seven more make eight.
+    assert_eq!(commit_until_held(&mut h, 10, 20), Some(7));
+    let won_at = h.now;
+    assert_eq!((h.replica.stats().blind_holds, h.marked(Mark::BlindHoldBegun)), (1, 1));
+    let waiting = h.publish(500, "/own/500.md", "own 500");
+    h.settle();
+    assert!(h.reply(waiting).is_none(), "held");
+    assert!(h.pending(is_slot_create).is_empty());
+    // Every create round trip in this harness is 1 ms: the hold is four of them.
+    let creates = Duration::from_millis(u64::from(config.blind_hold_creates));
+    assert_eq!(h.replica.poll_timeout(), Some(won_at + creates), "not hold_ms");
+    h.fire_timer();
+    h.settle();
+    assert_eq!(h.receipt(waiting).sequence, 11, "no peer took the name: created as built");
+}
+
+#[test]
+fn a_blind_hold_no_peer_takes_doubles_the_streak_before_the_next() {
+    let (mut h, _) = a_peer_wrote_unhinted_while_writing(turns_on());
+    assert_eq!(commit_until_held(&mut h, 10, 20), Some(7), "the streak reached 8");
+    h.fire_timer();
+    h.settle();
+    assert_eq!(commit_until_held(&mut h, 1_000, 40), Some(8), "and then 16");
+    h.fire_timer();
+    h.settle();
+    assert_eq!(commit_until_held(&mut h, 2_000, 40), Some(16), "and then 32");
+    assert_eq!(h.replica.stats().blind_holds, 3);
+}
+
+#[test]
+fn while_a_peers_slot_is_recent_a_store_holds_at_least_every_blind_gap_ms_max() {
+    let config = turns_on();
+    let (mut h, _) = a_peer_wrote_unhinted_while_writing(config.clone());
+    assert_eq!(commit_until_held(&mut h, 10, 20), Some(7));
+    h.fire_timer();
+    h.settle();
+    // The next hold is due at a streak of 16, or once blind_gap_ms_max has passed.
+    h.advance_ms(config.blind_gap_ms_max);
+    assert_eq!(commit_until_held(&mut h, 1_000, 20), Some(1), "the first win past the gap holds");
+    assert_eq!(h.replica.stats().blind_holds, 2);
+}
+
+#[test]
+fn without_hints_no_store_makes_more_than_blind_streak_slots_in_a_row_while_a_peer_takes_its_holds() {
+    let config = turns_on();
+    let (mut h, mut peer) = a_peer_wrote_unhinted_while_writing(config.clone());
+    let mut op = 1_000;
+    for round in 0..4 {
+        let committed = commit_until_held(&mut h, op, 40).expect("a blind hold");
+        op += 100;
+        assert!(committed <= config.blind_streak_slots as u128, "round {round}: {committed}");
+        // The peer takes the held name (its hint is lost), and the store's create after
+        // the hold loses to it and rebuilds past it.
+        peer.world = h.replica.world().expect("open").clone();
+        peer_commits(&mut peer, &mut h, &[op]);
+        op += 1;
+        let waiting = h.publish(op, &format!("/own/{op}.md"), "own");
+        op += 1;
+        h.fire_timer();
+        h.settle();
+        assert!(h.reply(waiting).is_some(), "round {round}: committed past the peer's slot");
+    }
+    let stats = h.replica.stats();
+    assert_eq!((stats.blind_holds, stats.slots_lost), (4, 5), "every hold taken, every one lost once");
+    assert_eq!(longest_run_of_one_store(&h), config.blind_streak_slots as usize);
+}
+
+#[test]
+fn a_peers_slot_a_hint_told_of_earns_no_blind_hold() {
+    let (mut h, _) = a_peer_wrote_unhinted_while_writing(turns_on());
+    follow(&mut h, 2);
+    assert_eq!(commit_until_held(&mut h, 10, 40), None, "hints reach the store: owed turns serve");
+    assert_eq!(h.replica.stats().holds, 0);
+}
+
+#[test]
+fn a_peers_slot_older_than_blind_peer_ms_earns_no_blind_hold() {
+    let config = turns_on();
+    let (mut h, _) = a_peer_wrote_unhinted_while_writing(config.clone());
+    h.advance_ms(config.blind_peer_ms + 1);
+    assert_eq!(commit_until_held(&mut h, 10, 40), None, "the peer went quiet");
+    assert_eq!(h.replica.stats().holds, 0);
+}
+
+#[test]
+fn a_peers_slot_seen_before_the_first_win_earns_no_blind_hold() {
+    // The log a store opens on (or loses to before its first win) may hold the slots of
+    // a writer gone long ago, its own previous incarnation's say.
+    let mut h = Harness::opened(turns_on());
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101]);
+    assert_eq!(commit_own(&mut h, 1), 2, "lost slot 1, won slot 2: the first win");
+    assert_eq!(commit_until_held(&mut h, 10, 40), None);
+    assert_eq!(h.replica.stats().holds, 0);
+}
+
+#[test]
+fn a_store_whose_embedder_passes_no_hints_probes_at_every_doubling_of_a_streak_alone() {
+    let config = Config { blind_probe_slots: 4, ..turns_on() };
+    let mut h = Harness::opened(config);
+    assert_eq!(commit_until_held(&mut h, 10, 40), Some(4), "no peer ever seen: a probe at 4");
+    h.fire_timer();
+    h.settle();
+    assert_eq!(commit_until_held(&mut h, 1_000, 40), Some(4), "at 8");
+    h.fire_timer();
+    h.settle();
+    assert_eq!(commit_until_held(&mut h, 2_000, 40), Some(8), "at 16");
+    assert_eq!(h.replica.stats().blind_holds, 3);
+}
+
+#[test]
+fn a_store_whose_embedder_carries_hints_and_sees_no_peer_never_holds() {
+    let mut h = Harness::opened(turns_on());
+    assert_eq!(turns_on().blind_probe_slots, Config::default().blind_probe_slots);
+    assert_eq!(commit_until_held(&mut h, 10, 100), None, "the harness carries hints: probes off");
+    assert_eq!(h.replica.stats().holds, 0);
+}
+
+#[test]
+fn blind_turns_off_never_hold() {
+    let (mut h, _) = a_peer_wrote_unhinted_while_writing(Config { blind_streak_slots: 0, ..turns_on() });
+    assert_eq!(commit_until_held(&mut h, 10, 40), None);
+    let (mut h, _) = a_peer_wrote_unhinted_while_writing(turns_off());
+    assert_eq!(commit_until_held(&mut h, 10, 40), None);
+}
+
+#[test]
+fn a_loser_that_loses_twice_in_a_row_to_slots_no_hint_told_of_lists_past_its_tip() {
+    let mut h = Harness::opened(turns_on());
+    let r = own_write_at_its_create(&mut h, 1);
+    let mut peer = Peer::following(&h);
+    for op in 101..=104 {
+        peer_commits(&mut peer, &mut h, &[op]);
+    }
+    let opened_log = h.log.len();
+    h.deliver_all_but(|op| is_slot_stat(op) || (is_slot_create(op) && op.key() == keys().slot(5)));
+    // Slot 1 lost: its winner read, rebuilt at 2. Slot 2 lost too: read, then a listing
+    // finds 3 and 4 instead of losing them one at a time.
+    assert_eq!(slot_creates_sent(&h), vec![keys().slot(1), keys().slot(2), keys().slot(5)]);
+    assert_eq!(lists_in(&h.log[opened_log..]), vec![list_after(2)]);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(5)]);
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 5);
+    assert_eq!((h.marked(Mark::CatchUpAfterLosses), h.replica.stats().slots_lost), (1, 2));
 }
 
 // Counters (CommitterStats).

@@ -1,6 +1,7 @@
 //! `slotlog writer`: one process writing a world in a real store, logging every write it
 //! was told is committed, so `verify` can check none was lost. Several writers on one
-//! world pass commit hints to each other over UDP on loopback.
+//! world pass commit hints to each other over UDP on loopback (the crate's
+//! `Peers::Udp`).
 //!
 //! It never reports success over a failure: a log line it cannot append (disk full) stops
 //! every writer and fails the run, since an acknowledged write missing from the log would
@@ -11,12 +12,13 @@
 use bytes::Bytes;
 use indicatif::{ProgressBar, ProgressStyle};
 use slotlog::object_store_blobs::ObjectStoreBlobs;
-use slotlog::{new_op_id, Error, World, WorldConfig};
+use slotlog::{new_op_id, Error, PeerHints, Peers, World, WorldConfig};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::{Expected, Mutation, Write};
 use slotlog_kernel::{WriteError, WriteOk};
 use std::io::IsTerminal as _;
 use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -76,30 +78,13 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
         .open(&args.log)
         .map_err(|e| format!("cannot open the log {}: {e}", args.log))?;
     let log = Arc::new(Mutex::new(log));
-    let world = World::open_on(blobs, &prefix, config).await.map_err(|e| e.to_string())?;
-    if let Some(port) = args.listen {
-        let socket = Arc::new(
-            std::net::UdpSocket::bind(("127.0.0.1", port))
-                .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?,
-        );
-        let peers = args.peers.clone();
-        let send = socket.try_clone().map_err(|e| e.to_string())?;
-        world.on_commit(move |sequence| {
-            for p in &peers {
-                let _ = send.send_to(format!("commit {sequence}").as_bytes(), ("127.0.0.1", *p));
-            }
-        });
-        let follower = world.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 64];
-            while let Ok(n) = socket.recv(&mut buf) {
-                let text = String::from_utf8_lossy(&buf[..n]);
-                if let Some(seq) = text.strip_prefix("commit ").and_then(|s| s.trim().parse().ok()) {
-                    follower.follow(seq);
-                }
-            }
-        });
+    // Peers' hints over UDP on loopback, through the crate's own transport.
+    if args.listen.is_some() || !args.peers.is_empty() {
+        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, args.listen.unwrap_or(0)));
+        let peers = args.peers.iter().map(|p| SocketAddr::from((Ipv4Addr::LOCALHOST, *p))).collect();
+        config.peers = Peers::Udp(PeerHints::new(listen, peers));
     }
+    let world = World::open_on(blobs, &prefix, config).await.map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(args.duration_s);
     let tally = Arc::new(Tally::default());
