@@ -31,6 +31,8 @@ pub struct WorldStats {
     pub holds: u64,
     /// Of those, blind holds: begun with no hint heard for a peer's slots.
     pub blind_holds: u64,
+    /// Of those, rotation waits: a peer's turn by the newest slots' writers.
+    pub rotation_waits: u64,
     /// What this handle's commit hints did (docs/OPERATIONS.md, "Commit hints").
     pub hints: crate::hints::HintStats,
     /// What the compactors did: checkpoints written, adopted, objects created.
@@ -53,6 +55,7 @@ impl WorldStats {
         self.slots_lost += committer.slots_lost;
         self.holds += committer.holds;
         self.blind_holds += committer.blind_holds;
+        self.rotation_waits += committer.rotation_waits;
         self.compactor.add(compactor);
         self.collector.add(collector);
     }

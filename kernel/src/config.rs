@@ -74,6 +74,14 @@ pub struct Config {
     /// The longest hold (record: 300 ms, about twice the measured recovery of a loser;
     /// 1 s gave the same throughput, 100 ms and none lost more slots or starved a store).
     pub hold_ms: u64,
+    /// Rotation (docs/TURNS.md, "Rotation"): how many of the newest slots say which peers
+    /// write with this store, so that each takes the next name in turn; 0 turns it off.
+    /// 16 is several rounds of any realistic number of writers, and lets a peer that
+    /// went quiet drop out after as many slots.
+    pub rotation_window_slots: usize,
+    /// A peer's slot older than this does not count it as writing now (a peer that went
+    /// quiet costs waits only until then).
+    pub rotation_peer_ms: u64,
     /// Blind turns (docs/TURNS.md, "Without hints"): a store that has seen a peer write
     /// while it writes, and no hint for that slot, holds, as for a turn, once it has
     /// created this many slots in a row since that peer slot, and at every doubling of
@@ -240,6 +248,8 @@ impl Default for Config {
             turns: true,
             turn_slots_max: 256,
             hold_ms: 300,
+            rotation_window_slots: 16,
+            rotation_peer_ms: 2_000,
             blind_streak_slots: 8,
             blind_hold_creates: 4,
             blind_gap_ms_max: 4_000,

@@ -52,6 +52,9 @@ marks! {
     /// A win began a blind hold: the store sees its peers' slots but no hints for them,
     /// and has made a streak of its own slots (docs/TURNS.md, "Without hints").
     BlindHoldBegun = "blind_hold_begun",
+    /// A store gave the next name to a peer whose turn it was by the newest slots'
+    /// writers (docs/TURNS.md, "Rotation").
+    RotationGaveWay = "rotation_gave_way",
     /// A loser lost two names in a row with no hint saying the world is further on, and
     /// lists past its tip before it rebuilds (a peer pipelines faster than one read a
     /// loss).

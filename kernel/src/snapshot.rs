@@ -60,6 +60,11 @@ impl RecentSlots {
         self.spans.back_mut()
     }
 
+    /// The newest `n` slots, newest first.
+    pub fn newest(&self, n: usize) -> impl Iterator<Item = &SlotSpan> {
+        self.spans.iter().rev().take(n)
+    }
+
     /// The oldest indexed slot.
     pub fn oldest(&self) -> Option<&SlotSpan> {
         self.spans.front()

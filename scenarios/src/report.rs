@@ -41,6 +41,8 @@ pub struct PerReplica {
     pub holds: u64,
     /// Of `holds`, blind ones: begun after a streak with no hint heard (docs/TURNS.md).
     pub blind_holds: u64,
+    /// Of `holds`, rotation waits: a peer's turn by the newest slots' writers.
+    pub rotation_waits: u64,
     /// Holds a peer's slot ended (the rest ran their full time).
     pub holds_answered: u64,
     pub hold_ms_total: u64,
@@ -515,6 +517,7 @@ impl Report {
                     crashes: r.crashes,
                     holds: r.stats.holds,
                     blind_holds: r.stats.blind_holds,
+                    rotation_waits: r.stats.rotation_waits,
                     holds_answered: r.stats.holds_answered,
                     hold_ms_total: r.stats.hold_ms_total,
                     recovery_ms_p50: median_ms(&r.stats.recoveries_us),
@@ -689,13 +692,14 @@ impl Report {
         }
         for r in &self.per_replica {
             s += &format!(
-                "  replica {}  acked {}  slots won {}  lost {}  holds {} ({} blind, {} ms)  recovery p50 {:.0} ms  crashes {}\n",
+                "  replica {}  acked {}  slots won {}  lost {}  holds {} ({} blind, {} rotation, {} ms)  recovery p50 {:.0} ms  crashes {}\n",
                 r.replica,
                 r.acked,
                 r.slots_won,
                 r.slots_lost,
                 r.holds,
                 r.blind_holds,
+                r.rotation_waits,
                 r.hold_ms_total,
                 r.recovery_ms_p50,
                 r.crashes

@@ -1481,6 +1481,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.calls_hedged += s.calls_hedged;
     t.holds += s.holds;
     t.blind_holds += s.blind_holds;
+    t.rotation_waits += s.rotation_waits;
     t.hold_ms_total += s.hold_ms_total;
     t.hold_overrun_us_max = t.hold_overrun_us_max.max(s.hold_overrun_us_max);
     t.holds_answered += s.holds_answered;

@@ -31,6 +31,9 @@ impl Committer {
         // A probe or a peer's hint may have installed slots past the head's base. The head
         // still creates: its lost create is the signal (SPEC 7), and what tells peers.
         assert!(head.base_sequence <= world_sequence, "the head builds on a confirmed state");
+        if !head.members.is_empty() {
+            self.turns.give_way(now, sn, &mut self.stats, &mut io.marks);
+        }
         if !head.members.is_empty() && self.holding(now, sn, &mut io.marks) {
             return false;
         }

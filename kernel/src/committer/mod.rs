@@ -105,6 +105,8 @@ pub struct CommitterStats {
     pub holds: u64,
     /// Of those, blind holds: begun after a streak while peers' slots came unhinted.
     pub blind_holds: u64,
+    /// Of those, rotation waits: a peer's turn by the newest slots' writers.
+    pub rotation_waits: u64,
     /// Time spent in holds, in all, in ms.
     pub hold_ms_total: u64,
     /// Holds that ended because a peer's slot arrived (the rest ran out).

@@ -11,15 +11,22 @@
 //! it no hints at all also probes: it holds at every doubling of a streak alone, since
 //! peers that never won a name are invisible to it. A lone store whose embedder carries
 //! hints never waits.
+//!
+//! Rotation (docs/TURNS.md, "Rotation"): where hints arrive, a store that wrote one of
+//! the newest slots gives the next name to a peer writing with it that wrote none of
+//! them, so that racing stores take names in turn instead of losing creates to decide.
 
 use super::CommitterStats;
 use crate::config::Config;
 use crate::ids::StoreId;
 use crate::marks::{Mark, Marks};
-use crate::snapshot::Snapshot;
+use crate::snapshot::{SlotSpan, Snapshot};
 use crate::time::Instant;
 use core::ops::RangeInclusive;
 use core::time::Duration;
+
+/// A store gives way to a peer's turn for this many of its create round trips.
+const ROTATION_WAIT_CREATES: u32 = 3;
 
 /// A peer lost to this store and is retrying: owed a turn at the store's next win.
 #[derive(Clone, Copy, Debug)]
@@ -57,7 +64,30 @@ pub(super) struct Turns {
     held: Option<Hold>,
     /// The last hinted slot that earned a hold: a hint at or before it holds nothing more.
     held_through: u64,
+    /// The tip this store last gave way at under rotation: once a tip, never twice.
+    rotated_at: u64,
+    rotation: Rotation,
     blind: Blind,
+}
+
+/// Rotation (docs/TURNS.md, "Rotation"): where hints reach this store, the writers of the
+/// newest slots take names in turn. A store that wrote one of the last `n - 1` slots,
+/// while a peer that writes with it (`n` writers in all) wrote none of them, gives that
+/// peer the next name before it creates: one handoff a slot, no create lost to it.
+#[derive(Clone, Debug)]
+struct Rotation {
+    /// Newest slots that say who writes with this store; 0 turns rotation off.
+    window_slots: usize,
+    /// How recent a peer's slot must be to count it as writing now.
+    peer_for: Duration,
+    /// How long to give way, in this store's create round trips: the peer needs about
+    /// two (the read of the newest slot, then its create), plus a hint's flight.
+    wait_creates: u32,
+    /// The peers the current wait is for, each with the last sequence of its newest slot.
+    awaiting: Vec<(StoreId, u64)>,
+    /// Peers that let a turn pass, with the newest slot they had then: not waited for
+    /// again until they write a newer one, so a peer that went quiet costs one wait.
+    passed: Vec<(StoreId, u64)>,
 }
 
 /// What the blind rule knows of the log's newest slots: the streak of this store's own
@@ -149,10 +179,49 @@ impl Blind {
         }
     }
 
-    /// How long a blind hold lasts: `hold_creates` create round trips, at most `hold`.
-    fn hold(&self, hold: Duration) -> Duration {
-        let creates = self.create_rtt_us.map(|us| us.saturating_mul(u64::from(self.hold_creates)));
-        creates.map_or(hold, |us| hold.min(Duration::from_micros(us)))
+    /// `creates` of this store's create round trips, at most `hold`.
+    fn hold_for(&self, creates: u32, hold: Duration) -> Duration {
+        let us = self.create_rtt_us.map(|us| us.saturating_mul(u64::from(creates)));
+        us.map_or(hold, |us| hold.min(Duration::from_micros(us)))
+    }
+}
+
+impl Rotation {
+    /// The peers whose turn it is, with the last sequence of each one's newest slot;
+    /// empty when it is this store's. `n` writers are this store and the peers that wrote
+    /// a hinted slot among the newest `window_slots`, installed within `peer_for` and
+    /// newer than any turn they let pass. It is a peer's turn when this store wrote one
+    /// of the newest `n - 1` slots and that peer wrote none of them.
+    fn peers_due(&mut self, now: Instant, sn: &Snapshot, me: StoreId) -> Vec<(StoreId, u64)> {
+        let newest: Vec<&SlotSpan> = sn.recent.newest(self.window_slots).collect();
+        // A peer out of the window needs no memory of a turn it let pass: bounded by it.
+        self.passed.retain(|&(p, _)| newest.iter().any(|s| s.store_id == p));
+        let mut peers: Vec<(StoreId, u64)> = Vec::new();
+        for s in &newest {
+            let writing = s.store_id != me
+                && s.last <= sn.hinted
+                && now.saturating_since(s.installed_at) <= self.peer_for
+                && !self.passed.iter().any(|&(p, last)| p == s.store_id && s.last <= last);
+            if writing && peers.iter().all(|&(p, _)| p != s.store_id) {
+                peers.push((s.store_id, s.last));
+            }
+        }
+        let last_turns = &newest[..peers.len().min(newest.len())];
+        if last_turns.iter().all(|s| s.store_id != me) {
+            return Vec::new();
+        }
+        peers.retain(|&(p, _)| last_turns.iter().all(|s| s.store_id != p));
+        peers
+    }
+
+    /// A wait ended by its clock: the peers it was for let their turn pass.
+    fn wait_ran_out(&mut self) {
+        for (peer, last) in self.awaiting.drain(..) {
+            match self.passed.iter_mut().find(|(p, _)| *p == peer) {
+                Some(entry) => entry.1 = entry.1.max(last),
+                None => self.passed.push((peer, last)),
+            }
+        }
     }
 }
 
@@ -166,6 +235,14 @@ impl Turns {
             owed: None,
             held: None,
             held_through: 0,
+            rotated_at: 0,
+            rotation: Rotation {
+                window_slots: config.rotation_window_slots,
+                peer_for: Duration::from_millis(config.rotation_peer_ms),
+                wait_creates: ROTATION_WAIT_CREATES,
+                awaiting: Vec::new(),
+                passed: Vec::new(),
+            },
             blind: Blind {
                 streak_slots: config.blind_streak_slots,
                 gap_max: Duration::from_millis(config.blind_gap_ms_max),
@@ -247,8 +324,29 @@ impl Turns {
         if self.blind.due(now, sn) {
             marks.hit(Mark::BlindHoldBegun);
             stats.blind_holds += 1;
-            self.begin(now, self.blind.hold(self.hold), sn, stats);
+            self.begin(now, self.blind.hold_for(self.blind.hold_creates, self.hold), sn, stats);
         }
+    }
+
+    /// Before the head's create at the tip: give way if it is a peer's turn (rotation).
+    /// Peers count only through slots a hint told of, so a store that hears no hints
+    /// never waits on this rule (blind turns serve it), and neither does a lone store.
+    pub fn give_way(&mut self, now: Instant, sn: &Snapshot, stats: &mut CommitterStats, marks: &mut Marks) {
+        let tip = sn.world.sequence();
+        if !self.enabled || self.held.is_some() || self.rotated_at == tip || self.rotation.window_slots == 0 {
+            return;
+        }
+        self.rotated_at = tip;
+        let due = self.rotation.peers_due(now, sn, self.store_id);
+        if due.is_empty() {
+            return;
+        }
+        marks.hit(Mark::RotationGaveWay);
+        stats.rotation_waits += 1;
+        stats.holds += 1;
+        self.rotation.awaiting = due;
+        let wait = self.blind.hold_for(self.rotation.wait_creates, self.hold);
+        self.held = Some(Hold { since: now, until: now + wait, base: tip });
     }
 
     /// A slot create of this store's was answered (won or taken) `rtt` after it was sent.
@@ -284,11 +382,13 @@ impl Turns {
         let overrun_us = now.saturating_since(h.until).as_micros() as u64;
         stats.hold_overrun_us_max = stats.hold_overrun_us_max.max(overrun_us);
         if answered {
+            self.rotation.awaiting.clear();
             stats.holds_answered += 1;
             marks.hit(Mark::HoldAnsweredByPeer);
             return HoldCheck::Answered;
         }
         marks.hit(Mark::HoldExpiredByClock);
+        self.rotation.wait_ran_out();
         HoldCheck::Free
     }
 }

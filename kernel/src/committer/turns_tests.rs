@@ -22,9 +22,15 @@ use core::time::Duration;
 
 // Helpers.
 
-/// Turns on, with the record's `hold_ms` and `turn_slots_max`. Tests fire timers on
-/// purpose, so hedging is off: the timer they mean is the one that fires.
+/// Turns on, with the record's `hold_ms` and `turn_slots_max`, rotation off so that each
+/// rule before it is seen alone. Tests fire timers on purpose, so hedging is off: the
+/// timer they mean is the one that fires.
 fn turns_on() -> Config {
+    Config { hedge_after_ms: 0, rotation_window_slots: 0, ..Config::default() }
+}
+
+/// Turns as the default has them: rotation on too.
+fn rotation_on() -> Config {
     Config { hedge_after_ms: 0, ..Config::default() }
 }
 
@@ -465,7 +471,7 @@ fn a_hint_that_already_held_holds_nothing_when_passed_on_again() {
 
 #[test]
 fn a_lone_store_never_waits() {
-    let mut h = Harness::opened(turns_on());
+    let mut h = Harness::opened(rotation_on());
     let writes: Vec<RequestId> =
         (1..=40).map(|op| h.publish(op, &format!("/own/{op}.md"), &format!("own {op}"))).collect();
     h.settle();
@@ -498,6 +504,109 @@ fn a_hint_for_a_sequence_the_store_did_not_write_holds_nothing() {
     assert_eq!(commit_own(&mut h, 2), 4, "the next win");
     assert_eq!(commit_own(&mut h, 3), 5, "is not followed by a hold");
     assert_eq!(h.replica.stats().holds, 0);
+}
+
+// Rotation (docs/TURNS.md, "Rotation").
+
+/// Commits one own write whose slot create takes `rtt_ms`, the round trip a rotation
+/// wait is sized by.
+fn commit_own_taking(h: &mut Harness, op: u128, rtt_ms: u64) -> u64 {
+    let r = own_write_at_its_create(h, op);
+    h.advance_ms(rtt_ms);
+    h.settle();
+    h.receipt(r).sequence
+}
+
+/// A peer won slot 1 (its hint followed), then this store won slot 2 in a 40 ms create.
+fn a_peers_slot_then_ours(config: Config) -> (Harness, Peer) {
+    let mut h = Harness::opened(config);
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101]);
+    follow(&mut h, 1);
+    h.settle();
+    assert_eq!(commit_own_taking(&mut h, 1, 40), 2, "the newest slot was the peer's: no wait");
+    assert_eq!(h.marked(Mark::RotationGaveWay), 0);
+    peer.world = h.replica.world().expect("open").clone();
+    (h, peer)
+}
+
+#[test]
+fn a_store_that_wrote_the_newest_slot_gives_the_next_name_to_a_peer_writing_with_it() {
+    let (mut h, mut peer) = a_peers_slot_then_ours(rotation_on());
+    let r = own_write_at_its_create(&mut h, 2);
+    assert_eq!(pending_slot_creates(&h), Vec::<String>::new(), "the peer's turn");
+    assert_eq!(h.marked(Mark::RotationGaveWay), 1);
+    let theirs = peer_commits(&mut peer, &mut h, &[102]);
+    h.advance_ms(40);
+    follow(&mut h, 3);
+    h.deliver_all_but(is_slot_create);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(4)], "created after the peer's slot");
+    let (slot, _) = pending_slot(&h, 4);
+    assert_eq!(slot.prev_hash, Hash32::of(&theirs));
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 4);
+    let stats = h.replica.stats();
+    assert_eq!((stats.rotation_waits, stats.holds_answered, stats.slots_lost), (1, 1, 0), "no create lost");
+    assert_eq!(h.marked(Mark::RotationGaveWay), 1, "the newest slot is the peer's: no second wait");
+}
+
+#[test]
+fn a_wait_for_a_peers_turn_lasts_three_create_round_trips_and_a_peer_that_lets_it_pass_is_not_waited_for_again(
+) {
+    let (mut h, mut peer) = a_peers_slot_then_ours(rotation_on());
+    let r = own_write_at_its_create(&mut h, 2);
+    let waited_at = h.now;
+    assert_eq!(pending_slot_creates(&h), Vec::<String>::new(), "the peer's turn");
+    h.fire_timer();
+    // Three of the store's create round trips (a moving average of about 40 ms here),
+    // well inside a hold.
+    let waited = h.now.saturating_since(waited_at);
+    assert!(waited >= Duration::from_millis(3 * 40) && waited < Duration::from_millis(3 * 45), "{waited:?}");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)], "the turn passed: created as built");
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 3);
+    for op in 3..=6 {
+        assert_eq!(commit_own_taking(&mut h, op, 40), op as u64 + 1, "no wait for a peer that passed");
+    }
+    assert_eq!(h.marked(Mark::RotationGaveWay), 1);
+    // A newer slot of the peer's makes it a writer again: the store gives way once more.
+    peer.world = h.replica.world().expect("open").clone();
+    peer_commits(&mut peer, &mut h, &[103]);
+    follow(&mut h, 8);
+    h.settle();
+    assert_eq!(commit_own_taking(&mut h, 7, 40), 9);
+    own_write_at_its_create(&mut h, 8);
+    assert_eq!(pending_slot_creates(&h), Vec::<String>::new(), "the peer's turn again");
+    assert_eq!(h.marked(Mark::RotationGaveWay), 2);
+}
+
+#[test]
+fn a_peers_slot_no_hint_told_of_earns_no_rotation_wait() {
+    let mut h = Harness::opened(rotation_on());
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[101]);
+    assert_eq!(commit_own_taking(&mut h, 1, 40), 2, "lost slot 1 unhinted, won slot 2");
+    own_write_at_its_create(&mut h, 2);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)], "blind turns serve unhinted peers");
+    assert_eq!(h.marked(Mark::RotationGaveWay), 0);
+}
+
+#[test]
+fn a_peers_slot_older_than_rotation_peer_ms_earns_no_rotation_wait() {
+    let config = rotation_on();
+    let (mut h, _) = a_peers_slot_then_ours(config.clone());
+    h.advance_ms(config.rotation_peer_ms + 1);
+    own_write_at_its_create(&mut h, 2);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)], "the peer went quiet");
+    assert_eq!(h.marked(Mark::RotationGaveWay), 0);
+}
+
+#[test]
+fn rotation_off_never_waits() {
+    let (mut h, _) = a_peers_slot_then_ours(Config { rotation_window_slots: 0, ..rotation_on() });
+    own_write_at_its_create(&mut h, 2);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)]);
+    assert_eq!(h.replica.stats().rotation_waits, 0);
 }
 
 // Turns off (Config::turns).
