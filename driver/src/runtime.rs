@@ -52,6 +52,14 @@ pub(crate) type Stopped = Arc<OnceLock<Error>>;
 /// A caller waiting for its reply, and for a write its operation id and the first
 /// sequence it could commit at (the next one when it was handed in: the replica builds
 /// only on its own state, which only moves forward).
+/// A close waiting for the writes already taken to be answered.
+struct Closing {
+    done: oneshot::Sender<()>,
+    /// The drain's bound: the kernel's request deadline and one call's timeout, by which
+    /// the kernel answers every write itself.
+    by: tokio::time::Instant,
+}
+
 struct Waiting {
     reply: oneshot::Sender<Reply>,
     op_id: Option<(OperationId, u64)>,
@@ -195,6 +203,8 @@ impl Loop {
         // Moved on by every call answered while opening: an opening that keeps reading
         // (a large world replaying) is never cut short, one that hears nothing is.
         let mut open_by = self.base + self.open_deadline;
+        // Set by `close()`: the loop runs on until every write it took is answered.
+        let mut closing: Option<Closing> = None;
         loop {
             // Carry out every effect, then sleep until the next input or wake-up.
             while let Some(effect) = self.replica.poll_effect() {
@@ -302,7 +312,27 @@ impl Loop {
                     return;
                 }
             }
-            let wake = self.replica.poll_timeout().map(|t| self.base + Duration::from_micros(t.as_micros()));
+            if let Some(c) = &closing {
+                let drained = waiting.values().all(|w| w.op_id.is_none());
+                if drained || tokio::time::Instant::now() >= c.by {
+                    // Past the drain's bound (a write the kernel has not answered within
+                    // its own deadline): each is answered `Uncertain` with its operation
+                    // id, never dropped, so its receipt settles it.
+                    for (_, w) in std::mem::take(&mut waiting) {
+                        if let Some((op_id, since)) = w.op_id {
+                            let _ = w.reply.send(Reply::Write(Err(WriteError::Uncertain { op_id, since })));
+                        }
+                    }
+                    tracing::debug!(drained, "writes drained");
+                    let _ = closing.take().expect("checked").done.send(());
+                    break;
+                }
+            }
+            let mut wake =
+                self.replica.poll_timeout().map(|t| self.base + Duration::from_micros(t.as_micros()));
+            if let Some(c) = &closing {
+                wake = Some(wake.map_or(c.by, |w| w.min(c.by)));
+            }
             let sleep = async {
                 match wake {
                     Some(at) => tokio::time::sleep_until(at).await,
@@ -350,8 +380,12 @@ impl Loop {
                             let _ = tx.send(self.stats());
                         }
                         Command::Close(done) => {
-                            let _ = done.send(());
-                            break;
+                            // Watches end now; writes already taken drain (above).
+                            for (id, _) in std::mem::take(&mut watches) {
+                                self.replica.handle(now, Input::Unwatch { id });
+                            }
+                            let drain = Duration::from_millis(self.kernel.request_deadline_ms) + self.call_timeout;
+                            closing = Some(Closing { done, by: tokio::time::Instant::now() + drain });
                         }
                     }
                 }

@@ -436,9 +436,12 @@ impl World {
         rx.await.map_err(|_| self.gone())
     }
 
-    /// Stops the world's background work, ends its watches, and refuses later calls with
-    /// `Error::Closed`. Writes already waiting are answered `Closed`; one whose slot may
-    /// still commit is settled by its receipt from the next open.
+    /// Refuses later calls with `Error::Closed`, ends the watches, then drains: every write
+    /// already taken is answered before this returns, committed or refused as it would
+    /// have been, or `Uncertain` with its operation id (its receipt from the next open
+    /// settles it), never dropped. The drain is bounded by the request deadline and one
+    /// call's timeout, within which the kernel answers every write itself. Then the
+    /// world's background work stops. A second call returns at once.
     pub async fn close(&self) {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return;

@@ -41,3 +41,32 @@ async fn a_watch_streams_every_change_then_its_end_then_nothing() {
     assert!(ended.is_err(), "{ended:?}");
     assert!(StreamExt::next(&mut watch).await.is_none(), "the stream ends after its error");
 }
+
+/// `close()` drains (issue 12): every write taken before it is called is answered,
+/// committed here since the store is healthy, never `Closed`; later calls are refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn close_answers_every_write_already_taken_before_it_returns() {
+    let store = Arc::new(InMemory::new());
+    let world = World::builder(store.clone()).prefix("w").open().await.unwrap();
+    let paths: Vec<String> = (0..200).map(|i| format!("/d/{i}")).collect();
+    let mut writes: Vec<_> =
+        paths.iter().map(|p| Box::pin(world.publish(p, "x", Expected::Absent))).collect();
+    // One poll each sends the request to the driver loop (or is refused `Busy` at once).
+    let mut busy = 0;
+    for w in &mut writes {
+        if let std::task::Poll::Ready(r) = futures_util::poll!(w.as_mut()) {
+            assert!(matches!(r, Err(Error::Busy)), "{r:?}");
+            busy += 1;
+        }
+    }
+    let (answers, ()) = tokio::join!(futures_util::future::join_all(writes), world.close());
+    let committed = answers.iter().filter(|a| a.is_ok()).count();
+    let closed: Vec<_> = answers.iter().filter(|a| matches!(a, Err(Error::Closed))).collect();
+    assert!(closed.is_empty(), "{} writes taken before close were answered Closed", closed.len());
+    assert_eq!(committed + busy, paths.len());
+    assert!(committed > 0);
+    assert!(matches!(world.publish("/late", "x", Expected::Absent).await, Err(Error::Closed)));
+    let again = World::open(store, "w", Default::default()).await.unwrap();
+    assert_eq!(again.versions("/d/0").await.unwrap().at_sequence > 0, answers[0].is_ok());
+    again.close().await;
+}
