@@ -8,6 +8,9 @@
 //! | `slotlog_blob_call_seconds` | histogram | `kind` | each call's time, answer or timeout |
 //! | `slotlog_writes_total` | counter | `result` (committed, unchanged, duplicate, invalid, rejected, busy, expired, uncertain, failed, other) | every write answered |
 //! | `slotlog_committed_through` | gauge | | the sequence the world is known committed through |
+//! | `slotlog_slots_total` | counter | `outcome` (won, lost) | slot creates this process's replicas won, and names they found taken by a peer's slot |
+//! | `slotlog_slot_members` | histogram | | writes in each slot won: the batch size |
+//! | `slotlog_queue_depth` | gauge | | writes waiting in the commit queue, not yet in a batch |
 
 use crate::blobs::CallFailure;
 use slotlog_kernel::blob::{BlobError, BlobOutcome};
@@ -54,4 +57,24 @@ pub(crate) fn write_answered(reply: &Reply) {
 /// The sequence the world is known committed through.
 pub(crate) fn committed_through(sequence: u64) {
     metrics::gauge!("slotlog_committed_through").set(sequence as f64);
+}
+
+/// Slots won since the last look (each with its share of the members committed) and
+/// names lost.
+pub(crate) fn slots(won: u64, lost: u64, members: u64) {
+    if won > 0 {
+        metrics::counter!("slotlog_slots_total", "outcome" => "won").increment(won);
+        let per_slot = members as f64 / won as f64;
+        for _ in 0..won {
+            metrics::histogram!("slotlog_slot_members").record(per_slot);
+        }
+    }
+    if lost > 0 {
+        metrics::counter!("slotlog_slots_total", "outcome" => "lost").increment(lost);
+    }
+}
+
+/// Writes waiting in the commit queue now.
+pub(crate) fn queue_depth(queued: usize) {
+    metrics::gauge!("slotlog_queue_depth").set(queued as f64);
 }

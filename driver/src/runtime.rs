@@ -205,6 +205,8 @@ impl Loop {
         let mut open_by = self.base + self.open_deadline;
         // Set by `close()`: the loop runs on until every write it took is answered.
         let mut closing: Option<Closing> = None;
+        // The replica's commit totals at the last look: metrics report what changed.
+        let mut totals_seen = (0, 0, 0);
         loop {
             // Carry out every effect, then sleep until the next input or wake-up.
             while let Some(effect) = self.replica.poll_effect() {
@@ -285,10 +287,17 @@ impl Loop {
                     }
                 }
             }
+            let totals = self.replica.commit_totals();
+            if totals != totals_seen {
+                metrics::slots(totals.0 - totals_seen.0, totals.1 - totals_seen.1, totals.2 - totals_seen.2);
+                totals_seen = totals;
+            }
+            metrics::queue_depth(self.replica.queued());
             if let Some(reason) = reload.take() {
                 match self.reloads.reload(&reason, &mut self.past) {
                     Ok(in_a_row) => {
                         self.reopen(&reason, in_a_row, &mut waiting, &mut watches);
+                        totals_seen = (0, 0, 0);
                         continue;
                     }
                     Err(reloads) => {

@@ -425,6 +425,13 @@ impl Replica {
         self.committer.queued()
     }
 
+    /// Slots won, slots lost and members committed so far: what an embedder's metrics
+    /// follow from call to call, without copying every counter.
+    pub fn commit_totals(&self) -> (u64, u64, u64) {
+        let s = &self.committer.stats;
+        (s.slots_won, s.slots_lost, s.members_committed)
+    }
+
     /// Blob calls in flight.
     pub fn calls_in_flight(&self) -> usize {
         self.io.in_flight_len()

@@ -90,4 +90,9 @@ fn store_calls_writes_and_the_committed_sequence_are_recorded() {
     assert!(creates >= 6.0, "the marker, checkpoint zero, bodies and five slots: {creates}");
     assert_eq!(recorded.get("slotlog_blob_call_seconds{kind=create}"), creates, "a time for each create");
     assert!(recorded.get("slotlog_committed_through{}") >= 5.0, "{:?}", recorded.0.lock().unwrap());
+    // Five writes one at a time: five slots won, each a batch of one; none lost, none queued.
+    assert_eq!(recorded.get("slotlog_slots_total{outcome=won}"), 5.0);
+    assert_eq!(recorded.get("slotlog_slot_members{}"), 5.0, "a batch size for each slot won");
+    assert_eq!(recorded.get("slotlog_slots_total{outcome=lost}"), 0.0);
+    assert_eq!(recorded.get("slotlog_queue_depth{}"), 0.0);
 }
