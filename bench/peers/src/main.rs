@@ -36,7 +36,8 @@ struct Args {
     /// slotlog handles on one world in this process (writers spread round-robin).
     #[arg(long, value_delimiter = ',', default_value = "1,3")]
     handles: Vec<usize>,
-    /// Pass commit hints between slotlog handles (on_commit into follow), wired by hand.
+    /// Commit hints between slotlog handles: the crate's in-process sharing (true), or
+    /// none (false: the kernel's blind turns alone).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     hints: bool,
     /// Override slotlog's kernel `batches_ahead_max` (default: the kernel's own).

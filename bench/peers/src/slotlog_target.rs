@@ -3,22 +3,23 @@
 
 use crate::load::{value, Writer};
 use object_store::ObjectStore;
-use slotlog::{Backend, Error, Expected, World, WorldConfig, WriteError};
+use slotlog::{Backend, Error, Expected, Peers, World, WorldConfig, WriteError};
 use std::sync::Arc;
 
 /// How the handles are opened.
 #[derive(Clone, Debug)]
 pub struct Tune {
-    /// Commit hints passed between handles (`on_commit` into the others' `follow`).
+    /// Commit hints between the handles: the crate's own in-process sharing
+    /// (`Peers::ThisProcess`), or none at all (`hints_in_process` off, peers unknown:
+    /// the kernel's blind turns alone).
     pub hints: bool,
     /// Overrides the kernel's `batches_ahead_max` when set.
     pub batches_ahead: Option<usize>,
 }
 
 /// Opens `handles` handles on one new world under `prefix`, one after another (the
-/// first creates it). With `tune.hints`, each handle's commit hook feeds the others'
-/// `follow`: the driver has no in-process hint sharing of its own yet, so this is the
-/// wiring an embedder writes by hand today.
+/// first creates it), as an embedder does: handles on one world in one process share
+/// commit hints with no wiring (docs/OPERATIONS.md, "Commit hints").
 pub async fn open(
     store: Arc<dyn ObjectStore>,
     handles: usize,
@@ -28,6 +29,11 @@ pub async fn open(
     if let Some(ahead) = tune.batches_ahead {
         config.kernel.batches_ahead_max = ahead;
     }
+    if tune.hints {
+        config.peers = Peers::ThisProcess;
+    } else {
+        config.hints_in_process = false;
+    }
     let mut worlds = Vec::with_capacity(handles);
     for _ in 0..handles {
         // The store is a ThrottledStore over InMemory: an in-memory store as far as
@@ -35,17 +41,6 @@ pub async fn open(
         // tell through the wrapper.
         let world = World::open_with(store.clone(), Backend::Memory, "worlds/bench", config.clone()).await?;
         worlds.push(world);
-    }
-    if tune.hints && handles > 1 {
-        for (i, world) in worlds.iter().enumerate() {
-            let others: Vec<World> =
-                worlds.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, w)| w.clone()).collect();
-            world.on_commit(move |sequence| {
-                for other in &others {
-                    other.follow(sequence);
-                }
-            });
-        }
     }
     Ok(worlds)
 }
