@@ -99,7 +99,8 @@ soak48 SEEDS="1..8": build
 # (several GB of disk under TMPDIR and minutes at 10^6; SIZES="docs:slots ..." picks rows);
 # `just bench peers` runs slotlog's driver beside SlateDB and delta-rs (bench/peers, its
 # own workspace: it builds only that, never the simulator; arguments after `peers` go to
-# it, e.g. `just bench peers --duration-s 30`).
+# it, e.g. `just bench peers --duration-s 30`). Each writes its rows to target/bench/WHAT.json
+# and a chart of them beside it, WHAT.svg (`slotlog plot-bench`).
 bench WHAT="throughput" *ARGS:
     if [ "{{WHAT}}" != peers ]; then just build; fi
     scripts/bench-{{WHAT}}.sh {{slotlog}} {{ARGS}}

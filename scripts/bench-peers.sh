@@ -10,9 +10,16 @@
 # arrow and parquet). Built in target/peers unless CARGO_TARGET_DIR says otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-shift || true # the slotlog binary the bench recipe passes every script; unused here
+slotlog=${1:-target/release/slotlog} # the slotlog binary the bench recipe passes, for plot-bench
+shift || true
 features=(--features delta)
 if [ "${PEERS_DELTA:-1}" = 0 ]; then features=(); fi
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/peers}
 cargo build --release --manifest-path bench/peers/Cargo.toml "${features[@]}"
-exec "$CARGO_TARGET_DIR/release/slotlog-bench-peers" --json-out target/bench/peers.json "$@"
+"$CARGO_TARGET_DIR/release/slotlog-bench-peers" --json-out target/bench/peers.json "$@"
+if [ -x "$slotlog" ]; then
+  "$slotlog" plot-bench target/bench/peers.json --label system,config,writers,handles \
+    --value writes_per_s,p99_ms --out target/bench/peers.svg
+else
+  echo "no $slotlog to draw target/bench/peers.svg with (just build makes it)" >&2
+fi

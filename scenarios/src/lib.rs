@@ -3,6 +3,7 @@
 
 pub mod coverage;
 pub mod plot;
+pub mod plot_bench;
 pub mod report;
 pub mod scenario;
 pub mod shrink;

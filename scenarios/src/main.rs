@@ -326,6 +326,21 @@ enum Command {
     /// Hash a trace file written by `run --trace` as the simulation hashes its events:
     /// prints the trace hash the run reported.
     TraceHash { file: std::path::PathBuf },
+    /// Draw a benchmark's JSON rows (a list of objects, as `just bench` writes them) as an
+    /// SVG of horizontal bars: one chart a value column, a bar a row.
+    PlotBench {
+        /// The JSON file.
+        input: std::path::PathBuf,
+        /// Columns whose values, joined, label each bar.
+        #[arg(long, value_delimiter = ',', required = true)]
+        label: Vec<String>,
+        /// Numeric columns, one chart each.
+        #[arg(long, value_delimiter = ',', required = true)]
+        value: Vec<String>,
+        /// Where to write the SVG.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
     /// Run one scenario for one seed and report.
     Run {
         #[arg(value_parser = scenario_names())]
@@ -557,6 +572,18 @@ fn main() -> ExitCode {
             let report = block_on(cold_start::open(&dir))
                 .map(|r| println!("{}", serde_json::to_string(&r).expect("a report serializes")));
             tool_exit(report.map(|()| true))
+        }
+        Command::PlotBench { input, label, value, out } => {
+            match slotlog_scenarios::plot_bench::write_svg(&input, &label, &value, &out) {
+                Ok(bars) => {
+                    eprintln!("{bars} bars drawn to {}", out.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(exit::STORE)
+                }
+            }
         }
         Command::TraceHash { file } => {
             let text = match std::fs::read_to_string(&file) {
