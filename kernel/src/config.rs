@@ -221,6 +221,10 @@ pub struct Defects {
     /// do, so a host that wakes it when asked spins at one instant (the simulation's
     /// liveness judgement must stop such a run with a verdict).
     pub timer_never_cleared: bool,
+    /// A catch-up keeps waiting on the name its listing skipped after a probe installed
+    /// it (the defect crash seed 7 had): its batches wait for good, while the store is
+    /// healthy (the simulation's starvation rule must stop it).
+    pub catch_up_keeps_installed_gap: bool,
 }
 
 impl Default for Config {

@@ -43,6 +43,9 @@ pub struct PerReplica {
     pub blind_holds: u64,
     /// Of `holds`, rotation waits: a peer's turn by the newest slots' writers.
     pub rotation_waits: u64,
+    /// The longest it held writes without answering one on its merits, ms (the
+    /// starvation rule's measure; sampled once a virtual second).
+    pub starved_ms_max: u64,
     /// Holds a peer's slot ended (the rest ran their full time).
     pub holds_answered: u64,
     pub hold_ms_total: u64,
@@ -518,6 +521,7 @@ impl Report {
                     holds: r.stats.holds,
                     blind_holds: r.stats.blind_holds,
                     rotation_waits: r.stats.rotation_waits,
+                    starved_ms_max: r.starved_ms_max,
                     holds_answered: r.stats.holds_answered,
                     hold_ms_total: r.stats.hold_ms_total,
                     recovery_ms_p50: median_ms(&r.stats.recoveries_us),

@@ -58,6 +58,7 @@ pub const DEFECT_NAMES: &[&str] = &[
     "skip-post-create-check",
     "freshen-keeps-bytes",
     "timer-never-cleared",
+    "catch-up-keeps-installed-gap",
 ];
 
 /// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
@@ -70,6 +71,7 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
         "skip-post-create-check" => &mut defects.skip_post_create_check,
         "freshen-keeps-bytes" => &mut defects.freshen_keeps_bytes,
         "timer-never-cleared" => &mut defects.timer_never_cleared,
+        "catch-up-keeps-installed-gap" => &mut defects.catch_up_keeps_installed_gap,
         _ => return false,
     };
     *flag = true;
@@ -85,6 +87,7 @@ fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
         d.skip_post_create_check,
         d.freshen_keeps_bytes,
         d.timer_never_cleared,
+        d.catch_up_keeps_installed_gap,
     ];
     DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }

@@ -23,7 +23,7 @@ use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{evaluate, validate, Evaluation, WorldState, Write};
 use slotlog_kernel::{
     CollectorStats, CommitterStats, CompactorStats, Config, Effect, FeedStats, Identity, Input, Marks,
-    ReadStats, Replica, Request, Warning, WatchEnd,
+    ReadStats, Replica, Request, Warning, WatchEnd, WriteError, WriteOk,
 };
 use slotlog_model::{
     ClientOp, History, NameChange, NameHistory, Outcome, ReadOp, ReadOutcome, SessionEnd, StoredObject,
@@ -224,6 +224,10 @@ pub struct ReplicaReport {
     /// or a create again, answered with something other than such an error). Taken from
     /// the calls the harness carried, not from the kernel: the ambiguity bound.
     pub ambiguous_open_us_max: u64,
+    /// The longest the replica held writes without answering one on its merits (the
+    /// starvation rule's measure, from the harness's own record of its requests), ms,
+    /// sampled once a virtual second.
+    pub starved_ms_max: u64,
 }
 
 /// What a run did, for the checker and the report.
@@ -380,6 +384,9 @@ struct Node {
     gone: bool,
     /// The ambiguous slot creates this incarnation still has to settle.
     ambiguity: AmbiguityWatch,
+    /// Since when the replica has held writes and answered none of them on its merits
+    /// (the liveness watch's starvation rule).
+    starving_since: Option<Instant>,
 }
 
 struct Watcher {
@@ -567,6 +574,7 @@ fn run_inner<'a>(
             paused: Paused::default(),
             gone: false,
             ambiguity: AmbiguityWatch::default(),
+            starving_since: None,
         });
         c.start_node(n);
     }
@@ -928,6 +936,7 @@ impl Cluster<'_> {
         });
         self.writes.push(write.clone());
         let request = self.new_request(node, InFlight::Write(index));
+        self.nodes[node].starving_since.get_or_insert(self.now);
         if let Some(w) = writer {
             self.request_writer.insert(request, w);
         }
@@ -1055,6 +1064,7 @@ impl Cluster<'_> {
         // A new incarnation owes nothing for its predecessor's creates: it opens afresh.
         let settled = std::mem::take(&mut n.ambiguity).settled_longest_us();
         n.report.ambiguous_open_us_max = n.report.ambiguous_open_us_max.max(settled);
+        n.starving_since = None;
         for (request, what) in std::mem::take(&mut n.requests) {
             match what {
                 InFlight::Write(index) => {
@@ -1291,6 +1301,7 @@ impl Cluster<'_> {
                 self.trace_fmt(&[10, node as u64, request.0], format_args!("{result:?}"));
                 let write = &self.writes[index - self.config.preload_documents];
                 self.generator.observe(write, &result);
+                self.note_write_answered(node, &result);
                 self.history.ops[index].outcome = Outcome::Answered { at: self.now, result };
                 if let Some(w) = self.request_writer.remove(&request) {
                     self.schedule(self.now, Event::Arrival { writer: Some(w) });
@@ -1305,6 +1316,46 @@ impl Cluster<'_> {
                 self.history.reads[index].outcome = ReadOutcome::Answered { at: self.now, result };
             }
             (what, reply) => panic!("replica {node} answered {what:?} with {reply:?}"),
+        }
+    }
+
+    /// A write of `node` was answered: on its merits (committed, unchanged, rejected,
+    /// invalid) the replica made progress; a write that timed out waiting (expired,
+    /// uncertain) or was refused for a full queue did not, so the watch goes on.
+    fn note_write_answered(&mut self, node: usize, result: &Result<WriteOk, WriteError>) {
+        let progress = !matches!(
+            result,
+            Err(WriteError::Expired { .. } | WriteError::Uncertain { .. } | WriteError::Busy { .. })
+        );
+        let n = &mut self.nodes[node];
+        let more = n.requests.values().any(|w| matches!(w, InFlight::Write(_)));
+        if !more {
+            n.starving_since = None;
+        } else if progress {
+            n.starving_since = Some(self.now);
+        }
+    }
+
+    /// The starvation rule, once a virtual second: while the bucket injects no fault, no
+    /// replica holds writes for longer than the budget without answering one on its
+    /// merits. A paused or opening replica is not starved, nor one that holds no writes.
+    fn judge_starvation(&mut self) {
+        let healthy = self.config.gcs.faults == crate::gcs::Faults::none();
+        for (i, n) in self.nodes.iter_mut().enumerate() {
+            let opening = n.replica.as_ref().is_some_and(|r| r.world().is_none());
+            if n.paused.is_paused() || opening {
+                // Not the commit path's doing: the pause is the fault, and an open
+                // replaying a long log holds its writes until it is done.
+                n.starving_since = n.starving_since.map(|_| self.now);
+                continue;
+            }
+            let Some(since) = n.starving_since else { continue };
+            let waited = self.now.saturating_since(since);
+            let waited_ms = waited.as_millis() as u64;
+            n.report.starved_ms_max = n.report.starved_ms_max.max(waited_ms);
+            if healthy && waited_ms > self.config.liveness.starved_ms_max && self.not_live.is_none() {
+                self.not_live = Some(NotLive::Starved { replica: i, waited_ms });
+            }
         }
     }
 
@@ -1361,6 +1412,7 @@ impl Cluster<'_> {
         if let Err(stop) = self.liveness.on_memory(held) {
             self.not_live = Some(stop);
         }
+        self.judge_starvation();
         let (ledger_slots, ledger_documents) = self.ledger_held();
         let m = &mut self.memory;
         m.resident_version_records_max = m.resident_version_records_max.max(held);

@@ -22,6 +22,12 @@ pub struct LivenessBudget {
     /// Version records all replicas hold together, sampled once a virtual second: the
     /// most `compact` held over 600 virtual seconds was about 17,000.
     pub resident_version_records_max: u64,
+    /// How long a replica may hold writes, while the bucket injects no fault, without
+    /// answering one on its merits (committed, unchanged, rejected): past it the replica
+    /// is starved. Measured: the longest wait over `just test`'s sweeps is in
+    /// docs/SIMULATION.md; a write's own deadline is 10 s, and a starved store lets one
+    /// expire after another.
+    pub starved_ms_max: u64,
 }
 
 impl Default for LivenessBudget {
@@ -31,6 +37,7 @@ impl Default for LivenessBudget {
             events_max: 200_000_000,
             queued_events_max: 10_000_000,
             resident_version_records_max: 20_000_000,
+            starved_ms_max: 8_000,
         }
     }
 }
@@ -58,6 +65,15 @@ pub enum NotLive {
         /// Events waiting when it was stopped.
         queued: usize,
     },
+    /// A replica held writes past the starvation budget, the bucket healthy, answering
+    /// none on its merits.
+    #[error("replica {replica} held writes for {waited_ms} ms with none committed or refused on its merits")]
+    Starved {
+        /// Which replica.
+        replica: usize,
+        /// How long it had held writes when it was stopped.
+        waited_ms: u64,
+    },
     /// The replicas held more version records than the budget.
     #[error("the replicas held {records} version records, past the budget")]
     MemoryBudget {
@@ -74,6 +90,7 @@ impl NotLive {
             NotLive::EventBudget { .. } => "LivenessEventBudget",
             NotLive::QueueBudget { .. } => "LivenessQueueBudget",
             NotLive::MemoryBudget { .. } => "LivenessMemoryBudget",
+            NotLive::Starved { .. } => "LivenessStarved",
         }
     }
 }
@@ -130,6 +147,7 @@ mod tests {
             events_max: 10,
             queued_events_max: 5,
             resident_version_records_max: 100,
+            starved_ms_max: 1_000,
         }
     }
 

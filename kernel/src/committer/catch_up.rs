@@ -138,6 +138,16 @@ impl Committer {
     /// missing name; lists on, or ends the catch-up.
     fn advance_catch_up(&mut self, now: Instant, sn: &mut Snapshot, io: &mut Io) -> Result<(), FailReason> {
         let cu = self.catch_up.as_mut().expect("catching up");
+        // A probe or a hint may have installed names this catch-up was reading, a gap's
+        // among them: what they bring is already in, and a gap installed is no gap. (A
+        // gap left standing here kept the catch-up, and every batch, waiting for good:
+        // crash seed 7, found by the starvation rule.)
+        let tip = sn.world.sequence();
+        cu.fetched.retain(|&sequence, _| sequence > tip);
+        let keep = self.config.defects.catch_up_keeps_installed_gap;
+        if !keep && cu.gap.is_some_and(|(sequence, _)| sequence <= tip) {
+            cu.gap = None;
+        }
         while let Some(&sequence) = cu.listed.first() {
             if sequence <= sn.world.sequence() {
                 cu.listed.pop_first(); // a probe installed it meanwhile

@@ -1039,3 +1039,40 @@ fn a_recovery_counts_the_read_of_the_winners_slot() {
     h.settle();
     assert_eq!(h.receipt(r).sequence, 2);
 }
+
+#[test]
+fn a_catch_up_whose_gap_a_probe_installed_first_ends_when_the_gap_read_answers() {
+    // Crash seed 7, found by the simulation's starvation rule: the catch-up read the name
+    // its listing skipped while a probe installed it; the read's answer then found the gap
+    // installed, and the catch-up waited on it for good, and every batch behind it.
+    let mut h = Harness::opened(turns_on());
+    let r = own_write_at_its_create(&mut h, 1);
+    let mut peer = Peer::following(&h);
+    for op in 101..=104 {
+        peer_commits(&mut peer, &mut h, &[op]);
+    }
+    h.store.hidden.insert(keys().slot(3), 1);
+    follow(&mut h, 4);
+    let held = |op: &BlobOp| {
+        is_slot_stat(op) || is_get_of(3)(op) || (is_slot_create(op) && op.key() != keys().slot(1))
+    };
+    h.deliver_all_but(held);
+    assert_eq!(
+        h.replica.world().expect("open").sequence(),
+        2,
+        "the catch-up installed 2 and read 3 directly"
+    );
+    let gap_read = h.calls.iter().find(|(_, op)| is_get_of(3)(op)).expect("the gap's read").0;
+    // Every other call goes first: the probe installs 3 and 4 before the gap's read answers.
+    while let Some(i) = h.calls.iter().position(|(id, op)| *id != gap_read && !is_slot_create(op)) {
+        let call = h.calls.remove(i).expect("index");
+        h.calls.push_front(call);
+        h.deliver();
+    }
+    assert_eq!(h.replica.world().expect("open").sequence(), 4, "the probe installed the gap and past it");
+    assert!(pending_slot_creates(&h).is_empty(), "batches wait for the catch-up");
+    h.deliver(); // the gap's read
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(5)], "the catch-up ended");
+    h.settle();
+    assert_eq!(h.receipt(r).sequence, 5);
+}

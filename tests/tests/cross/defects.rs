@@ -98,6 +98,25 @@ fn a_replica_that_spins_at_one_instant_is_stopped_with_a_verdict() {
     assert!(report.violations.iter().any(|v| v.contains("virtual time stuck")), "{:?}", report.violations);
 }
 
+/// The starvation rule (sim/src/liveness.rs): with the bucket healthy, a replica that holds
+/// writes for 8 s answering none on its merits is stopped. Crash seed 7 met the defect
+/// (a catch-up waiting on a name a probe had installed): one replica sat on 51 writes for
+/// 10 s until they expired, and the run passed the checker.
+#[test]
+fn a_replica_that_holds_writes_and_commits_none_is_stopped_as_starved() {
+    let defects = Defects { catch_up_keeps_installed_gap: true, ..Defects::default() };
+    let report = run_scenario(
+        Scenario::find("crash").expect("a scenario"),
+        7,
+        &Overrides { defects, ..Overrides::default() },
+    );
+    assert!(report.rules.iter().any(|r| r == "LivenessStarved"), "rules: {:?}", report.rules);
+    assert!(report.violations.iter().any(|v| v.contains("replica 0 held writes")), "{:?}", report.violations);
+    let fixed = run_scenario(Scenario::find("crash").expect("a scenario"), 7, &Overrides::default());
+    assert!(fixed.passed(), "{:?}", fixed.violations);
+    assert_eq!(fixed.expired, 0);
+}
+
 #[test]
 fn a_run_past_its_memory_or_event_budget_is_stopped_with_a_verdict() {
     use slotlog_sim::{LivenessBudget, NotLive};
