@@ -224,7 +224,7 @@ fn a_checkpoint_missing_an_object_costs_only_replay_from_the_one_before() {
     assert_eq!(full_checkpoints(&h.store), vec![5, 9]);
     let mut store = h.store.clone();
     let shard = store.objects.keys().find(|k| k.contains("/shards/")).cloned().expect("a shard");
-    // Take one shard of the newest checkpoint away (one the older does not use).
+    // Take one shard or delta of the newest checkpoint away (one the older does not use).
     let newest_shards = shards_of(&store, &keys(), 9);
     let older_shards = shards_of(&store, &keys(), 5);
     let taken = newest_shards.iter().find(|s| !older_shards.contains(s)).cloned().unwrap_or(shard);
@@ -293,11 +293,12 @@ fn is_checkpoint_create_full(op: &BlobOp) -> bool {
 }
 
 /// The shard keys the checkpoint at `next_sequence` names.
+/// The keys of the shards and deltas a checkpoint's root names.
 fn shards_of(store: &MemStore, k: &Keys, next_sequence: u64) -> Vec<String> {
     let c = Checkpoint::decode(&store.bytes(&k.checkpoint(next_sequence)).expect("stored")).expect("decodes");
     let root_key = k.root_object(&c.root.expect("full"));
     let root = crate::format::Root::decode(&store.bytes(&root_key).expect("root")).expect("decodes");
-    root.shards.iter().map(|s| k.shard(s)).collect()
+    root.shards.iter().map(|s| k.shard(s)).chain(root.deltas.iter().map(|d| k.delta(&d.block))).collect()
 }
 
 /// Found by the `skip_ambiguous_read` defect test: a replica that failed closed with a

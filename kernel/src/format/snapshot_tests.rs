@@ -415,6 +415,7 @@ pub(super) fn example_root() -> Root {
         policy: Policy::default(),
         shard_bits: shard_bits_for(1),
         shards: vec![example_shard().content_hash()],
+        deltas: vec![],
         receipts_from_sequence: 1,
         receipts: vec![ReceiptBlockRef {
             first_sequence: 1,

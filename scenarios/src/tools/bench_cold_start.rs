@@ -381,12 +381,12 @@ async fn build(args: &Args, dir: &Path) -> Result<Report, String> {
     })
 }
 
-/// History and receipt blocks name nothing, shards name history blocks, the root names
-/// shards and receipt blocks: a level is created once the one below it is stored.
-fn level(kind: ObjectKind) -> u8 {
+/// History and receipt blocks name nothing, shards and deltas name history blocks, the
+/// root names shards, deltas and receipt blocks: a level is created once the one below it is stored.
+pub(crate) fn level(kind: ObjectKind) -> u8 {
     match kind {
         ObjectKind::History | ObjectKind::Receipts | ObjectKind::Body => 0,
-        ObjectKind::Shard => 1,
+        ObjectKind::Shard | ObjectKind::Delta => 1,
         ObjectKind::Root => 2,
     }
 }
