@@ -546,21 +546,14 @@ impl Restore {
         // last is the newest delta's, the one that counts.
         let mut runs = self.runs;
         runs.extend(self.delta_runs.into_iter().map(|d| d.expect("complete")));
-        let mut newest: Vec<ShardEntry> = Vec::with_capacity(count);
-        for e in SortedMerge::new(runs, |e: &ShardEntry| e.entry.path.as_str()) {
-            match newest.last_mut() {
-                Some(last) if last.entry.path == e.entry.path => *last = e,
-                _ => newest.push(e),
-            }
-        }
-        let mut documents = Vec::with_capacity(newest.len());
-        for e in newest {
+        let (read_history, history) = (self.read_history, &self.history);
+        let document = |e: ShardEntry| {
             let path = e.entry.path.clone();
             let disagrees = || CheckpointProblem::HistoryDisagrees { path: path.clone() };
-            let doc = if self.read_history {
+            let doc = if read_history {
                 let mut versions = Vec::new();
                 for r in &e.history {
-                    let block = &self.history[&r.block];
+                    let block = &history[&r.block];
                     if block.path != e.entry.path || block.first_version() != Some(r.first_version) {
                         return Err(disagrees());
                     }
@@ -571,7 +564,20 @@ impl Restore {
                 Document::stored(e.entry, e.history)
             };
             let doc = doc.map_err(|_| disagrees())?;
-            documents.push((path, doc));
+            Ok((path, doc))
+        };
+        // A path's entry is taken once the merge has moved past the path.
+        let mut documents = Vec::with_capacity(count);
+        let mut pending: Option<ShardEntry> = None;
+        for e in SortedMerge::new(runs, |e: &ShardEntry| e.entry.path.as_str()) {
+            match pending.take() {
+                Some(p) if p.entry.path != e.entry.path => documents.push(document(p)?),
+                _ => {}
+            }
+            pending = Some(e);
+        }
+        if let Some(p) = pending {
+            documents.push(document(p)?);
         }
         if documents.len() as u64 != root.document_count {
             return Err(CheckpointProblem::RootDisagrees);

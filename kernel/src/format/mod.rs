@@ -39,6 +39,8 @@ pub use slot::{Slot, SLOT_MEMBERS_MAX};
 #[cfg(test)]
 mod checkpoint_objects_tests;
 #[cfg(test)]
+mod delta_tests;
+#[cfg(test)]
 mod hostile_tests;
 #[cfg(test)]
 mod roundtrip_tests;
