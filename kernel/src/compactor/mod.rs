@@ -15,6 +15,8 @@
 
 mod adopt;
 mod calls;
+#[cfg(test)]
+mod delta_tests;
 mod freshen;
 mod landed;
 mod ledger;

@@ -15,13 +15,13 @@ use crate::world::{IndexEntry, Path, StateView, VersionRecord, WorldState};
 use bytes::Bytes;
 
 /// Checkpoints every `slots` slots, at once.
-fn compacting(slots: u64) -> Config {
+pub(super) fn compacting(slots: u64) -> Config {
     Config { checkpoint_slots: slots, checkpoint_jitter_ms: 0, ..Config::default() }
 }
 
 /// Commits one publish per slot, one after the other, firing no timer (so the checkpoint
 /// interval never passes).
-fn write_docs(h: &mut Harness, first_op: u128, n: u128) {
+pub(super) fn write_docs(h: &mut Harness, first_op: u128, n: u128) {
     for i in 0..n {
         let r = h.publish(first_op + i, &format!("/d{}.md", first_op + i), &format!("body {i}"));
         h.settle();
@@ -29,7 +29,7 @@ fn write_docs(h: &mut Harness, first_op: u128, n: u128) {
     }
 }
 
-fn full_checkpoints(store: &MemStore) -> Vec<u64> {
+pub(super) fn full_checkpoints(store: &MemStore) -> Vec<u64> {
     let k = keys();
     store.objects.keys().filter_map(|key| k.parse_checkpoint(key)).filter(|s| *s > 1).collect()
 }
@@ -54,7 +54,7 @@ fn all_versions(w: &WorldState, store: &MemStore) -> Vec<(IndexEntry, Vec<Versio
 }
 
 /// The parts of a world every replica must agree on.
-fn same_world(a: &WorldState, b: &WorldState, store: &MemStore) {
+pub(super) fn same_world(a: &WorldState, b: &WorldState, store: &MemStore) {
     assert_eq!(a.sequence(), b.sequence());
     assert_eq!(a.tip_hash(), b.tip_hash());
     assert_eq!(a.policy(), b.policy());
