@@ -175,9 +175,10 @@ pub struct Config {
     /// `checkpoint_step_docs_max`, since it decides a step's bytes.
     pub checkpoint_delta_entries_per_mille_max: u64,
     /// The most deltas a root names before a step merges them into the shards (SPEC
-    /// 10.16): 16 bounds the GETs they add to a cold start (4,096 shards at a million
-    /// documents) and makes a small world merge every 16 steps. 0 writes every step's
-    /// shards anew, as before deltas. Every store of a world must agree on it.
+    /// 10.16): 32 bounds the GETs they add to a cold start (under 1% of 4,096 shards at a
+    /// million documents), lets two steps of 30,000 changes (15 deltas each) layer, and
+    /// makes a small world merge every 32 steps. 0 writes every step's shards anew, as
+    /// before deltas. Every store of a world must agree on it.
     pub checkpoint_deltas_max: usize,
     /// Slots covered by the oldest kept checkpoint are deleted once this old at the drop's
     /// start (record: 24 hours, for the change feed's cursors). At least twice
@@ -272,7 +273,7 @@ impl Default for Config {
             checkpoint_run_ms_max: 300_000,
             checkpoint_step_docs_max: 32_768,
             checkpoint_delta_entries_per_mille_max: 64,
-            checkpoint_deltas_max: 16,
+            checkpoint_deltas_max: 32,
             slot_retention_ms: 86_400_000,
             reload_after_ms: 43_200_000,
             collect_deletes_in_flight_max: 16,
