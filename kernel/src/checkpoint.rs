@@ -3,8 +3,9 @@
 //! objects read back into a world. Both are pure; the compactor writes what `fold` makes,
 //! the opening reads what `Restore` needs. Nothing here knows who wrote an object.
 //!
-//! The fold is a function of the world alone (hence of the log up to its tip), so every
-//! replica that folds the same sequence makes the same bytes and names.
+//! The fold is a function of the world (hence of the log up to its tip) and of the layers
+//! of the checkpoint it folds over (SPEC 10.16), so every replica that folds the same
+//! sequence over the same checkpoint makes the same bytes and names.
 
 use crate::format::{
     history_window, history_window_start, receipt_block_of, shard_bits_for, shard_count, shard_of,

@@ -118,3 +118,36 @@ fn a_store_stepping_over_the_same_checkpoint_writes_identical_bytes() {
         assert_eq!(racer.store.bytes(k), h.store.bytes(k), "{k}");
     }
 }
+
+#[test]
+fn a_racer_over_other_layers_ends_the_run_and_adopts() {
+    // The same log, folded by a store that writes no deltas: checkpoint 9 merged.
+    let mut merger = Harness::opened(Config { checkpoint_deltas_max: 0, ..compacting(4) });
+    write_docs(&mut merger, 1, 4);
+    write_docs(&mut merger, 100, 4);
+    let mut h = Harness::opened(compacting(4));
+    write_docs(&mut h, 1, 4);
+    write_docs(&mut h, 100, 3);
+    let r = h.publish(100 + 3, "/d103.md", "body 3");
+    // Its checkpoint 9 would be a delta over 5; the merged one lands first.
+    h.deliver_until(super::tests::is_checkpoint_create_full);
+    let theirs: Vec<String> = merger
+        .store
+        .objects
+        .keys()
+        .filter(|k| h.store.bytes(k).is_none() && !k.contains("/log/"))
+        .cloned()
+        .collect();
+    assert!(theirs.contains(&keys().checkpoint(9)), "the logs are the same: {theirs:?}");
+    let now = h.now;
+    for k in &theirs {
+        h.store.put(now, k.clone(), merger.store.bytes(k).expect("stored"));
+    }
+    h.settle();
+    h.run();
+    assert!(matches!(h.reply(r), Some(Ok(_))));
+    assert!(h.replica.world().is_some(), "the replica stays open");
+    let stats = h.replica.compactor_stats();
+    assert_eq!((stats.other_layers_races, stats.adopted), (1, 1), "{stats:?}");
+    assert!(root_at(&h.store, 9).deltas.is_empty(), "the merged checkpoint stands");
+}

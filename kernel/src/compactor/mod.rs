@@ -4,9 +4,11 @@
 //! paced, and the checkpoint object last, created if absent. It never delays a commit:
 //! it reads the snapshot, and its calls are its own.
 //!
-//! A racer that wrote the same sequence wrote the same bytes (the fold is a function of
-//! the log), so a checkpoint name found taken is read back and compared; anything else
-//! there means two replicas disagree about the log, and the replica fails closed.
+//! A racer that wrote the same sequence over the same checkpoint wrote the same bytes (the
+//! fold is a function of the log and of the layers it folds over, SPEC 10.16), so a
+//! checkpoint name found taken is read back and compared: the same world over other
+//! layers ends the run (the next look adopts it); anything else means two replicas
+//! disagree about the log, and the replica fails closed.
 //!
 //! Before it folds, a due compactor looks for a newer checkpoint than the one it knows
 //! (SPEC 10.14, the defer rule): finding one, it adopts it and ends the run instead, so

@@ -288,11 +288,10 @@ fn a_throttled_object_create_is_retried() {
     assert_eq!(full_checkpoints(&h.store), vec![2]);
 }
 
-fn is_checkpoint_create_full(op: &BlobOp) -> bool {
+pub(super) fn is_checkpoint_create_full(op: &BlobOp) -> bool {
     is_checkpoint_create(op) && op.key() != keys().checkpoint(1)
 }
 
-/// The shard keys the checkpoint at `next_sequence` names.
 /// The keys of the shards and deltas a checkpoint's root names.
 fn shards_of(store: &MemStore, k: &Keys, next_sequence: u64) -> Vec<String> {
     let c = Checkpoint::decode(&store.bytes(&k.checkpoint(next_sequence)).expect("stored")).expect("decodes");
