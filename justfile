@@ -97,6 +97,8 @@ soak48 SEEDS="1..8": build
 # Benchmarks. `just bench throughput` reproduces the record's batch/ahead table;
 # `just bench cold-start` opens worlds of 10^4 to 10^6 documents from a full checkpoint
 # (several GB of disk under TMPDIR and minutes at 10^6; SIZES="docs:slots ..." picks rows);
+# `just bench checkpoint-step` measures what one compactor step uploads with deltas and as
+# a merge (SIZES="docs:changed ..." picks rows; 10^6 takes minutes and GB under TMPDIR);
 # `just bench peers` runs slotlog's driver beside SlateDB and delta-rs (bench/peers, its
 # own workspace: it builds only that, never the simulator; arguments after `peers` go to
 # it, e.g. `just bench peers --duration-s 30`). Each writes its rows to target/bench/WHAT.json

@@ -3,13 +3,14 @@
 //! objects read back into a world. Both are pure; the compactor writes what `fold` makes,
 //! the opening reads what `Restore` needs. Nothing here knows who wrote an object.
 //!
-//! The fold is a function of the world alone (hence of the log up to its tip), so every
-//! replica that folds the same sequence makes the same bytes and names.
+//! The fold is a function of the world (hence of the log up to its tip) and of the layers
+//! of the checkpoint it folds over (SPEC 10.16), so every replica that folds the same
+//! sequence over the same checkpoint makes the same bytes and names.
 
 use crate::format::{
     history_window, history_window_start, receipt_block_of, shard_bits_for, shard_count, shard_of,
-    Checkpoint, HistoryBlock, HistoryRef, Keys, ReceiptBlock, ReceiptBlockRef, Root, Shard, ShardEntry,
-    StoredReceipt,
+    Checkpoint, Delta, DeltaRef, HistoryBlock, HistoryRef, Keys, ReceiptBlock, ReceiptBlockRef, Root, Shard,
+    ShardEntry, StoredReceipt, DELTA_ENTRIES_MAX,
 };
 use crate::hash::Hash32;
 use crate::ids::WorldId;
@@ -31,6 +32,8 @@ pub enum ObjectKind {
     Shard,
     /// A root: fenced, collected once no kept checkpoint uses it.
     Root,
+    /// A delta (SPEC 10.16): fenced, collected once no kept checkpoint uses it.
+    Delta,
     /// A body a slot carried, written out as its blob before the checkpoint that covers
     /// the slot (SPEC 5.7): a content object, never collected. Named by the body's hash.
     Body,
@@ -54,13 +57,83 @@ impl Object {
     }
 }
 
+/// The layers of the checkpoint a step folds over (SPEC 10.16): its root's shards and
+/// deltas, and the sequence it covers up to. A step names them again and adds a delta of
+/// the documents changed since, unless the merge rule says to write every shard anew.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layers {
+    /// The checkpoint's next sequence: a document modified at or after it changed since.
+    pub next_sequence: u64,
+    /// Its layout.
+    pub shard_bits: u8,
+    /// Its shards, shard 0 first.
+    pub shards: Vec<Hash32>,
+    /// Its deltas, oldest first.
+    pub deltas: Vec<DeltaRef>,
+}
+
+impl Layers {
+    /// The layers a root names.
+    pub fn of(root: &Root) -> Layers {
+        Layers {
+            next_sequence: root.next_sequence,
+            shard_bits: root.shard_bits,
+            shards: root.shards.clone(),
+            deltas: root.deltas.clone(),
+        }
+    }
+
+    /// Every object name the layers use.
+    pub fn names(&self) -> impl Iterator<Item = Hash32> + '_ {
+        self.shards.iter().copied().chain(self.deltas.iter().map(|d| d.block))
+    }
+}
+
+/// When a step writes a delta rather than every shard (SPEC 10.16). A function of the
+/// base checkpoint's root and the log alone, so racers that fold over the same checkpoint
+/// write the same bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MergeRule {
+    /// The deltas' entries, in all, may reach this share of the documents (per mille) or
+    /// one full delta, whichever is more.
+    pub delta_entries_per_mille_max: u64,
+    /// A root names at most this many deltas; 0 writes every step's shards anew.
+    pub deltas_max: usize,
+}
+
+impl MergeRule {
+    /// The rule a replica's configuration sets.
+    pub fn of(config: &crate::config::Config) -> MergeRule {
+        MergeRule {
+            delta_entries_per_mille_max: config.checkpoint_delta_entries_per_mille_max,
+            deltas_max: config.checkpoint_deltas_max,
+        }
+    }
+
+    /// Whether a step over `base` that changed `changed` documents, in a world of
+    /// `document_count` laid out in `shard_bits`, adds deltas (true) or merges (false).
+    pub fn layers(&self, base: &Layers, changed: usize, document_count: u64, shard_bits: u8) -> bool {
+        if base.shard_bits != shard_bits {
+            return false;
+        }
+        let deltas = base.deltas.len() + changed.div_ceil(DELTA_ENTRIES_MAX);
+        let entries = base.deltas.iter().map(|d| u64::from(d.entries)).sum::<u64>() + changed as u64;
+        let entries_max =
+            (document_count * self.delta_entries_per_mille_max / 1_000).max(DELTA_ENTRIES_MAX as u64);
+        deltas <= self.deltas_max && entries <= entries_max
+    }
+}
+
 /// Every object of one checkpoint. `objects` is in the order they may be created:
-/// whatever an object names comes before it (history and receipt blocks, then shards,
-/// then the root); the checkpoint object itself goes last, once all of them are stored.
-/// History blocks the checkpoint takes unchanged from the one before are not among them.
+/// whatever an object names comes before it (history and receipt blocks, then shards and
+/// deltas, then the root); the checkpoint object itself goes last, once all of them are
+/// stored. History blocks the checkpoint takes unchanged from the one before, and the
+/// shards and deltas it names again from the checkpoint it folded over, are not among them.
 pub struct Folded {
     /// The checkpoint object.
     pub checkpoint: Checkpoint,
+    /// Its root (also among `objects`): what the next step folds over.
+    pub root: Root,
     /// Every object it names that is not yet stored, in create order.
     pub objects: Vec<Object>,
     /// Documents whose versions through the given one the checkpoint stores in these
@@ -123,12 +196,25 @@ impl FoldSource for WorldState {
     }
 }
 
-/// The checkpoint covering `world` through its last sequence. The world must hold at
-/// least one slot. `blocks` gives the stored history blocks read so far; a window that
-/// changed since its block was stored needs that block's records, and the fold names the
-/// blocks it lacks.
+/// The checkpoint covering `world` through its last sequence, every shard written anew.
+/// The world must hold at least one slot. `blocks` gives the stored history blocks read so
+/// far; a window that changed since its block was stored needs that block's records, and
+/// the fold names the blocks it lacks.
 pub fn fold<'b, W: FoldSource + ?Sized>(
     world: &W,
+    blocks: &dyn Fn(&Hash32) -> Option<&'b HistoryBlock>,
+) -> Result<Folded, FoldError> {
+    fold_over(world, None, blocks)
+}
+
+/// The checkpoint covering `world` through its last sequence, folded over `base` (the
+/// newest checkpoint the world adopted, with the merge rule): when the rule allows, it
+/// names the base's shards and deltas again and adds deltas of the documents modified
+/// since; otherwise, and with no base, it writes every shard. Either way the world it
+/// holds is the world's.
+pub fn fold_over<'b, W: FoldSource + ?Sized>(
+    world: &W,
+    base: Option<(&Layers, MergeRule)>,
     blocks: &dyn Fn(&Hash32) -> Option<&'b HistoryBlock>,
 ) -> Result<Folded, FoldError> {
     let sequence = world.sequence();
@@ -140,6 +226,9 @@ pub fn fold<'b, W: FoldSource + ?Sized>(
     let mut adopt = Vec::new();
     let mut history_reused = 0;
     let mut entries: Vec<Vec<ShardEntry>> = vec![Vec::new(); shard_count(shard_bits) as usize];
+    // Documents modified since the base, in path order: a delta's entries.
+    let changed_since = base.map_or(u64::MAX, |(layers, _)| layers.next_sequence);
+    let mut changed = Vec::new();
     // Documents come in path order, so every shard's entries do too.
     for (path, doc) in world.documents() {
         let history = fold_history(doc, blocks, &mut objects, &mut needed).map_err(FoldError::Disagrees)?;
@@ -147,7 +236,11 @@ pub fn fold<'b, W: FoldSource + ?Sized>(
         if history.as_slice() != doc.stored_blocks() || doc.held_versions().len() > 0 {
             adopt.push((path.clone(), history.clone(), doc.entry.version));
         }
-        entries[shard_of(path, shard_bits) as usize].push(ShardEntry { entry: doc.entry.clone(), history });
+        let entry = ShardEntry { entry: doc.entry.clone(), history };
+        if doc.entry.modified_sequence >= changed_since {
+            changed.push(entry.clone());
+        }
+        entries[shard_of(path, shard_bits) as usize].push(entry);
     }
     if !needed.is_empty() {
         needed.sort();
@@ -155,14 +248,12 @@ pub fn fold<'b, W: FoldSource + ?Sized>(
         return Err(FoldError::NeedBlocks(needed));
     }
     let (receipts_from_sequence, receipts) = fold_receipts(world, &mut objects);
-    let mut shards = Vec::with_capacity(entries.len());
-    for (index, entries) in entries.into_iter().enumerate() {
-        let shard = Shard { shard_bits, index: index as u32, entries, stamp: 0 };
-        let bytes = Bytes::from(shard.encode());
-        let name = Hash32::of(&bytes);
-        shards.push(name);
-        objects.push(Object { kind: ObjectKind::Shard, name, bytes });
-    }
+    let layered =
+        base.filter(|(layers, rule)| rule.layers(layers, changed.len(), document_count, shard_bits));
+    let (shards, deltas) = match layered {
+        Some((layers, _)) => (layers.shards.clone(), fold_deltas(layers, changed, &mut objects)),
+        None => (fold_shards(shard_bits, entries, &mut objects), Vec::new()),
+    };
     let root = Root {
         world_id: world.world_id(),
         next_sequence: sequence + 1,
@@ -171,6 +262,7 @@ pub fn fold<'b, W: FoldSource + ?Sized>(
         policy: world.policy().clone(),
         shard_bits,
         shards,
+        deltas,
         receipts_from_sequence,
         receipts,
         stamp: 0,
@@ -180,7 +272,34 @@ pub fn fold<'b, W: FoldSource + ?Sized>(
     objects.push(Object { kind: ObjectKind::Root, name: root_name, bytes });
     let checkpoint =
         Checkpoint::full(world.world_id(), sequence + 1, world.tip_hash(), document_count, root_name);
-    Ok(Folded { checkpoint, objects, adopt, history_reused })
+    Ok(Folded { checkpoint, root, objects, adopt, history_reused })
+}
+
+/// Every shard of the layout, written anew.
+fn fold_shards(shard_bits: u8, entries: Vec<Vec<ShardEntry>>, objects: &mut Vec<Object>) -> Vec<Hash32> {
+    let mut shards = Vec::with_capacity(entries.len());
+    for (index, entries) in entries.into_iter().enumerate() {
+        let shard = Shard { shard_bits, index: index as u32, entries, stamp: 0 };
+        let bytes = Bytes::from(shard.encode());
+        let name = Hash32::of(&bytes);
+        shards.push(name);
+        objects.push(Object { kind: ObjectKind::Shard, name, bytes });
+    }
+    shards
+}
+
+/// The base's deltas, then the changed entries (in path order) cut into deltas of
+/// `DELTA_ENTRIES_MAX` from the first path on, so the cut is a function of the entries.
+fn fold_deltas(base: &Layers, changed: Vec<ShardEntry>, objects: &mut Vec<Object>) -> Vec<DeltaRef> {
+    let mut deltas = base.deltas.clone();
+    for chunk in changed.chunks(DELTA_ENTRIES_MAX) {
+        let delta = Delta { entries: chunk.to_vec(), stamp: 0 };
+        let bytes = Bytes::from(delta.encode());
+        let name = Hash32::of(&bytes);
+        deltas.push(DeltaRef { entries: chunk.len() as u32, block: name });
+        objects.push(Object { kind: ObjectKind::Delta, name, bytes });
+    }
+    deltas
 }
 
 /// A document's history blocks at the world's tip: one per 256-version window of its
@@ -279,6 +398,10 @@ pub(crate) struct Restore {
     shards_wanted: BTreeMap<Hash32, Vec<u32>>,
     /// The entries of each shard read, each in path order.
     runs: Vec<Vec<ShardEntry>>,
+    /// Deltas not yet read, by name, with their positions in the root.
+    deltas_wanted: BTreeMap<Hash32, Vec<usize>>,
+    /// The entries of each delta by its position, once read.
+    delta_runs: Vec<Option<Vec<ShardEntry>>>,
     history_wanted: BTreeSet<Hash32>,
     history: BTreeMap<Hash32, HistoryBlock>,
     receipts_wanted: BTreeMap<Hash32, ReceiptBlockRef>,
@@ -294,6 +417,8 @@ impl Restore {
             root: None,
             shards_wanted: BTreeMap::new(),
             runs: Vec::new(),
+            deltas_wanted: BTreeMap::new(),
+            delta_runs: Vec::new(),
             history_wanted: BTreeSet::new(),
             history: BTreeMap::new(),
             receipts_wanted: BTreeMap::new(),
@@ -305,7 +430,12 @@ impl Restore {
         self.checkpoint.root.expect("a full checkpoint names its root")
     }
 
-    /// The root arrived: returns the shards and receipt blocks to read next.
+    /// The layers the root names, once it arrived.
+    pub fn layers(&self) -> Option<Layers> {
+        self.root.as_ref().map(Layers::of)
+    }
+
+    /// The root arrived: returns the shards, deltas and receipt blocks to read next.
     fn on_root(&mut self, root: Root) -> Result<Vec<(ObjectKind, Hash32)>, CheckpointProblem> {
         root_fits(&self.checkpoint, &root)?;
         let mut wanted = Vec::new();
@@ -316,12 +446,56 @@ impl Restore {
                 wanted.push((ObjectKind::Shard, *name));
             }
         }
+        self.delta_runs = vec![None; root.deltas.len()];
+        for (position, d) in root.deltas.iter().enumerate() {
+            let first = !self.deltas_wanted.contains_key(&d.block);
+            self.deltas_wanted.entry(d.block).or_default().push(position);
+            if first {
+                wanted.push((ObjectKind::Delta, d.block));
+            }
+        }
         for r in &root.receipts {
             if self.receipts_wanted.insert(r.block, *r).is_none() {
                 wanted.push((ObjectKind::Receipts, r.block));
             }
         }
         self.root = Some(root);
+        Ok(wanted)
+    }
+
+    /// A delta arrived: it must hold as many entries as the root says, each with the
+    /// history its versions need; returns the history blocks to read next.
+    fn on_delta(&mut self, name: Hash32, delta: Delta) -> Result<Vec<Hash32>, CheckpointProblem> {
+        let root = self.root.as_ref().expect("deltas are read after the root");
+        let positions = self.deltas_wanted.remove(&name).unwrap_or_default();
+        for &position in &positions {
+            if root.deltas[position].entries as usize != delta.entries.len() {
+                return Err(CheckpointProblem::DeltaDisagrees { position });
+            }
+        }
+        let wanted = self.entries_read(&delta.entries)?;
+        for position in positions {
+            self.delta_runs[position] = Some(delta.entries.clone());
+        }
+        Ok(wanted)
+    }
+
+    /// Checks the history references of entries read from a shard or a delta, and
+    /// returns the blocks to read when the whole checkpoint is judged.
+    fn entries_read(&mut self, entries: &[ShardEntry]) -> Result<Vec<Hash32>, CheckpointProblem> {
+        let mut wanted = Vec::new();
+        for e in entries {
+            // A checkpoint's blocks hold exactly the retained versions: the first block
+            // starts at the first retained version.
+            if e.history.first().is_some_and(|r| r.first_version != e.entry.first_version) {
+                return Err(CheckpointProblem::HistoryDisagrees { path: e.entry.path.clone() });
+            }
+            for r in e.history.iter().filter(|_| self.read_history) {
+                if self.history_wanted.insert(r.block) {
+                    wanted.push(r.block);
+                }
+            }
+        }
         Ok(wanted)
     }
 
@@ -334,19 +508,7 @@ impl Restore {
         if indexes != [shard.index] || shard.shard_bits != root.shard_bits {
             return Err(CheckpointProblem::ShardDisagrees { index: shard.index });
         }
-        let mut wanted = Vec::new();
-        for e in &shard.entries {
-            // A checkpoint's blocks hold exactly the retained versions: the first block
-            // starts at the first retained version.
-            if e.history.first().is_some_and(|r| r.first_version != e.entry.first_version) {
-                return Err(CheckpointProblem::HistoryDisagrees { path: e.entry.path.clone() });
-            }
-            for r in e.history.iter().filter(|_| self.read_history) {
-                if self.history_wanted.insert(r.block) {
-                    wanted.push(r.block);
-                }
-            }
-        }
+        let wanted = self.entries_read(&shard.entries)?;
         self.runs.push(shard.entries);
         Ok(wanted)
     }
@@ -369,6 +531,7 @@ impl Restore {
         let history_done = self.history_wanted.iter().all(|h| self.history.contains_key(h));
         self.root.is_some()
             && self.shards_wanted.is_empty()
+            && self.deltas_wanted.is_empty()
             && self.receipts_wanted.is_empty()
             && history_done
     }
@@ -379,15 +542,19 @@ impl Restore {
         let root = self.root.expect("complete");
         let count = self.runs.iter().map(Vec::len).sum();
         // Shards interleave by path: merged, the documents come in path order, and the
-        // world's index is built in one pass.
-        let mut documents = Vec::with_capacity(count);
-        for e in SortedMerge::new(self.runs, |e: &ShardEntry| e.entry.path.as_str()) {
+        // world's index is built in one pass. The deltas are runs after the shards, oldest
+        // first; the merge yields equal paths lowest run first, so of a path's entries the
+        // last is the newest delta's, the one that counts.
+        let mut runs = self.runs;
+        runs.extend(self.delta_runs.into_iter().map(|d| d.expect("complete")));
+        let (read_history, history) = (self.read_history, &self.history);
+        let document = |e: ShardEntry| {
             let path = e.entry.path.clone();
             let disagrees = || CheckpointProblem::HistoryDisagrees { path: path.clone() };
-            let doc = if self.read_history {
+            let doc = if read_history {
                 let mut versions = Vec::new();
                 for r in &e.history {
-                    let block = &self.history[&r.block];
+                    let block = &history[&r.block];
                     if block.path != e.entry.path || block.first_version() != Some(r.first_version) {
                         return Err(disagrees());
                     }
@@ -398,7 +565,20 @@ impl Restore {
                 Document::stored(e.entry, e.history)
             };
             let doc = doc.map_err(|_| disagrees())?;
-            documents.push((path, doc));
+            Ok((path, doc))
+        };
+        // A path's entry is taken once the merge has moved past the path.
+        let mut documents = Vec::with_capacity(count);
+        let mut pending: Option<ShardEntry> = None;
+        for e in SortedMerge::new(runs, |e: &ShardEntry| e.entry.path.as_str()) {
+            match pending.take() {
+                Some(p) if p.entry.path != e.entry.path => documents.push(document(p)?),
+                _ => {}
+            }
+            pending = Some(e);
+        }
+        if let Some(p) = pending {
+            documents.push(document(p)?);
         }
         if documents.len() as u64 != root.document_count {
             return Err(CheckpointProblem::RootDisagrees);
@@ -436,6 +616,11 @@ impl Restore {
             ObjectKind::Shard => {
                 let shard = Shard::decode_named(bytes, &name).map_err(decode_failed)?;
                 let wanted = self.on_shard(name, shard).map_err(mismatch)?;
+                wanted.into_iter().map(|h| (ObjectKind::History, h)).collect()
+            }
+            ObjectKind::Delta => {
+                let delta = Delta::decode_named(bytes, &name).map_err(decode_failed)?;
+                let wanted = self.on_delta(name, delta).map_err(mismatch)?;
                 wanted.into_iter().map(|h| (ObjectKind::History, h)).collect()
             }
             ObjectKind::History => {
@@ -480,6 +665,7 @@ pub fn object_key(kind: ObjectKind, name: &Hash32, keys: &Keys) -> String {
         ObjectKind::Receipts => keys.receipts(name),
         ObjectKind::Shard => keys.shard(name),
         ObjectKind::Root => keys.root_object(name),
+        ObjectKind::Delta => keys.delta(name),
         ObjectKind::Body => keys.body(name),
     }
 }
@@ -488,12 +674,12 @@ pub fn object_key(kind: ObjectKind, name: &Hash32, keys: &Keys) -> String {
 /// `stamp` (SPEC 10.9): other bytes, the same content. None for a content object (history
 /// blocks are never freshened) or bytes that do not decode.
 pub fn restamp(kind: ObjectKind, bytes: &[u8], stamp: u64) -> Option<Bytes> {
-    use crate::format::{ReceiptBlock, Root, Shard};
     let encoded = match kind {
         ObjectKind::History | ObjectKind::Body => return None,
         ObjectKind::Receipts => ReceiptBlock::decode(bytes).ok()?.with_stamp(stamp).encode(),
         ObjectKind::Shard => Shard::decode(bytes).ok()?.with_stamp(stamp).encode(),
         ObjectKind::Root => Root::decode(bytes).ok()?.with_stamp(stamp).encode(),
+        ObjectKind::Delta => Delta::decode(bytes).ok()?.with_stamp(stamp).encode(),
     };
     Some(Bytes::from(encoded))
 }

@@ -174,6 +174,20 @@ pub struct Config {
     /// so a step's memory and run time are bounded and progress accumulates. At least a
     /// slot's most members, so a step always holds one whole slot.
     pub checkpoint_step_docs_max: usize,
+    /// The merge rule (SPEC 10.16): a step writes the documents it changed as deltas over
+    /// the shards while the deltas' entries, in all, stay within this share of the
+    /// documents (per mille; or one full delta, 2,048, in a smaller world), and within
+    /// `checkpoint_deltas_max` deltas; otherwise it writes every shard anew. 64 (6.4%):
+    /// a cold start decodes at most that many entries more than the shards hold, within
+    /// the opening's 10% budget. Every store of a world must agree on it, as on
+    /// `checkpoint_step_docs_max`, since it decides a step's bytes.
+    pub checkpoint_delta_entries_per_mille_max: u64,
+    /// The most deltas a root names before a step merges them into the shards (SPEC
+    /// 10.16): 32 bounds the GETs they add to a cold start (under 1% of 4,096 shards at a
+    /// million documents), lets two steps of 30,000 changes (15 deltas each) layer, and
+    /// makes a small world merge every 32 steps. 0 writes every step's shards anew, as
+    /// before deltas. Every store of a world must agree on it.
+    pub checkpoint_deltas_max: usize,
     /// Slots covered by the oldest kept checkpoint are deleted once this old at the drop's
     /// start (record: 24 hours, for the change feed's cursors). At least twice
     /// `reload_after_ms`.
@@ -272,6 +286,8 @@ impl Default for Config {
             freshen_after_ms: 450_000,
             checkpoint_run_ms_max: 300_000,
             checkpoint_step_docs_max: 32_768,
+            checkpoint_delta_entries_per_mille_max: 64,
+            checkpoint_deltas_max: 32,
             slot_retention_ms: 86_400_000,
             reload_after_ms: 43_200_000,
             collect_deletes_in_flight_max: 16,
@@ -377,6 +393,9 @@ impl Config {
             || self.checkpoint_reads_in_flight_max == 0
             || self.history_blocks_cached_max == 0
         {
+            return Err(ConfigError::Checkpoints);
+        }
+        if self.checkpoint_deltas_max > crate::format::DELTAS_PER_ROOT_MAX {
             return Err(ConfigError::Checkpoints);
         }
         if self.checkpoint_step_docs_max < slot_max {

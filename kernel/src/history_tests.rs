@@ -4,7 +4,7 @@
 //! bytes a replica that held every version makes; a cold start reads no history block.
 
 use crate::blob::BlobOp;
-use crate::checkpoint::fold;
+use crate::checkpoint::{fold_over, Layers, MergeRule};
 use crate::config::Config;
 use crate::effect::Read;
 use crate::format::{Checkpoint, Slot, RECORDS_PER_HISTORY_BLOCK_MAX};
@@ -107,14 +107,20 @@ fn a_fold_from_stored_blocks_makes_the_bytes_of_a_fold_from_every_version() {
     publish_n(&mut h, 3_000, "/c.md", 5);
     h.settle();
     assert!(history_gets(&h) > 0, "a fold read a stored block to rewrite its window");
-    // Every checkpoint in the store is the fold of the world that held every version.
-    let written: Vec<u64> =
+    // Every checkpoint in the store is the fold of the world that held every version, over
+    // the layers of the checkpoint before it.
+    let mut written: Vec<u64> =
         h.store.objects.keys().filter_map(|k| keys().parse_checkpoint(k)).filter(|s| *s > 1).collect();
+    written.sort();
     assert!(written.len() >= 30, "{written:?}");
+    let rule = MergeRule::of(&compacting(8));
+    let mut base: Option<Layers> = None;
     for next_sequence in written {
         let stored = h.store.bytes(&keys().checkpoint(next_sequence)).expect("stored");
         let world = replayed(genesis.clone(), &h.store, next_sequence - 1);
-        let folded = fold(&world, &|_| None).expect("every version is held");
+        let over = base.as_ref().map(|l| (l, rule));
+        let folded = fold_over(&world, over, &|_| None).expect("every version is held");
+        base = Some(Layers::of(&folded.root));
         assert_eq!(Checkpoint::decode(&stored).expect("decodes"), folded.checkpoint);
         for object in &folded.objects {
             let key = object.key(&keys());

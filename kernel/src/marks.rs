@@ -208,6 +208,9 @@ marks! {
     FreshenRaced = "freshen_raced",
     /// A checkpoint name was found holding identical bytes (a racer's, or ours twice).
     CheckpointIdenticalRace = "checkpoint_identical_race",
+    /// A checkpoint name was found holding a fold of the same log over other layers (a
+    /// racer stepped from another checkpoint, SPEC 10.16): the run ends, a look adopts it.
+    CheckpointOtherLayers = "checkpoint_other_layers",
     /// A checkpoint create that failed was found never to have landed: created again.
     CheckpointCreateSettledAbsent = "checkpoint_create_settled_absent",
     /// A checkpoint found taken by identical bytes was old and freshened.

@@ -380,8 +380,10 @@ fn each_kind_of_damage_to_the_newest_checkpoint_costs_only_replay_from_the_one_b
     let writer = world_of(8);
     let (root_key, root) = root_of(&writer.store, 9);
     let (_, older_root) = root_of(&writer.store, 5);
-    let shard = root.shards.iter().find(|s| !older_root.shards.contains(s)).map(|s| keys().shard(s));
-    let shard = shard.expect("a shard only the newest uses");
+    // The newest is a step over the older's shards: a delta is what only it uses.
+    assert_eq!(root.shards, older_root.shards);
+    let shard = root.deltas.iter().find(|d| !older_root.deltas.contains(d)).map(|d| keys().delta(&d.block));
+    let shard = shard.expect("a delta only the newest uses");
     let receipts = keys().receipts(&root.receipts.last().expect("a receipt block").block);
     assert!(!older_root.receipts.iter().any(|r| keys().receipts(&r.block) == receipts));
     let newest = keys().checkpoint(9);
@@ -407,7 +409,7 @@ fn each_kind_of_damage_to_the_newest_checkpoint_costs_only_replay_from_the_one_b
             root_key,
         ),
         (
-            "a damaged shard",
+            "a damaged delta",
             Box::new({
                 let k = shard.clone();
                 move |s| damage(s, &k)
@@ -415,7 +417,7 @@ fn each_kind_of_damage_to_the_newest_checkpoint_costs_only_replay_from_the_one_b
             shard.clone(),
         ),
         (
-            "a missing shard",
+            "a missing delta",
             Box::new({
                 let k = shard.clone();
                 move |s| {

@@ -279,7 +279,7 @@ impl Replica {
                 let (next_sequence, stored) = match opening.loaded {
                     Some(loaded) => {
                         self.feed.opened_from(loaded.next_sequence, loaded.previous_hash);
-                        (loaded.next_sequence, loaded.names)
+                        (loaded.next_sequence, (loaded.names, loaded.layers))
                     }
                     None => (1, Default::default()),
                 };

@@ -226,6 +226,12 @@ pub enum CheckpointProblem {
         /// The shard's index.
         index: u32,
     },
+    /// A delta holds another number of entries than the root's reference to it says.
+    #[error("delta {position} is not the one its root names there")]
+    DeltaDisagrees {
+        /// The delta's position in the root.
+        position: usize,
+    },
     /// A document's history blocks do not hold exactly its retained versions.
     #[error("the history blocks of {path} do not hold exactly its retained versions")]
     HistoryDisagrees {

@@ -15,6 +15,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// with edges, collect 1..10, soak48 3..6) is not required to reach, each with why.
 pub const NOT_REQUIRED: &[(Mark, &str)] = &[
     (
+        Mark::CheckpointOtherLayers,
+        "two stores stepping to one sequence from different checkpoints needs a racer whose last look and recheck both missed the other's newer checkpoint, then the same boundary; no scenario arranges it (kernel test a_racer_over_other_layers_ends_the_run_and_adopts)",
+    ),
+    (
         Mark::CreateTakenOlderThanIndex,
         "a name below the tip and older than the index of recent slots is found taken only by a create sent before the index moved recent_slots_max slots on; no scenario delays a create that long (kernel test a_store_that_loses_to_a_slot_older_than_its_index_reports_the_winners_last_sequence)",
     ),

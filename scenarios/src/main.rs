@@ -10,6 +10,7 @@ use slotlog_scenarios::scenario::{
 };
 use slotlog_scenarios::shrink::shrink;
 use slotlog_scenarios::sweep::{fail_lines, junit, RunLine};
+use slotlog_scenarios::tools::bench_checkpoint_step as checkpoint_step;
 use slotlog_scenarios::tools::bench_cold_start as cold_start;
 use slotlog_scenarios::trace::line as trace_line;
 use slotlog_scenarios::{run_scenario, run_scenario_traced, sweep::sweep};
@@ -428,6 +429,27 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// Build a world of N documents with a full checkpoint, change M spread documents, and
+    /// fold one step over it, as the compactor does (deltas) and as a merge: what each
+    /// uploads and how long it takes, and a cold start from the step's checkpoint.
+    CheckpointStep {
+        #[arg(long)]
+        docs: u64,
+        #[arg(long, default_value_t = 30_000)]
+        changed: u64,
+        /// Build the world here (absent or empty); default: a temp dir, removed after.
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+        /// Keep the world's directory afterwards.
+        #[arg(long)]
+        keep: bool,
+        /// Skip the cold starts before and after the step.
+        #[arg(long)]
+        no_open: bool,
+        /// Print one JSON object instead of the readable report.
+        #[arg(long)]
+        json: bool,
+    },
     /// The opening half of `cold-start`, run as its own process; prints JSON.
     #[command(hide = true)]
     ColdStartOpen {
@@ -558,6 +580,20 @@ fn main() -> ExitCode {
             let args = cold_start::Args { docs, slots_after, dir, keep };
             // The world's directory goes only after the report is out.
             let (report, _dir) = cold_start::run(&args);
+            let report = report.map(|r| {
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&r).expect("a report serializes"));
+                } else {
+                    print!("{}", r.text());
+                }
+                true
+            });
+            tool_exit(report)
+        }
+        Command::Bench { bench: Bench::CheckpointStep { docs, changed, dir, keep, no_open, json } } => {
+            let args = checkpoint_step::Args { docs, changed, dir, keep, no_open };
+            // The world's directory goes only after the report is out.
+            let (report, _dir) = checkpoint_step::run(&args);
             let report = report.map(|r| {
                 if json {
                     println!("{}", serde_json::to_string_pretty(&r).expect("a report serializes"));

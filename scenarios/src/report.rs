@@ -143,6 +143,10 @@ pub struct Checkpoints {
     /// Steps folded (SPEC 10.11): each a checkpoint at its own sequence of at most
     /// `checkpoint_step_docs_max` changed documents; a run over a backlog takes several.
     pub steps: u64,
+    /// Of those, steps that wrote every shard anew (SPEC 10.16); the rest wrote deltas.
+    pub merged_steps: u64,
+    /// Checkpoint names found taken by a fold of the same log over other layers.
+    pub other_layers_races: u64,
     /// Checkpoint names found taken by identical content.
     pub identical_races: u64,
     /// Runs that ended without their checkpoint create: past the run bound (on the
@@ -566,6 +570,8 @@ impl Report {
                 runs_on_damaged: result.replicas.iter().map(|r| r.compactor.runs_on_damaged).sum(),
                 runs: result.replicas.iter().map(|r| r.compactor.runs).sum(),
                 steps: result.replicas.iter().map(|r| r.compactor.steps).sum(),
+                merged_steps: result.replicas.iter().map(|r| r.compactor.merged_steps).sum(),
+                other_layers_races: result.replicas.iter().map(|r| r.compactor.other_layers_races).sum(),
                 identical_races: result.replicas.iter().map(|r| r.compactor.identical_races).sum(),
                 runs_overdue: result.replicas.iter().map(|r| r.compactor.runs_overdue).sum(),
                 runs_superseded: result.replicas.iter().map(|r| r.compactor.runs_superseded).sum(),
@@ -731,8 +737,8 @@ impl Report {
         let c = &self.checkpoints;
         if c.runs + c.in_bucket > 0 {
             s += &format!(
-                "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {} steps {}  looks {} adopted {}  identical races {}  objects created {} reused {}  loaded at open {} (skipped {})\n",
-                c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.steps, c.looks, c.adopted, c.identical_races, c.objects_created, c.objects_reused, c.loaded_at_open, c.skipped_at_open
+                "  checkpoints  in bucket {} (judged {}, mismatches {})  written {} ({} by writers)  runs {} steps {} ({} merged)  looks {} adopted {}  identical races {}  objects created {} reused {}  loaded at open {} (skipped {})\n",
+                c.in_bucket, c.judged, c.model_mismatches, c.written, c.by_writers, c.runs, c.steps, c.merged_steps, c.looks, c.adopted, c.identical_races, c.objects_created, c.objects_reused, c.loaded_at_open, c.skipped_at_open
             );
             if c.damaged_at_open > 0 {
                 s += &format!(

@@ -472,6 +472,7 @@ pub async fn a_freshened_object_survives_a_delete_at_its_listed_version(
         policy: Policy { version: 0, rules: PolicyRules::default() },
         shard_bits: 0,
         shards: vec![slotlog_kernel::hash::Hash32::of(b"shard")],
+        deltas: vec![],
         receipts_from_sequence: 9,
         receipts: vec![],
         stamp: 0,

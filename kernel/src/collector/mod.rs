@@ -1,7 +1,8 @@
 //! The collector (SPEC 10.15): after its replica wrote a checkpoint, it drops what no kept
 //! checkpoint needs. It lists the checkpoints and decides which are kept (the newest three,
 //! and any whose successor is younger than the grace); reads the kept ones' roots for the
-//! shards and receipt blocks they use; deletes every shard, receipt block and root that no
+//! shards, deltas and receipt blocks they use; deletes every shard, delta, receipt block
+//! and root that no
 //! kept checkpoint uses and that was older than the grace when the drop began; then the
 //! dropped checkpoint objects; then, oldest first, the slots the oldest kept checkpoint
 //! covers that were older than the slot retention. Every delete is conditioned on the
@@ -29,6 +30,8 @@ use std::collections::{BTreeSet, VecDeque};
 pub enum Collected {
     /// A shard no kept checkpoint uses.
     Shard,
+    /// A delta no kept checkpoint uses (SPEC 10.16).
+    Delta,
     /// A receipt block no kept checkpoint uses.
     Receipts,
     /// A root no kept checkpoint uses.
@@ -44,6 +47,7 @@ pub enum Collected {
 pub(crate) enum Listing {
     Checkpoints,
     Shards,
+    Deltas,
     Receipts,
     Roots,
     Slots,
@@ -75,6 +79,7 @@ fn prefix(keys: &Keys, listing: Listing) -> String {
     match listing {
         Listing::Checkpoints => keys.checkpoints_prefix(),
         Listing::Shards => keys.shards_prefix(),
+        Listing::Deltas => keys.deltas_prefix(),
         Listing::Receipts => keys.receipts_prefix(),
         Listing::Roots => keys.roots_prefix(),
         Listing::Slots => keys.log_prefix(),
@@ -100,6 +105,8 @@ pub struct CollectorStats {
     pub deleted_roots: u64,
     /// Shards deleted.
     pub deleted_shards: u64,
+    /// Deltas deleted.
+    pub deleted_deltas: u64,
     /// Receipt blocks deleted.
     pub deleted_receipts: u64,
     /// Slots deleted.
@@ -125,6 +132,7 @@ impl CollectorStats {
             deleted_checkpoints,
             deleted_roots,
             deleted_shards,
+            deleted_deltas,
             deleted_receipts,
             deleted_slots,
             bytes_reclaimed,
@@ -138,6 +146,7 @@ impl CollectorStats {
         self.deleted_checkpoints += deleted_checkpoints;
         self.deleted_roots += deleted_roots;
         self.deleted_shards += deleted_shards;
+        self.deleted_deltas += deleted_deltas;
         self.deleted_receipts += deleted_receipts;
         self.deleted_slots += deleted_slots;
         self.bytes_reclaimed += bytes_reclaimed;
@@ -151,6 +160,7 @@ impl CollectorStats {
         self.deleted_checkpoints
             + self.deleted_roots
             + self.deleted_shards
+            + self.deleted_deltas
             + self.deleted_receipts
             + self.deleted_slots
     }
@@ -278,7 +288,8 @@ impl Collector {
             // This stage's listing is over and its deletes are done: the next stage.
             let next = match drop.stage {
                 Listing::Checkpoints => Listing::Shards,
-                Listing::Shards => Listing::Receipts,
+                Listing::Shards => Listing::Deltas,
+                Listing::Deltas => Listing::Receipts,
                 Listing::Receipts => Listing::Roots,
                 Listing::Roots => {
                     let dropped = std::mem::take(&mut drop.dropped);
@@ -326,6 +337,7 @@ impl Collector {
                 match Root::decode_named(&bytes, &name) {
                     Ok(root) => {
                         drop.used.extend(root.shards);
+                        drop.used.extend(root.deltas.iter().map(|d| d.block));
                         drop.used.extend(root.receipts.iter().map(|r| r.block));
                         drop.reads_in_flight -= 1;
                     }
@@ -356,9 +368,10 @@ impl Collector {
                     self.decide();
                 }
             }
-            Listing::Shards | Listing::Receipts | Listing::Roots => {
+            Listing::Shards | Listing::Deltas | Listing::Receipts | Listing::Roots => {
                 let (kind, parse): (Collected, NameParser) = match stage {
                     Listing::Shards => (Collected::Shard, Keys::parse_shard),
+                    Listing::Deltas => (Collected::Delta, Keys::parse_delta),
                     Listing::Receipts => (Collected::Receipts, Keys::parse_receipts),
                     _ => (Collected::Root, Keys::parse_root),
                 };
@@ -420,6 +433,7 @@ impl Collector {
                 self.stats.bytes_reclaimed += size;
                 match kind {
                     Collected::Shard => self.stats.deleted_shards += 1,
+                    Collected::Delta => self.stats.deleted_deltas += 1,
                     Collected::Receipts => self.stats.deleted_receipts += 1,
                     Collected::Root => self.stats.deleted_roots += 1,
                     Collected::Checkpoint => {

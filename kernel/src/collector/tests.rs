@@ -66,6 +66,7 @@ impl Bench {
             policy: Policy { version: 0, rules: PolicyRules::default() },
             shard_bits,
             shards: shard_names,
+            deltas: vec![],
             receipts_from_sequence: next_sequence,
             receipts: vec![],
             stamp: 0,

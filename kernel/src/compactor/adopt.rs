@@ -1,14 +1,15 @@
-//! Adopting a peer's checkpoint (SPEC 10.14): the documents of the shards that changed
-//! since the newest checkpoint this replica knows take the history block references the
-//! peer stored, and drop the version records those blocks hold. What a document serves
+//! Adopting a peer's checkpoint (SPEC 10.14): the documents of the shards and deltas
+//! (SPEC 10.16) that changed since the newest checkpoint this replica knows take the
+//! history block references the peer stored, and drop the version records those blocks hold. What a document serves
 //! does not change, only where its older versions are read from, so adoption never waits
 //! on a commit and a commit never waits on it.
 
 use super::{adopt, AdoptCall, Compactor, Gather};
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
+use crate::checkpoint::Layers;
 use crate::config::CompactionRole;
 use crate::effect::{Effect, Warning};
-use crate::format::{Checkpoint, HistoryRef, Root, Shard};
+use crate::format::{Checkpoint, Delta, HistoryRef, Root, Shard};
 use crate::hash::Hash32;
 use crate::io::{Call, Io};
 use crate::marks::{Mark, Marks};
@@ -18,14 +19,27 @@ use crate::time::Instant;
 use crate::world::Path;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// Where an object an adoption reads sits in its root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Part {
+    /// A shard, by its index in the layout.
+    Shard(u32),
+    /// A delta, by its position.
+    Delta(usize),
+}
+
 /// A peer's checkpoint being read for adoption.
 pub(super) struct Adoption {
     pub checkpoint: Checkpoint,
-    root: Option<Root>,
-    /// Shards still to ask for, with their index in the layout.
-    to_read: VecDeque<(u32, Hash32)>,
-    /// Shards asked for and not yet arrived.
-    reading: BTreeMap<Hash32, u32>,
+    pub root: Option<Root>,
+    /// Shards and deltas still to ask for: a shard with its index in the layout, a delta
+    /// with its position in the root.
+    to_read: VecDeque<(Part, Hash32)>,
+    /// Shards and deltas asked for and not yet arrived.
+    reading: BTreeMap<Hash32, Part>,
+    /// The entries of each delta read, by position: adopted after the shards', oldest
+    /// first, so a document takes its newest entry's blocks.
+    from_deltas: BTreeMap<usize, Vec<(Path, Vec<HistoryRef>, u64)>>,
     /// Every object name of the checkpoint this adoption learned: what the next fold
     /// need not create again.
     pub names: BTreeSet<Hash32>,
@@ -45,6 +59,7 @@ impl Adoption {
             root: None,
             to_read: VecDeque::new(),
             reading: BTreeMap::new(),
+            from_deltas: BTreeMap::new(),
             names: BTreeSet::new(),
             adopt: Vec::new(),
             chain_checked: false,
@@ -64,18 +79,23 @@ impl Adoption {
         for (index, name) in root.shards.iter().enumerate() {
             // Two empty shards of one layout differ by their index, so a name is one shard.
             if self.names.insert(*name) && !known.contains(name) {
-                self.to_read.push_back((index as u32, *name));
+                self.to_read.push_back((Part::Shard(index as u32), *name));
+            }
+        }
+        for (position, d) in root.deltas.iter().enumerate() {
+            if self.names.insert(d.block) && !known.contains(&d.block) {
+                self.to_read.push_back((Part::Delta(position), d.block));
             }
         }
         self.root = Some(root);
         Ok(())
     }
 
-    /// The next shard to ask for, if any.
-    pub fn next_read(&mut self) -> Option<(u32, Hash32)> {
-        let (index, name) = self.to_read.pop_front()?;
-        self.reading.insert(name, index);
-        Some((index, name))
+    /// The next shard or delta to ask for, if any.
+    pub fn next_read(&mut self) -> Option<(Part, Hash32)> {
+        let (part, name) = self.to_read.pop_front()?;
+        self.reading.insert(name, part);
+        Some((part, name))
     }
 
     pub fn reads_in_flight(&self) -> usize {
@@ -86,18 +106,52 @@ impl Adoption {
     /// their blocks.
     pub fn on_shard(&mut self, name: Hash32, shard: Shard) -> Result<(), CheckpointProblem> {
         let root = self.root.as_ref().expect("shards are read after the root");
-        let index = self.reading.remove(&name);
-        if index != Some(shard.index) || shard.shard_bits != root.shard_bits {
+        let part = self.reading.remove(&name);
+        if part != Some(Part::Shard(shard.index)) || shard.shard_bits != root.shard_bits {
             return Err(CheckpointProblem::ShardDisagrees { index: shard.index });
         }
-        for e in shard.entries {
+        let adopt = self.entries(shard.entries)?;
+        self.adopt.extend(adopt);
+        Ok(())
+    }
+
+    /// A delta arrived (verified against its name): its documents adopt their blocks once
+    /// the shards' have.
+    pub fn on_delta(&mut self, name: Hash32, delta: Delta) -> Result<(), CheckpointProblem> {
+        let root = self.root.as_ref().expect("deltas are read after the root");
+        let Some(Part::Delta(position)) = self.reading.remove(&name) else {
+            return Err(CheckpointProblem::DeltaDisagrees { position: 0 });
+        };
+        if root.deltas[position].entries as usize != delta.entries.len() {
+            return Err(CheckpointProblem::DeltaDisagrees { position });
+        }
+        let adopt = self.entries(delta.entries)?;
+        self.from_deltas.insert(position, adopt);
+        Ok(())
+    }
+
+    fn entries(
+        &mut self,
+        entries: Vec<crate::format::ShardEntry>,
+    ) -> Result<Vec<(Path, Vec<HistoryRef>, u64)>, CheckpointProblem> {
+        let mut adopt = Vec::with_capacity(entries.len());
+        for e in entries {
             if e.history.first().is_some_and(|r| r.first_version != e.entry.first_version) {
                 return Err(CheckpointProblem::HistoryDisagrees { path: e.entry.path.clone() });
             }
             self.names.extend(e.history.iter().map(|r| r.block));
-            self.adopt.push((e.entry.path, e.history, e.entry.version));
+            adopt.push((e.entry.path, e.history, e.entry.version));
         }
-        Ok(())
+        Ok(adopt)
+    }
+
+    /// What the documents adopt, shards first, then deltas oldest first.
+    pub fn take_adopt(&mut self) -> Vec<(Path, Vec<HistoryRef>, u64)> {
+        let mut adopt = std::mem::take(&mut self.adopt);
+        for (_, entries) in std::mem::take(&mut self.from_deltas) {
+            adopt.extend(entries);
+        }
+        adopt
     }
 
     /// Whether every object the adoption needs has arrived.
@@ -204,13 +258,16 @@ impl Compactor {
         self.ended_without_step(now);
     }
 
-    /// Keeps the shard reads of an adoption flowing, a bounded number at once.
+    /// Keeps the shard and delta reads of an adoption flowing, a bounded number at once.
     pub(super) fn read_for_adoption(&mut self, now: Instant, io: &mut Io) {
         let Some(adoption) = self.adoption.as_mut() else { return };
         while adoption.reads_in_flight() < self.reads_in_flight_max {
-            let Some((_, name)) = adoption.next_read() else { break };
-            let op = BlobOp::Get { key: self.keys.shard(&name) };
-            io.issue(now, adopt(AdoptCall::Shard { name }), op, 0);
+            let Some((part, name)) = adoption.next_read() else { break };
+            let (key, what) = match part {
+                Part::Shard(_) => (self.keys.shard(&name), AdoptCall::Shard { name }),
+                Part::Delta(_) => (self.keys.delta(&name), AdoptCall::Delta { name }),
+            };
+            io.issue(now, adopt(what), BlobOp::Get { key }, 0);
         }
     }
 
@@ -270,6 +327,13 @@ impl Compactor {
                     Err(error) => Err(decode_failed(error)),
                 }
             }
+            AdoptCall::Delta { name } => {
+                let adoption = self.adoption.as_mut().expect("a delta is read for an adoption");
+                match Delta::decode_named(&bytes, &name) {
+                    Ok(delta) => adoption.on_delta(name, delta).map_err(mismatch),
+                    Err(error) => Err(decode_failed(error)),
+                }
+            }
             AdoptCall::Look => unreachable!("a look is answered by on_look"),
         };
         match fitted {
@@ -308,17 +372,19 @@ impl Compactor {
         if !ready {
             return;
         }
-        let adoption = self.adoption.take().expect("ready");
+        let mut adoption = self.adoption.take().expect("ready");
+        let adopt = adoption.take_adopt();
         // A look lists only names after the newest checkpoint known, and no run or other
         // adoption overlaps this one, so what is installed is newer than what is served.
         assert!(
             adoption.checkpoint.next_sequence > self.newest_next_sequence,
             "an adoption older than the served snapshot's checkpoint"
         );
-        for (path, blocks, through) in &adoption.adopt {
+        for (path, blocks, through) in &adopt {
             sn.world.adopt_history(path, blocks, *through);
         }
-        sn.ledger.rebase(&sn.world, adoption.sequence(), &adoption.adopt);
+        sn.ledger.rebase(&sn.world, adoption.sequence(), &adopt);
+        self.layers = adoption.root.as_ref().map(Layers::of);
         self.stats.adopted += 1;
         marks.hit(Mark::CheckpointAdopted);
         self.newest_next_sequence = adoption.checkpoint.next_sequence;

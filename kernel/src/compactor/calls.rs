@@ -78,4 +78,8 @@ pub(crate) enum AdoptCall {
     Shard {
         name: Hash32,
     },
+    /// A delta of the peer's root this replica does not know (SPEC 10.16).
+    Delta {
+        name: Hash32,
+    },
 }

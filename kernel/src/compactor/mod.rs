@@ -4,9 +4,11 @@
 //! paced, and the checkpoint object last, created if absent. It never delays a commit:
 //! it reads the snapshot, and its calls are its own.
 //!
-//! A racer that wrote the same sequence wrote the same bytes (the fold is a function of
-//! the log), so a checkpoint name found taken is read back and compared; anything else
-//! there means two replicas disagree about the log, and the replica fails closed.
+//! A racer that wrote the same sequence over the same checkpoint wrote the same bytes (the
+//! fold is a function of the log and of the layers it folds over, SPEC 10.16), so a
+//! checkpoint name found taken is read back and compared: the same world over other
+//! layers ends the run (the next look adopts it); anything else means two replicas
+//! disagree about the log, and the replica fails closed.
 //!
 //! Before it folds, a due compactor looks for a newer checkpoint than the one it knows
 //! (SPEC 10.14, the defer rule): finding one, it adopts it and ends the run instead, so
@@ -15,6 +17,8 @@
 
 mod adopt;
 mod calls;
+#[cfg(test)]
+mod delta_tests;
 mod freshen;
 mod landed;
 mod ledger;
@@ -26,7 +30,7 @@ mod step_tests;
 mod tests;
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
-use crate::checkpoint::{fold, FoldError, Object, ObjectKind};
+use crate::checkpoint::{fold_over, FoldError, Layers, MergeRule, Object, ObjectKind};
 use crate::collector::Written;
 use crate::config::{CompactionRole, Config};
 use crate::effect::{Effect, Warning};
@@ -77,6 +81,8 @@ struct Run {
     names: BTreeSet<Hash32>,
     /// What the replica adopts once the checkpoint is written.
     adopt: Vec<(Path, Vec<HistoryRef>, u64)>,
+    /// Its root's layers: what the next step folds over.
+    layers: Layers,
     checkpoint_sent: bool,
 }
 
@@ -99,6 +105,10 @@ pub(crate) struct Compactor {
     newest_created_us: Option<u64>,
     /// Object names of that checkpoint: stored, so a run need not create them again.
     stored: BTreeSet<Hash32>,
+    /// That checkpoint's shards and deltas (none for checkpoint zero), and when a step
+    /// over them adds deltas rather than writing every shard (SPEC 10.16).
+    layers: Option<Layers>,
+    merge_rule: MergeRule,
     /// When the cadence was first found reached, plus a jitter: the run starts then.
     due_at: Option<Instant>,
     /// When, and at how many slots, a look last ended a run without a step: the cadence
@@ -167,6 +177,8 @@ impl Compactor {
             newest_at: now,
             newest_created_us: None,
             stored: BTreeSet::new(),
+            layers: None,
+            merge_rule: MergeRule::of(config),
             due_at: None,
             looked_at: now,
             slots_at_look: 0,
@@ -195,15 +207,17 @@ impl Compactor {
     }
 
     /// The world opened from the checkpoint at `next_sequence`, created at `created_us` on
-    /// the store's clock where known, whose objects are `stored`.
+    /// the store's clock where known, whose objects are `stored` and whose root's layers
+    /// are `layers` (none for checkpoint zero).
     pub fn opened_at(
         &mut self,
         (next_sequence, skipped): (u64, usize),
         created_us: Option<u64>,
-        stored: BTreeSet<Hash32>,
+        (stored, layers): (BTreeSet<Hash32>, Option<Layers>),
         sn: &mut Snapshot,
         now: Instant,
     ) {
+        self.layers = layers;
         if self.role == CompactionRole::Off {
             sn.ledger.disable();
         }
@@ -351,9 +365,11 @@ impl Compactor {
                 Some(b) => (b.sequence, sn.world.slots_applied() - b.slots_after),
                 None => (sn.world.sequence(), sn.world.slots_applied()),
             };
+            let base = self.layers.as_ref().map(|l| (l, self.merge_rule));
+            let lookup = |h: &Hash32| blocks.get(h).map(|b| &**b);
             let folded = match boundary {
-                Some(b) => fold(&sn.ledger.world_at(&sn.world, b), &|h| blocks.get(h).map(|b| &**b)),
-                None => fold(&sn.world, &|h| blocks.get(h).map(|b| &**b)),
+                Some(b) => fold_over(&sn.ledger.world_at(&sn.world, b), base, &lookup),
+                None => fold_over(&sn.world, base, &lookup),
             };
             match folded {
                 Ok(folded) => {
@@ -397,10 +413,16 @@ impl Compactor {
     fn start(&mut self, folded: crate::checkpoint::Folded, bodies: Vec<Object>, slots_at_fold: u64) {
         self.stats.steps += 1;
         self.stats.bodies_written_out += bodies.len() as u64;
-        let names: BTreeSet<Hash32> = folded.objects.iter().map(|o| o.name).collect();
+        let layers = Layers::of(&folded.root);
+        if layers.deltas.is_empty() {
+            self.stats.merged_steps += 1;
+        }
+        let mut names: BTreeSet<Hash32> = folded.objects.iter().map(|o| o.name).collect();
         let objects: Vec<Object> =
             folded.objects.into_iter().filter(|o| !self.stored.contains(&o.name)).collect();
         self.stats.objects_reused += (names.len() - objects.len()) as u64 + folded.history_reused;
+        // Shards and deltas named again from the base are stored and used too.
+        names.extend(layers.names());
         let queue: VecDeque<Object> = bodies.into_iter().chain(objects).collect();
         let checkpoint_bytes = Bytes::from(folded.checkpoint.encode());
         self.run = Some(Run {
@@ -411,6 +433,7 @@ impl Compactor {
             slots_at_fold,
             names,
             adopt: folded.adopt,
+            layers,
             checkpoint_sent: false,
         });
     }
@@ -508,8 +531,14 @@ impl Compactor {
                     self.run_on_damaged(now, next_sequence, error, io);
                     return Ok(());
                 }
-                self.compare(next_sequence, &bytes)?;
-                if self.is_old(&meta, store_now_us) {
+                if !self.compare(next_sequence, &bytes)? {
+                    // The same log folded over other layers: the run ends without this
+                    // checkpoint as its own, and the next look adopts the one there.
+                    self.stats.other_layers_races += 1;
+                    io.marks.hit(Mark::CheckpointOtherLayers);
+                    self.run = None;
+                    self.run_target = None;
+                } else if self.is_old(&meta, store_now_us) {
                     let run = self.run.as_ref().expect("running");
                     let stamp = if self.freshen_keeps_bytes { 0 } else { fresh_stamp(store_now_us) };
                     let bytes = Bytes::from(run.checkpoint.clone().with_stamp(stamp).encode());
@@ -582,18 +611,27 @@ impl Compactor {
         self.slots_at_look = self.slots_applied;
     }
 
-    /// The checkpoint at `next_sequence` found in the bucket must hold our content.
-    fn compare(&self, next_sequence: u64, found: &[u8]) -> Result<(), FailReason> {
+    /// The checkpoint at `next_sequence` found in the bucket must hold our content: true
+    /// when it is ours (the stamp aside). False when it anchors the same log (world,
+    /// sequence, chain anchor and count) on another root: a racer that folded over another
+    /// checkpoint wrote other layers of the same world (SPEC 10.16). Anything else means
+    /// the logs diverged.
+    fn compare(&self, next_sequence: u64, found: &[u8]) -> Result<bool, FailReason> {
         let run = self.run.as_ref().expect("running");
         let ours = &run.checkpoint;
         let key = self.keys.checkpoint(next_sequence);
         let theirs =
             Checkpoint::decode(found).map_err(|error| FailReason::Decode { key: key.clone(), error })?;
         // A freshen changes only the stamp (SPEC 10.9).
-        if theirs.clone().with_stamp(0) != *ours {
-            return Err(FailReason::CheckpointMismatch { key, problem: CheckpointProblem::Diverged });
+        let theirs = theirs.with_stamp(0);
+        if theirs == *ours {
+            return Ok(true);
         }
-        Ok(())
+        let same_log = theirs.root.is_some() && Checkpoint { root: ours.root, ..theirs } == *ours;
+        if same_log {
+            return Ok(false);
+        }
+        Err(FailReason::CheckpointMismatch { key, problem: CheckpointProblem::Diverged })
     }
 
     /// A step's checkpoint is in the bucket. A run goes on to its next step only when its
@@ -614,6 +652,7 @@ impl Compactor {
         // Known only on this replica's clock until a restart reads it back.
         self.newest_created_us = None;
         self.stored = run.names;
+        self.layers = Some(run.layers);
         self.adopt = run.adopt;
     }
 }

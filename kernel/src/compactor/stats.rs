@@ -8,6 +8,13 @@ pub struct CompactorStats {
     /// Steps folded (SPEC 10.11): each a checkpoint at its own sequence, of at most
     /// `checkpoint_step_docs_max` changed documents.
     pub steps: u64,
+    /// Steps that wrote every shard anew (SPEC 10.16, the merge rule); the rest wrote
+    /// deltas.
+    pub merged_steps: u64,
+    /// Checkpoint names found taken by a fold of the same log over other layers (a racer
+    /// that stepped from another checkpoint, SPEC 10.16): the run ends, the next look
+    /// adopts it.
+    pub other_layers_races: u64,
     /// Checkpoint objects this replica's own create made.
     pub written: u64,
     /// Checkpoint names found taken by identical bytes (a racer's, or ours landed twice).
@@ -55,6 +62,8 @@ impl CompactorStats {
         let CompactorStats {
             runs,
             steps,
+            merged_steps,
+            other_layers_races,
             written,
             identical_races,
             objects_created,
@@ -74,6 +83,8 @@ impl CompactorStats {
         } = other;
         self.runs += runs;
         self.steps += steps;
+        self.merged_steps += merged_steps;
+        self.other_layers_races += other_layers_races;
         self.written += written;
         self.identical_races += identical_races;
         self.objects_created += objects_created;

@@ -15,13 +15,13 @@ use crate::world::{IndexEntry, Path, StateView, VersionRecord, WorldState};
 use bytes::Bytes;
 
 /// Checkpoints every `slots` slots, at once.
-fn compacting(slots: u64) -> Config {
+pub(super) fn compacting(slots: u64) -> Config {
     Config { checkpoint_slots: slots, checkpoint_jitter_ms: 0, ..Config::default() }
 }
 
 /// Commits one publish per slot, one after the other, firing no timer (so the checkpoint
 /// interval never passes).
-fn write_docs(h: &mut Harness, first_op: u128, n: u128) {
+pub(super) fn write_docs(h: &mut Harness, first_op: u128, n: u128) {
     for i in 0..n {
         let r = h.publish(first_op + i, &format!("/d{}.md", first_op + i), &format!("body {i}"));
         h.settle();
@@ -29,7 +29,7 @@ fn write_docs(h: &mut Harness, first_op: u128, n: u128) {
     }
 }
 
-fn full_checkpoints(store: &MemStore) -> Vec<u64> {
+pub(super) fn full_checkpoints(store: &MemStore) -> Vec<u64> {
     let k = keys();
     store.objects.keys().filter_map(|key| k.parse_checkpoint(key)).filter(|s| *s > 1).collect()
 }
@@ -54,7 +54,7 @@ fn all_versions(w: &WorldState, store: &MemStore) -> Vec<(IndexEntry, Vec<Versio
 }
 
 /// The parts of a world every replica must agree on.
-fn same_world(a: &WorldState, b: &WorldState, store: &MemStore) {
+pub(super) fn same_world(a: &WorldState, b: &WorldState, store: &MemStore) {
     assert_eq!(a.sequence(), b.sequence());
     assert_eq!(a.tip_hash(), b.tip_hash());
     assert_eq!(a.policy(), b.policy());
@@ -224,7 +224,7 @@ fn a_checkpoint_missing_an_object_costs_only_replay_from_the_one_before() {
     assert_eq!(full_checkpoints(&h.store), vec![5, 9]);
     let mut store = h.store.clone();
     let shard = store.objects.keys().find(|k| k.contains("/shards/")).cloned().expect("a shard");
-    // Take one shard of the newest checkpoint away (one the older does not use).
+    // Take one shard or delta of the newest checkpoint away (one the older does not use).
     let newest_shards = shards_of(&store, &keys(), 9);
     let older_shards = shards_of(&store, &keys(), 5);
     let taken = newest_shards.iter().find(|s| !older_shards.contains(s)).cloned().unwrap_or(shard);
@@ -288,16 +288,16 @@ fn a_throttled_object_create_is_retried() {
     assert_eq!(full_checkpoints(&h.store), vec![2]);
 }
 
-fn is_checkpoint_create_full(op: &BlobOp) -> bool {
+pub(super) fn is_checkpoint_create_full(op: &BlobOp) -> bool {
     is_checkpoint_create(op) && op.key() != keys().checkpoint(1)
 }
 
-/// The shard keys the checkpoint at `next_sequence` names.
+/// The keys of the shards and deltas a checkpoint's root names.
 fn shards_of(store: &MemStore, k: &Keys, next_sequence: u64) -> Vec<String> {
     let c = Checkpoint::decode(&store.bytes(&k.checkpoint(next_sequence)).expect("stored")).expect("decodes");
     let root_key = k.root_object(&c.root.expect("full"));
     let root = crate::format::Root::decode(&store.bytes(&root_key).expect("root")).expect("decodes");
-    root.shards.iter().map(|s| k.shard(s)).collect()
+    root.shards.iter().map(|s| k.shard(s)).chain(root.deltas.iter().map(|d| k.delta(&d.block))).collect()
 }
 
 /// Found by the `skip_ambiguous_read` defect test: a replica that failed closed with a

@@ -225,6 +225,7 @@ pub(super) fn root() -> BoxedStrategy<Root> {
                 policy: Policy { version, rules },
                 shard_bits,
                 shards,
+                deltas: vec![],
                 receipts_from_sequence: from,
                 receipts,
                 stamp,
@@ -404,7 +405,7 @@ fn a_first_write_has_stamp_zero_and_its_content_hash_is_the_hash_of_its_bytes() 
 // assertions refuse them.
 
 fn root_refused(root: &Root) -> Result<Root, DecodeError> {
-    Root::decode(&encode_value(Kind::Root, root))
+    Root::decode(&root.encode_unchecked())
 }
 
 fn root_rule(rule: RootRule) -> Result<Root, DecodeError> {

@@ -33,6 +33,8 @@ pub enum Kind {
     History = 7,
     /// A receipt block (SPEC 10.8).
     Receipts = 8,
+    /// A delta (SPEC 10.16).
+    Delta = 9,
 }
 
 impl Kind {
@@ -46,6 +48,7 @@ impl Kind {
             6 => Some(Kind::Shard),
             7 => Some(Kind::History),
             8 => Some(Kind::Receipts),
+            9 => Some(Kind::Delta),
             _ => None,
         }
     }
@@ -62,6 +65,7 @@ impl core::fmt::Display for Kind {
             Kind::Shard => "shard",
             Kind::History => "history block",
             Kind::Receipts => "receipt block",
+            Kind::Delta => "delta",
         })
     }
 }
@@ -369,8 +373,8 @@ mod tests {
             decode_raw(Kind::Slot, &bytes),
             Err(DecodeError::WrongKind { expected: Kind::Slot, found: Kind::Marker })
         );
-        bytes[4] = 9;
-        assert_eq!(decode_raw(Kind::Slot, &bytes), Err(DecodeError::UnknownKind(9)));
+        bytes[4] = 10;
+        assert_eq!(decode_raw(Kind::Slot, &bytes), Err(DecodeError::UnknownKind(10)));
     }
 
     #[test]

@@ -86,6 +86,16 @@ impl Keys {
         self.hash_key("shards/", hash)
     }
 
+    /// Where deltas live, for a collector to list.
+    pub fn deltas_prefix(&self) -> String {
+        format!("{}deltas/", self.root)
+    }
+
+    /// A delta is named by its content hash (SPEC 10.9).
+    pub fn delta(&self, hash: &Hash32) -> String {
+        self.hash_key("deltas/", hash)
+    }
+
     /// A history block is named by the hash of its bytes. Never listed: history blocks
     /// are never collected, so there is no parser.
     pub fn history(&self, hash: &Hash32) -> String {
@@ -134,6 +144,11 @@ impl Keys {
     /// The content hash a shard key names, or None for a key that is not a shard name.
     pub fn parse_shard(&self, key: &str) -> Option<Hash32> {
         Hash32::from_hex(key.strip_prefix(&self.root)?.strip_prefix("shards/")?)
+    }
+
+    /// The content hash a delta key names, or None for a key that is not one.
+    pub fn parse_delta(&self, key: &str) -> Option<Hash32> {
+        Hash32::from_hex(key.strip_prefix(&self.root)?.strip_prefix("deltas/")?)
     }
 
     /// The content hash a receipt block key names, or None for a key that is not one.
@@ -205,6 +220,8 @@ mod tests {
         assert!(k.receipts(&h).starts_with(&k.receipts_prefix()));
         assert_eq!(k.parse_root(&k.root_object(&h)), Some(h));
         assert_eq!(k.parse_shard(&k.shard(&h)), Some(h));
+        assert_eq!(k.parse_delta(&k.delta(&h)), Some(h));
+        assert_eq!(k.parse_delta(&k.shard(&h)), None);
         assert_eq!(k.parse_receipts(&k.receipts(&h)), Some(h));
         // Each parser takes only its own kind, root and exact 64 lowercase digits.
         assert_eq!(k.parse_root(&k.shard(&h)), None);

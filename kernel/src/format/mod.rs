@@ -5,6 +5,7 @@
 pub mod body;
 pub mod chain;
 pub mod checkpoint;
+pub mod delta;
 pub mod frame;
 pub mod history;
 pub mod key;
@@ -20,6 +21,7 @@ pub mod stamp;
 pub use body::{decode_body, encode_body};
 pub use chain::{scan_chain, ChainProblem, ChainScan};
 pub use checkpoint::Checkpoint;
+pub use delta::{Delta, DeltaRef, DELTAS_PER_ROOT_MAX, DELTA_ENTRIES_MAX};
 pub use frame::{DecodeError, Kind, NameRule};
 pub use history::HistoryBlock;
 pub use key::Keys;
@@ -30,12 +32,14 @@ pub use layout::{
 pub use marker::Marker;
 pub use receipts::{ReceiptBlock, ReceiptBlockRef, StoredReceipt, RECEIPTS_PER_BLOCK_MAX};
 pub use root::Root;
-pub use rule::{CheckpointRule, HistoryRule, ReceiptBlockRule, RootRule, ShapeRule, ShardRule};
+pub use rule::{CheckpointRule, DeltaRule, HistoryRule, ReceiptBlockRule, RootRule, ShapeRule, ShardRule};
 pub use shard::{HistoryRef, Shard, ShardEntry};
 pub use slot::{Slot, SLOT_MEMBERS_MAX};
 
 #[cfg(test)]
 mod checkpoint_objects_tests;
+#[cfg(test)]
+mod delta_tests;
 #[cfg(test)]
 mod hostile_tests;
 #[cfg(test)]

@@ -40,6 +40,8 @@ pub enum ShapeRule {
     History(HistoryRule),
     /// A receipt block breaks a rule of SPEC 10.8.
     Receipts(ReceiptBlockRule),
+    /// A delta breaks a rule of SPEC 10.16.
+    Delta(DeltaRule),
 }
 
 /// SPEC 10.2.
@@ -120,6 +122,20 @@ pub enum RootRule {
         /// The sequence it starts at.
         found: u64,
     },
+    /// A root of schema 2 names no delta (a root without deltas is written in schema 1).
+    NoDeltas,
+    /// More deltas than `DELTAS_PER_ROOT_MAX`.
+    TooManyDeltas {
+        /// Deltas it names.
+        count: usize,
+    },
+    /// A delta reference at `position` names 0 entries or more than `DELTA_ENTRIES_MAX`.
+    DeltaRefSize {
+        /// The reference's position.
+        position: usize,
+        /// Entries it names.
+        entries: u32,
+    },
     /// The receipt blocks do not end at the last sequence the checkpoint covers.
     ReceiptRefsEnd {
         /// The last sequence the checkpoint covers.
@@ -181,6 +197,25 @@ pub enum ShardRule {
         /// The version it starts at.
         first_version: u64,
     },
+}
+
+/// SPEC 10.16.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeltaRule {
+    /// No entries.
+    Empty,
+    /// More than `DELTA_ENTRIES_MAX` entries.
+    TooManyEntries {
+        /// Entries it holds.
+        count: usize,
+    },
+    /// Entries not in strictly ascending path order (the path after the break).
+    EntriesNotSorted {
+        /// The first path out of order.
+        path: Path,
+    },
+    /// An entry breaks a rule a shard's entry keeps (SPEC 10.6).
+    Entry(ShardRule),
 }
 
 /// SPEC 10.7.
@@ -261,6 +296,11 @@ impl From<HistoryRule> for ShapeRule {
         ShapeRule::History(rule)
     }
 }
+impl From<DeltaRule> for ShapeRule {
+    fn from(rule: DeltaRule) -> Self {
+        ShapeRule::Delta(rule)
+    }
+}
 impl From<ReceiptBlockRule> for ShapeRule {
     fn from(rule: ReceiptBlockRule) -> Self {
         ShapeRule::Receipts(rule)
@@ -288,6 +328,7 @@ impl fmt::Display for ShapeRule {
             ShapeRule::Shard(r) => write!(f, "shard: {r}"),
             ShapeRule::History(r) => write!(f, "history block: {r}"),
             ShapeRule::Receipts(r) => write!(f, "receipt block: {r}"),
+            ShapeRule::Delta(r) => write!(f, "delta: {r}"),
         }
     }
 }
@@ -337,6 +378,11 @@ impl fmt::Display for RootRule {
             RootRule::ReceiptRefsEnd { expected, found } => {
                 write!(f, "receipt blocks end at {found}, not {expected}")
             }
+            RootRule::NoDeltas => write!(f, "schema 2 naming no delta"),
+            RootRule::TooManyDeltas { count } => write!(f, "{count} deltas, more than a root names"),
+            RootRule::DeltaRefSize { position, entries } => {
+                write!(f, "delta reference {position} names {entries} entries")
+            }
         }
     }
 }
@@ -374,6 +420,17 @@ impl fmt::Display for HistoryRule {
             HistoryRule::CrossesWindow { first, last } => {
                 write!(f, "versions {first} ..= {last} cross a 256-version window")
             }
+        }
+    }
+}
+
+impl fmt::Display for DeltaRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeltaRule::Empty => write!(f, "no entries"),
+            DeltaRule::TooManyEntries { count } => write!(f, "{count} entries, more than a delta holds"),
+            DeltaRule::EntriesNotSorted { path } => write!(f, "entries not sorted by path at {path}"),
+            DeltaRule::Entry(r) => write!(f, "{r}"),
         }
     }
 }

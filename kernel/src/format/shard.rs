@@ -53,7 +53,7 @@ impl ShardEntry {
         self.history.get((history_window(version) - first_window) as usize)
     }
 
-    fn shape_problem(&self) -> Option<ShardRule> {
+    pub(super) fn shape_problem(&self) -> Option<ShardRule> {
         let e = &self.entry;
         if e.version == 0 || e.first_version == 0 || e.first_version > e.version {
             return Some(ShardRule::EntryVersionsOutOfOrder { path: e.path.clone() });

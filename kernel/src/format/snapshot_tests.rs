@@ -5,8 +5,8 @@
 
 use super::frame::{Kind, HEADER_LEN, TRAILER_LEN};
 use super::{
-    decode_body, encode_body, shard_bits_for, Checkpoint, HistoryBlock, HistoryRef, Keys, Marker,
-    ReceiptBlock, ReceiptBlockRef, Root, Shard, ShardEntry, Slot, StoredReceipt,
+    decode_body, encode_body, shard_bits_for, Checkpoint, Delta, DeltaRef, HistoryBlock, HistoryRef, Keys,
+    Marker, ReceiptBlock, ReceiptBlockRef, Root, Shard, ShardEntry, Slot, StoredReceipt,
 };
 use crate::hash::Hash32;
 use crate::ids::{OperationId, StoreId, WorldId};
@@ -415,6 +415,7 @@ pub(super) fn example_root() -> Root {
         policy: Policy::default(),
         shard_bits: shard_bits_for(1),
         shards: vec![example_shard().content_hash()],
+        deltas: vec![],
         receipts_from_sequence: 1,
         receipts: vec![ReceiptBlockRef {
             first_sequence: 1,
@@ -640,6 +641,95 @@ fn full_checkpoint_bytes_and_a_freshen() {
     insta::assert_snapshot!("full_checkpoint", out);
 }
 
+// Deltas (SPEC 10.16). The same world laid out as a step over an empty shard would lay
+// it out: the shard holds no entry, and one delta holds /a.md's. A root naming a delta is
+// schema 2: the deltas follow the shards.
+
+pub(super) fn example_delta() -> Delta {
+    Delta { entries: example_shard().entries, stamp: 0 }
+}
+
+pub(super) fn example_layered_root() -> Root {
+    let empty = Shard { entries: vec![], ..example_shard() };
+    Root {
+        shards: vec![empty.content_hash()],
+        deltas: vec![DeltaRef { entries: 1, block: example_delta().content_hash() }],
+        ..example_root()
+    }
+}
+
+fn delta_parts(d: &Delta) -> Vec<(String, Vec<u8>)> {
+    let e = &d.entries[0].entry;
+    let h = &d.entries[0].history[0];
+    let mut payload: Vec<(String, Vec<u8>)> =
+        vec![("delta.entries length (varint) = 1".into(), pc(&d.entries.len()))];
+    payload.extend(path_parts("entry.path", &e.path));
+    payload.extend(vec![
+        ("entry.version (varint) = 1".into(), pc(&e.version)),
+        ("entry.first_version (varint) = 1".into(), pc(&e.first_version)),
+        ("entry.archived (bool) = false".into(), pc(&e.archived)),
+        ("entry.body_hash ([u8; 32]) = BLAKE3(\"hi\")".into(), pc(&e.body_hash)),
+        ("entry.body_len (varint) = 2".into(), pc(&e.body_len)),
+        ("entry.modified_sequence (varint) = 1".into(), pc(&e.modified_sequence)),
+        ("entry.history length (varint) = 1".into(), pc(&d.entries[0].history.len())),
+        ("history_ref.first_version (varint) = 1".into(), pc(&h.first_version)),
+        ("history_ref.block ([u8; 32]) = the history block's hash".into(), pc(&h.block)),
+        ("delta.stamp (varint) = 0".into(), pc(&d.stamp)),
+    ]);
+    framed(Kind::Delta, "delta", 1, payload)
+}
+
+fn layered_root_parts(r: &Root) -> Vec<(String, Vec<u8>)> {
+    let rules = &r.policy.rules;
+    let reference = &r.receipts[0];
+    let delta = &r.deltas[0];
+    let payload: Vec<(String, Vec<u8>)> = vec![
+        ("root.world_id ([u8; 16], raw)".into(), pc(&r.world_id)),
+        ("root.next_sequence (varint) = 2".into(), pc(&r.next_sequence)),
+        ("root.previous_hash ([u8; 32]) = BLAKE3(slot 1 object)".into(), pc(&r.previous_hash)),
+        ("root.document_count (varint) = 1".into(), pc(&r.document_count)),
+        ("policy.version (varint) = 0".into(), pc(&r.policy.version)),
+        ("policy.retention_versions (varint u32) = 64".into(), pc(&rules.retention_versions)),
+        ("policy.body_bytes_max (varint) = 4194304".into(), pc(&rules.body_bytes_max)),
+        ("policy.read_only_prefixes length (varint) = 0".into(), pc(&rules.read_only_prefixes.len())),
+        ("root.shard_bits (u8) = 0".into(), pc(&r.shard_bits)),
+        ("root.shards length (varint) = 1".into(), pc(&r.shards.len())),
+        ("shards[0] ([u8; 32]) = the empty shard's content hash".into(), pc(&r.shards[0])),
+        ("root.deltas length (varint) = 1".into(), pc(&r.deltas.len())),
+        ("delta_ref.entries (varint u32) = 1".into(), pc(&delta.entries)),
+        ("delta_ref.block ([u8; 32]) = the delta's content hash".into(), pc(&delta.block)),
+        ("root.receipts_from_sequence (varint) = 1".into(), pc(&r.receipts_from_sequence)),
+        ("root.receipts length (varint) = 1".into(), pc(&r.receipts.len())),
+        ("receipt_ref.first_sequence (varint) = 1".into(), pc(&reference.first_sequence)),
+        ("receipt_ref.last_sequence (varint) = 1".into(), pc(&reference.last_sequence)),
+        ("receipt_ref.block ([u8; 32]) = the receipt block's content hash".into(), pc(&reference.block)),
+        ("root.stamp (varint) = 0".into(), pc(&r.stamp)),
+    ];
+    framed(Kind::Root, "root", 2, payload)
+}
+
+#[test]
+fn delta_bytes() {
+    let delta = example_delta();
+    let bytes = delta.encode();
+    let parts = delta_parts(&delta);
+    assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+    assert_eq!(Delta::decode_named(&bytes, &delta.content_hash()).as_ref(), Ok(&delta));
+    let key = Keys::new("worlds/w1").delta(&delta.content_hash());
+    insta::assert_snapshot!("delta", explained(&key, &parts, delta.content_hash()));
+}
+
+#[test]
+fn root_with_deltas_bytes() {
+    let root = example_layered_root();
+    let bytes = root.encode();
+    let parts = layered_root_parts(&root);
+    assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+    assert_eq!(Root::decode_named(&bytes, &root.content_hash()).as_ref(), Ok(&root));
+    let key = Keys::new("worlds/w1").root_object(&root.content_hash());
+    insta::assert_snapshot!("root_with_deltas", explained(&key, &parts, root.content_hash()));
+}
+
 #[test]
 fn keys_of_checkpoint_objects() {
     let mut out = String::new();
@@ -655,6 +745,7 @@ fn keys_of_checkpoint_objects() {
         writeln!(out, "  shard       {}", k.shard(&h)).expect("write");
         writeln!(out, "  history     {}", k.history(&h)).expect("write");
         writeln!(out, "  receipts    {}", k.receipts(&h)).expect("write");
+        writeln!(out, "  delta       {}", k.delta(&h)).expect("write");
     }
     insta::assert_snapshot!("keys_of_checkpoint_objects", out);
 }

@@ -1,10 +1,10 @@
-//! Loading a full checkpoint at open (SPEC 10.12): its root, then its shards and receipt
-//! blocks, each read at most once, a bounded number in flight, each verified against the
+//! Loading a full checkpoint at open (SPEC 10.12): its root, then its shards, deltas and
+//! receipt blocks, each read at most once, a bounded number in flight, each verified against the
 //! name its referrer gave it. History blocks stay in the bucket until a read needs one.
 
 use super::OpenCall;
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
-use crate::checkpoint::{object_key, ObjectKind, Restore};
+use crate::checkpoint::{object_key, Layers, ObjectKind, Restore};
 use crate::format::{Checkpoint, Keys};
 use crate::hash::Hash32;
 use crate::io::{Call, Io, Purpose};
@@ -22,6 +22,8 @@ pub(super) struct Load {
     in_flight_max: usize,
     /// Every object name the checkpoint uses: what the compactor may reuse.
     pub names: BTreeSet<Hash32>,
+    /// Its root's shards and deltas, once loaded: what the compactor steps over.
+    pub layers: Option<Layers>,
 }
 
 impl Load {
@@ -42,6 +44,7 @@ impl Load {
             in_flight: 0,
             in_flight_max,
             names: BTreeSet::new(),
+            layers: None,
         };
         load.queue.push_back((ObjectKind::Root, root));
         load.send(keys, now, io);
@@ -96,6 +99,7 @@ impl Load {
         if self.in_flight > 0 || !self.queue.is_empty() || !self.restore.is_complete() {
             return Ok(None);
         }
+        self.layers = self.restore.layers();
         let fresh = Restore::new(self.restore.checkpoint.clone(), false);
         let restore = std::mem::replace(&mut self.restore, fresh);
         restore

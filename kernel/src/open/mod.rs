@@ -68,6 +68,8 @@ pub(crate) struct Loaded {
     pub previous_hash: Hash32,
     /// Every object name the checkpoint uses.
     pub names: BTreeSet<Hash32>,
+    /// Its root's shards and deltas.
+    pub layers: Option<crate::checkpoint::Layers>,
 }
 
 /// The calls an opening makes.
@@ -313,7 +315,8 @@ impl Opening {
                         let next_sequence = load.next_sequence();
                         let previous_hash = load.previous_hash();
                         self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
-                        self.loaded = Some(Loaded { next_sequence, previous_hash, names: load.names });
+                        let (names, layers) = (load.names, load.layers);
+                        self.loaded = Some(Loaded { next_sequence, previous_hash, names, layers });
                         self.list_next(now, io);
                     }
                     Err(reason) => {

@@ -1,6 +1,7 @@
-//! Full checkpoints (SPEC 10.1, 10.4 to 10.8). Every checkpoint in the bucket but
-//! checkpoint zero is followed from its root through its shards, history blocks and
-//! receipt blocks, and what it holds is compared with the model's own state at the
+//! Full checkpoints (SPEC 10.1, 10.4 to 10.8, 10.16). Every checkpoint in the bucket but
+//! checkpoint zero is followed from its root through its shards, deltas, history blocks
+//! and receipt blocks, and what it holds (the shards' entries, each overridden by the
+//! newest delta's entry for its path) is compared with the model's own state at the
 //! sequence it covers (`crate::checkpoint`).
 //!
 //! Only the format decoders are shared with the kernel; the layout, the history windows
@@ -17,7 +18,7 @@ use crate::checkpoint::{
 use crate::history::StoredObject;
 use crate::{ModelDocument, ModelPolicy, ModelPolicyBody, ModelVersion, ModelWorld, ReceiptKind};
 use slotlog_kernel::format::{
-    Checkpoint, DecodeError, HistoryBlock, Keys, ReceiptBlock, Root, Shard, ShardEntry, StoredReceipt,
+    Checkpoint, DecodeError, Delta, HistoryBlock, Keys, ReceiptBlock, Root, Shard, ShardEntry, StoredReceipt,
 };
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::WorldId;
@@ -53,6 +54,7 @@ pub(super) struct Judge<'a> {
     /// Checkpoints by the sequence they cover (their next sequence minus 1).
     found: BTreeMap<u64, Vec<Found>>,
     shards: Decoded<Shard>,
+    deltas: Decoded<Delta>,
     histories: Decoded<HistoryBlock>,
     receipt_blocks: Decoded<ReceiptBlock>,
 }
@@ -138,6 +140,7 @@ impl<'a> Judge<'a> {
             objects: objects.iter().map(|o| (o.key.as_str(), o)).collect(),
             found,
             shards: HashMap::new(),
+            deltas: HashMap::new(),
             histories: HashMap::new(),
             receipt_blocks: HashMap::new(),
         }
@@ -316,8 +319,27 @@ impl<'a> Judge<'a> {
             }
             shards.push(shard);
         }
+        // The deltas, oldest first: each entry overrides the shard's and any older delta's.
+        let mut deltas = Vec::with_capacity(root.deltas.len());
+        for (position, reference) in root.deltas.iter().enumerate() {
+            let delta_key = self.keys.delta(&reference.block);
+            match load(&mut self.deltas, &self.objects, &delta_key, &reference.block, Delta::decode_named) {
+                Ok(delta) => {
+                    if delta.entries.len() != reference.entries as usize {
+                        out.push(Violation::CheckpointDeltaEntries {
+                            key: key.to_string(),
+                            position,
+                            named: reference.entries,
+                            found: delta.entries.len(),
+                        });
+                    }
+                    deltas.push(delta);
+                }
+                Err(problem) => out.push(unreadable(key, delta_key, problem)),
+            }
+        }
         let mut held: BTreeMap<&str, &ShardEntry> = BTreeMap::new();
-        for e in shards.iter().flat_map(|s| &s.entries) {
+        for e in shards.iter().flat_map(|s| &s.entries).chain(deltas.iter().flat_map(|d| &d.entries)) {
             held.insert(e.entry.path.as_str(), e);
         }
         for d in &m.documents {

@@ -265,6 +265,7 @@ impl Parts {
             policy: self.policy.clone(),
             shard_bits: self.shard_bits,
             shards: shard_hashes,
+            deltas: vec![],
             receipts_from_sequence: self.receipts_from,
             receipts,
             stamp: 0,

@@ -159,8 +159,8 @@ impl Judge<'_> {
             .collect()
     }
 
-    /// The keys checkpoint `key` reaches at `at` (its root, the root's shards and receipt
-    /// blocks), or the first of them missing then.
+    /// The keys checkpoint `key` reaches at `at` (its root, the root's shards, deltas and
+    /// receipt blocks), or the first of them missing then.
     fn reaches(&self, key: &str, at: Instant) -> Result<Vec<String>, String> {
         let held = |k: &str| {
             let event = self.names.held_at(k, at).ok_or_else(|| k.to_owned())?;
@@ -174,6 +174,7 @@ impl Judge<'_> {
         let Ok(root) = Root::decode(&root_bytes) else { return Ok(vec![]) };
         let mut reached = vec![root_key];
         reached.extend(root.shards.iter().map(|s| self.keys.shard(s)));
+        reached.extend(root.deltas.iter().map(|d| self.keys.delta(&d.block)));
         reached.extend(root.receipts.iter().map(|b| self.keys.receipts(&b.block)));
         if let Some(missing) = reached.iter().find(|k| self.names.held_at(k, at).is_none()) {
             return Err(missing.clone());

@@ -48,6 +48,7 @@ fn checkpoint_over(
         policy: Policy { version: 0, rules: PolicyRules::default() },
         shard_bits: 0,
         shards: vec![shard_name],
+        deltas: vec![],
         receipts_from_sequence: next_sequence,
         receipts: vec![],
         stamp: 0,

@@ -270,6 +270,18 @@ pub enum Violation {
         /// Shard index the shard names.
         index: u32,
     },
+    /// A delta holds another number of entries than its root's reference says (SPEC 10.16).
+    #[error("{key}: the delta at position {position} holds {found} entries, its reference says {named}")]
+    CheckpointDeltaEntries {
+        /// Name of the checkpoint.
+        key: String,
+        /// Its position in the root's deltas.
+        position: usize,
+        /// Entries the reference names.
+        named: u32,
+        /// Entries the delta holds.
+        found: usize,
+    },
     /// A shard holds paths out of byte order.
     #[error("{key}: the shard at position {position} holds {path} out of path order")]
     CheckpointShardNotSorted {
@@ -989,6 +1001,7 @@ impl Violation {
             | V::CheckpointPolicy { .. }
             | V::CheckpointLayout { .. }
             | V::CheckpointShardMisplaced { .. }
+            | V::CheckpointDeltaEntries { .. }
             | V::CheckpointShardNotSorted { .. }
             | V::CheckpointPathInWrongShard { .. }
             | V::CheckpointDocumentMissing { .. }

@@ -35,7 +35,7 @@ pub const PREFIX: &str = "worlds/bench";
 const UPDATES_PER_SLOT: u64 = 4;
 /// Creates in flight while building the world (not timed): enough to keep the blocking
 /// pool busy on local disk.
-const BUILD_CREATES_IN_FLIGHT_MAX: usize = 64;
+pub(crate) const BUILD_CREATES_IN_FLIGHT_MAX: usize = 64;
 
 pub struct Args {
     pub docs: u64,
@@ -94,13 +94,13 @@ pub struct Report {
     pub open: OpenReport,
 }
 
-const MIB: f64 = 1024.0 * 1024.0;
+pub(crate) const MIB: f64 = 1024.0 * 1024.0;
 
 /// The directory a world is built in; a temporary one is removed on drop (which takes
 /// minutes at a million documents, so callers print their report first).
 pub struct WorldDir {
     pub path: PathBuf,
-    remove: bool,
+    pub(crate) remove: bool,
 }
 
 impl Drop for WorldDir {
@@ -161,7 +161,7 @@ fn run_in(args: &Args, dir: &Path) -> Result<Report, String> {
     Ok(report)
 }
 
-fn local_blobs(dir: &Path) -> Result<Arc<ObjectStoreBlobs>, String> {
+pub(crate) fn local_blobs(dir: &Path) -> Result<Arc<ObjectStoreBlobs>, String> {
     let url = url_of(dir)?;
     // No fsync: the directory is scratch, and a bucket's create latency, not a local
     // disk's flush, is what a real compactor pays.
@@ -178,18 +178,18 @@ fn url_of(dir: &Path) -> Result<String, String> {
 
 /// Creates with a bound on how many are in flight. A content object whose name is taken
 /// already holds these bytes, so `AlreadyExists` is done.
-struct Sink {
+pub(crate) struct Sink {
     blobs: Arc<ObjectStoreBlobs>,
     tasks: JoinSet<Result<(), String>>,
     in_flight_max: usize,
 }
 
 impl Sink {
-    fn new(blobs: Arc<ObjectStoreBlobs>, in_flight_max: usize) -> Sink {
+    pub(crate) fn new(blobs: Arc<ObjectStoreBlobs>, in_flight_max: usize) -> Sink {
         Sink { blobs, tasks: JoinSet::new(), in_flight_max }
     }
 
-    async fn create(&mut self, key: String, bytes: Bytes) -> Result<(), String> {
+    pub(crate) async fn create(&mut self, key: String, bytes: Bytes) -> Result<(), String> {
         while self.tasks.len() >= self.in_flight_max {
             self.join_one().await?;
         }
@@ -210,7 +210,7 @@ impl Sink {
         }
     }
 
-    async fn drain(&mut self) -> Result<(), String> {
+    pub(crate) async fn drain(&mut self) -> Result<(), String> {
         while !self.tasks.is_empty() {
             self.join_one().await?;
         }
@@ -219,7 +219,7 @@ impl Sink {
 }
 
 /// Operation ids only need to be unique within the world.
-fn op_id(n: u64) -> OperationId {
+pub(crate) fn op_id(n: u64) -> OperationId {
     let mut bytes = [0u8; 16];
     bytes[..8].copy_from_slice(&n.to_le_bytes());
     bytes[8..].copy_from_slice(b"bench-op");
@@ -227,12 +227,12 @@ fn op_id(n: u64) -> OperationId {
 }
 
 /// Document `i`'s path: a thousand documents a directory, as a real tree might hold them.
-fn path_of(i: u64) -> String {
+pub(crate) fn path_of(i: u64) -> String {
     format!("/bench/d{:05}/doc{i:08}.md", i / 1_000)
 }
 
 /// A body of 100 to 300 bytes, unique to its document and revision.
-fn body_of(i: u64, revision: u64) -> Bytes {
+pub(crate) fn body_of(i: u64, revision: u64) -> Bytes {
     let len = 100 + ((i * 7_919 + revision * 104_729) % 201) as usize;
     let mut text = format!("document {i} revision {revision} ");
     while text.len() < len {
@@ -244,7 +244,7 @@ fn body_of(i: u64, revision: u64) -> Bytes {
 
 /// Evaluates `writes` against `world` as a committer would, writes their bodies, and
 /// creates and applies the slot they make.
-async fn commit_slot(
+pub(crate) async fn commit_slot(
     world: &mut WorldState,
     keys: &Keys,
     sink: &mut Sink,
@@ -381,12 +381,12 @@ async fn build(args: &Args, dir: &Path) -> Result<Report, String> {
     })
 }
 
-/// History and receipt blocks name nothing, shards name history blocks, the root names
-/// shards and receipt blocks: a level is created once the one below it is stored.
-fn level(kind: ObjectKind) -> u8 {
+/// History and receipt blocks name nothing, shards and deltas name history blocks, the
+/// root names shards, deltas and receipt blocks: a level is created once the one below it is stored.
+pub(crate) fn level(kind: ObjectKind) -> u8 {
     match kind {
         ObjectKind::History | ObjectKind::Receipts | ObjectKind::Body => 0,
-        ObjectKind::Shard => 1,
+        ObjectKind::Shard | ObjectKind::Delta => 1,
         ObjectKind::Root => 2,
     }
 }

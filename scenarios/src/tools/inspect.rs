@@ -28,6 +28,8 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
             "roots"
         } else if rest.starts_with("shards/") {
             "shards"
+        } else if rest.starts_with("deltas/") {
+            "deltas"
         } else if rest.starts_with("history/") {
             "history"
         } else if rest.starts_with("receipts/") {

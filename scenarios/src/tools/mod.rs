@@ -1,6 +1,7 @@
 //! Tools that work on a real world in a real store (the `writer`, `verify` and `inspect`
 //! commands, and `bench cold-start`), as against the simulation.
 
+pub mod bench_checkpoint_step;
 pub mod bench_cold_start;
 pub mod inspect;
 pub mod log_scan;

@@ -228,7 +228,9 @@ async fn moto_collection_deletes_conditionally_and_the_world_verifies_whole() {
     eprintln!("collected: {c:?}; reloads {}", stats.reloads);
     // S3 conditions deletes (If-Match): collection stays on and never deletes blindly.
     assert!(!c.off, "{c:?}");
-    assert!(c.deleted_checkpoints > 0 && c.deleted_roots > 0 && c.deleted_shards > 0, "{c:?}");
+    // Shards and deltas outlive these drops: steps write deltas over the same shards until
+    // the merge rule (SPEC 10.16), so the dropped roots' layers are still named.
+    assert!(c.deleted_checkpoints > 0 && c.deleted_roots > 0 && c.deleted_receipts > 0, "{c:?}");
     assert!(c.deleted_slots > 0 && c.bytes_reclaimed > 0, "{c:?}");
     world.close().await;
 

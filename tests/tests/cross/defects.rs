@@ -101,13 +101,15 @@ fn a_replica_that_spins_at_one_instant_is_stopped_with_a_verdict() {
 /// The starvation rule (sim/src/liveness.rs): with the bucket healthy, a replica that holds
 /// writes for 8 s answering none on its merits is stopped. Crash seed 7 met the defect
 /// (a catch-up waiting on a name a probe had installed): one replica sat on 51 writes for
-/// 10 s until they expired, and the run passed the checker.
+/// 10 s until they expired, and the run passed the checker. Since checkpoint deltas moved
+/// its timing, seed 3 is the first of 1..60 to meet the defect (40 too); seed 7 runs on,
+/// fixed.
 #[test]
 fn a_replica_that_holds_writes_and_commits_none_is_stopped_as_starved() {
     let defects = Defects { catch_up_keeps_installed_gap: true, ..Defects::default() };
     let report = run_scenario(
         Scenario::find("crash").expect("a scenario"),
-        7,
+        3,
         &Overrides { defects, ..Overrides::default() },
     );
     assert!(report.rules.iter().any(|r| r == "LivenessStarved"), "rules: {:?}", report.rules);
