@@ -68,7 +68,7 @@ async fn close_answers_every_write_already_taken_before_it_returns() {
     assert_eq!(closed, 0, "writes taken before close were answered Closed");
     let committed = answers.iter().filter(|a| a.is_ok()).count() + done;
     assert_eq!(committed + busy, paths.len(), "every write committed or refused at once");
-    assert!(answers.len() > 0, "writes were in flight when close was called");
+    assert!(!answers.is_empty(), "writes were in flight when close was called");
     assert!(matches!(world.publish("/late", "x", Expected::Absent).await, Err(Error::Closed)));
     let again = World::open(store, "w", Default::default()).await.unwrap();
     let stored = again.versions("/d/199").await.unwrap().at_sequence > 0;
