@@ -12,7 +12,7 @@ use slotlog_kernel::{Mark, Marks};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Marks the CI sweep (`just test`: light seeds 1..100, cheap 101..500, heavy 1..40
-/// with edges, collect 1..10, soak48 3..6) is not required to reach, each with why.
+/// with edges, collect 1..12, soak48 3..6) is not required to reach, each with why.
 pub const NOT_REQUIRED: &[(Mark, &str)] = &[
     (
         Mark::CheckpointOtherLayers,
