@@ -483,6 +483,16 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
 
 /// A tool's verdict: true passes (0), false is a failure found (1), an error is the store
 /// or the environment refusing (3), said on stderr.
+/// Prints a bench's report, as pretty JSON or as its text; true (a bench found nothing).
+fn print_bench(report: &impl serde::Serialize, json: bool, text: String) -> bool {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report).expect("a report serializes"));
+    } else {
+        print!("{text}");
+    }
+    true
+}
+
 fn tool_exit(result: Result<bool, String>) -> ExitCode {
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -580,29 +590,13 @@ fn main() -> ExitCode {
             let args = cold_start::Args { docs, slots_after, dir, keep };
             // The world's directory goes only after the report is out.
             let (report, _dir) = cold_start::run(&args);
-            let report = report.map(|r| {
-                if json {
-                    println!("{}", serde_json::to_string_pretty(&r).expect("a report serializes"));
-                } else {
-                    print!("{}", r.text());
-                }
-                true
-            });
-            tool_exit(report)
+            tool_exit(report.map(|r| print_bench(&r, json, r.text())))
         }
         Command::Bench { bench: Bench::CheckpointStep { docs, changed, dir, keep, no_open, json } } => {
             let args = checkpoint_step::Args { docs, changed, dir, keep, no_open };
             // The world's directory goes only after the report is out.
             let (report, _dir) = checkpoint_step::run(&args);
-            let report = report.map(|r| {
-                if json {
-                    println!("{}", serde_json::to_string_pretty(&r).expect("a report serializes"));
-                } else {
-                    print!("{}", r.text());
-                }
-                true
-            });
-            tool_exit(report)
+            tool_exit(report.map(|r| print_bench(&r, json, r.text())))
         }
         Command::Bench { bench: Bench::ColdStartOpen { dir } } => {
             let report = block_on(cold_start::open(&dir))
