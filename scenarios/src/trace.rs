@@ -18,6 +18,9 @@
 
 use slotlog_sim::TraceEvent;
 
+/// The highest event code [`shape`] names.
+const EVENT_CODE_MAX: u64 = 20;
+
 /// The names of the numbers after the event's code, by code and count. The code is the
 /// first number the simulator hashes (sim/src/cluster.rs, `trace`).
 fn shape(code: u64, numbers: usize) -> Option<(&'static str, &'static [&'static str])> {
@@ -42,6 +45,7 @@ fn shape(code: u64, numbers: usize) -> Option<(&'static str, &'static [&'static 
         (17, 1) => ("damage", &["replica"]),
         (18, 2) => ("repair", &["replica", "repaired"]),
         (19, 1) => ("gone", &["replica"]),
+        (20, 0) => ("calm", &[]),
         _ => return None,
     })
 }
@@ -151,7 +155,7 @@ pub fn parse(line: &str) -> Result<ParsedEvent, &'static str> {
     }
     let code = match name.strip_prefix("event#") {
         Some(code) => code.parse().map_err(|_| "an unknown event's code is no number")?,
-        None => (1..=16)
+        None => (1..=EVENT_CODE_MAX)
             .find(|&c| shape(c, numbers.len()).is_some_and(|(n, _)| n == name))
             .ok_or("an unknown event name")?,
     };

@@ -243,6 +243,12 @@ impl SimGcs {
         }
     }
 
+    /// Stops injecting faults from now on (the run's settle phase). Calls already planned
+    /// keep their fate: a late create drawn before still lands late.
+    pub fn calm(&mut self) {
+        self.config.faults = Faults::none();
+    }
+
     /// How the store behaves.
     pub fn config(&self) -> &GcsConfig {
         &self.config
