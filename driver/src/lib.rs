@@ -2,11 +2,12 @@
 //! an object store, with no database and no leader.
 //!
 //! A [`World`] is one replica of one world. It runs the pure `slotlog-kernel` state
-//! machine on a driver loop over a blob backend: any `object_store` store (S3, GCS, a
-//! local directory, memory), or the simulated GCS. Open the same world from many handles
-//! and processes and they commit together. Handles on one world in one process hand each
-//! other their commit hints with no wiring, so they take turns and read each other's
-//! writes at once; between processes, name the peers in [`WorldConfig::peers`]
+//! machine on a driver loop over a blob backend: any `object_store` store (S3, GCS, Azure,
+//! a local directory, memory), or any [`Blobs`] of your own (the simulated GCS of
+//! `slotlog-dsim` is one). Open the same world from many handles and processes and they
+//! commit together. Handles on one world in one process hand each other their commit
+//! hints with no wiring, so they take turns and read each other's writes at once; between
+//! processes, name the peers in [`WorldConfig::peers`]
 //! ([`Peers::Udp`]), or carry [`World::on_commit`] sequences to the others'
 //! [`World::follow`] yourself. Without hints writers still never starve, slower
 //! (docs/TURNS.md, "Without hints").
@@ -118,8 +119,6 @@ pub(crate) mod metrics;
 pub mod object_store_blobs;
 pub mod reload;
 pub(crate) mod runtime;
-#[cfg(feature = "sim")]
-pub mod sim_blobs;
 #[cfg(feature = "object-store")]
 pub mod store_url;
 pub mod watch;
