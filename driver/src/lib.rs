@@ -141,6 +141,7 @@ pub mod reload;
 pub(crate) mod runtime;
 #[cfg(feature = "object-store")]
 pub mod store_url;
+pub(crate) mod sync;
 pub mod watch;
 pub mod world;
 
