@@ -17,10 +17,10 @@
 //! queue drops the hint instead of waiting. A hint is never needed for correctness.
 
 use crate::runtime::Command;
+use crate::sync::{AtomicU64, Ordering};
 use slotlog_kernel::ids::WorldId;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
@@ -159,7 +159,8 @@ struct Member {
 
 /// Every open handle by its world: one entry a handle, gone when its loop ends.
 static REGISTRY: Mutex<BTreeMap<WorldKey, Vec<Member>>> = Mutex::new(BTreeMap::new());
-static NEXT_MEMBER: AtomicU64 = AtomicU64::new(1);
+// std's even under loom: a process-wide static outlives any one model run.
+static NEXT_MEMBER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A handle's place in the registry; leaving it (drop) takes the handle out.
 pub(crate) struct Registered {
@@ -387,5 +388,51 @@ mod udp {
             }
             assert_eq!(counters.snapshot().dropped, 3, "two wait, the rest are dropped");
         }
+    }
+}
+
+/// `just loom`: the counters [`World::stats`](crate::World::stats) snapshots while the
+/// loop, the UDP tasks and other handles add to them.
+#[cfg(all(test, slotlog_loom))]
+mod loom_tests {
+    use super::{HintCounters, HintStats};
+    use loom::sync::Arc;
+
+    fn counts(s: &HintStats) -> [u64; 5] {
+        [s.shared_in_process, s.sent, s.received, s.refused, s.dropped]
+    }
+
+    /// Each counter stands alone (Relaxed is enough): a snapshot taken while others count
+    /// never sees a count that did not happen, a later one never sees fewer, and once the
+    /// counting threads are joined every count is there.
+    #[test]
+    fn a_snapshot_sees_no_count_that_did_not_happen_none_go_back_and_none_is_lost() {
+        loom::model(|| {
+            let counters = Arc::new(HintCounters::default());
+            let udp = {
+                let c = counters.clone();
+                loom::thread::spawn(move || {
+                    HintCounters::add(&c.sent);
+                    HintCounters::add(&c.dropped);
+                })
+            };
+            let peer = {
+                let c = counters.clone();
+                loom::thread::spawn(move || {
+                    HintCounters::add(&c.sent);
+                    HintCounters::add(&c.received);
+                })
+            };
+            let during = counts(&counters.snapshot());
+            let later = counts(&counters.snapshot());
+            let most = [0, 2, 1, 0, 1];
+            for i in 0..5 {
+                assert!(during[i] <= most[i], "counter {i}: {during:?}");
+                assert!(later[i] >= during[i], "counter {i} went back: {during:?} then {later:?}");
+            }
+            udp.join().expect("the udp thread");
+            peer.join().expect("the peer thread");
+            assert_eq!(counts(&counters.snapshot()), most);
+        });
     }
 }

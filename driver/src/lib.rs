@@ -2,11 +2,12 @@
 //! an object store, with no database and no leader.
 //!
 //! A [`World`] is one replica of one world. It runs the pure `slotlog-kernel` state
-//! machine on a driver loop over a blob backend: any `object_store` store (S3, GCS, a
-//! local directory, memory), or the simulated GCS. Open the same world from many handles
-//! and processes and they commit together. Handles on one world in one process hand each
-//! other their commit hints with no wiring, so they take turns and read each other's
-//! writes at once; between processes, name the peers in [`WorldConfig::peers`]
+//! machine on a driver loop over a blob backend: any `object_store` store (S3, GCS, Azure,
+//! a local directory, memory), or any [`Blobs`] of your own (the simulated GCS of
+//! `slotlog-dsim` is one). Open the same world from many handles and processes and they
+//! commit together. Handles on one world in one process hand each other their commit
+//! hints with no wiring, so they take turns and read each other's writes at once; between
+//! processes, name the peers in [`WorldConfig::peers`]
 //! ([`Peers::Udp`]), or carry [`World::on_commit`] sequences to the others'
 //! [`World::follow`] yourself. Without hints writers still never starve, slower
 //! (docs/TURNS.md, "Without hints").
@@ -36,6 +37,26 @@
 //! let world = World::open_with(store, backend, "worlds/a", WorldConfig::default()).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # Features
+//!
+//! One feature a backend, all four on by default; an embedder that needs one store takes
+//! `default-features = false` and its feature, and builds no other store's client:
+//!
+//! | feature | store URLs | what it builds in |
+//! |---|---|---|
+//! | `s3` | `s3://`, `s3a://` | object_store's S3 client, [`s3_store`], the conditional delete (`If-Match`) |
+//! | `gcs` | `gs://` | object_store's GCS client, [`gcs_store`], the conditional delete and the generation-keeping listing |
+//! | `azure` | `az://`, `azure://`, `adl://`, `abfs[s]://`, `https://*.blob.core.windows.net` | object_store's Azure client, [`azure_store`], the conditional delete |
+//! | `fs` | `file:///abs/dir` | object_store's local directory store |
+//! | `tls` | | with a cloud backend: object_store's own TLS stack (rustls on aws-lc-rs) instead of rustls on ring; HTTPS works without it |
+//!
+//! Each backend turns on `object-store`: the `ObjectStore` trait, [`World::open`] over any
+//! store, the in-memory store (`memory://`) and the URL grammar. A URL of a backend left
+//! out is [`StoreUrlError::BackendNotBuilt`] ("this build has no s3 backend: enable the
+//! `s3` feature"); [`Backend`] keeps its variants in every build (features only add), but
+//! no value of a left-out one can be made. With no feature at all the crate is the driver
+//! over a [`Blobs`] of your own.
 //!
 //! # Opening, and when the store says no
 //!
@@ -118,10 +139,9 @@ pub(crate) mod metrics;
 pub mod object_store_blobs;
 pub mod reload;
 pub(crate) mod runtime;
-#[cfg(feature = "sim")]
-pub mod sim_blobs;
 #[cfg(feature = "object-store")]
 pub mod store_url;
+pub(crate) mod sync;
 pub mod watch;
 pub mod world;
 
@@ -146,9 +166,13 @@ pub use slotlog_kernel::{
     Answer, ConfigError, FailReason, Hash32, OperationId, Read, ReadError, ReadOk, WatchEnd, WriteError,
     WriteOk,
 };
+#[cfg(feature = "azure")]
+pub use store_url::azure_store;
+#[cfg(feature = "gcs")]
+pub use store_url::gcs_store;
+#[cfg(feature = "s3")]
+pub use store_url::s3_store;
 #[cfg(feature = "object-store")]
-pub use store_url::{
-    azure_store, gcs_store, open_store, parse_store_url, s3_store, StoreLocation, StoreOptions, StoreUrlError,
-};
+pub use store_url::{open_store, parse_store_url, StoreLocation, StoreOptions, StoreUrlError};
 pub use watch::Watch;
 pub use world::{new_op_id, World, WorldConfig};

@@ -82,21 +82,30 @@
 use std::collections::BinaryHeap;
 use std::error::Error as StdError;
 use std::fmt;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+use std::sync::Once;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
+#[cfg(feature = "s3")]
 use object_store::aws::{AwsAuthorizer, AwsCredentialProvider};
+#[cfg(feature = "azure")]
 use object_store::azure::{AzureAuthorizer, AzureCredentialProvider};
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequestBody, ReqwestConnector,
 };
+#[cfg(feature = "gcs")]
 use object_store::gcp::GcpCredentialProvider;
 use object_store::path::Path;
-use object_store::{
-    ClientOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
-};
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+use object_store::ClientOptions;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+#[cfg(feature = "s3")]
+use percent_encoding::AsciiSet;
+#[cfg(any(feature = "s3", feature = "gcs"))]
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, Generation, ObjectMeta, Written};
 use tracing::Instrument;
 
@@ -109,6 +118,7 @@ pub const LIST_LIMIT_MAX: u32 = 1_000;
 
 /// S3 path encoding: everything but unreserved characters and `/` (object_store's own
 /// `STRICT_PATH_ENCODE_SET`, which it does not export).
+#[cfg(feature = "s3")]
 const S3_PATH_ENCODE_SET: &AsciiSet =
     &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~').remove(b'/');
 
@@ -164,11 +174,12 @@ pub enum Backend {
     /// `object_store::local::LocalFileSystem`. No conditional rewrite, no conditional
     /// delete; lists unsorted.
     Local,
-    /// Amazon S3 or an S3-compatible server.
+    /// Amazon S3 or an S3-compatible server (the `s3` feature; without it no value of
+    /// this variant can be made, but the variant stays, so features only add).
     S3(S3Backend),
-    /// Google Cloud Storage (XML API, as object_store speaks it).
+    /// Google Cloud Storage, XML API, as object_store speaks it (the `gcs` feature).
     Gcs(GcsBackend),
-    /// Azure Blob Storage, or Azurite.
+    /// Azure Blob Storage, or Azurite (the `azure` feature).
     Azure(AzureBackend),
     /// A store this module knows nothing about: ETag token, no conditional delete.
     Other,
@@ -246,6 +257,7 @@ pub fn detect_backend(store: &dyn ObjectStore) -> Result<Backend, UncheckedStore
 }
 
 /// Where and as whom an S3 conditional delete is sent.
+#[cfg(feature = "s3")]
 #[derive(Clone)]
 pub struct S3Backend {
     /// `{endpoint}/{bucket}` (path style) or `https://{bucket}.s3.{region}.amazonaws.com`.
@@ -257,6 +269,7 @@ pub struct S3Backend {
     client: HttpClient,
 }
 
+#[cfg(feature = "s3")]
 impl fmt::Debug for S3Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("S3Backend")
@@ -266,6 +279,7 @@ impl fmt::Debug for S3Backend {
     }
 }
 
+#[cfg(feature = "s3")]
 impl S3Backend {
     /// `client_options` should be the store's (same `allow_http`, timeouts).
     pub fn new(
@@ -312,6 +326,7 @@ impl S3Backend {
 }
 
 /// Where and as whom a GCS conditional delete is sent.
+#[cfg(feature = "gcs")]
 #[derive(Clone)]
 pub struct GcsBackend {
     /// The XML API's base, `https://storage.googleapis.com` unless overridden.
@@ -323,6 +338,7 @@ pub struct GcsBackend {
     client: HttpClient,
 }
 
+#[cfg(feature = "gcs")]
 impl fmt::Debug for GcsBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GcsBackend")
@@ -332,6 +348,7 @@ impl fmt::Debug for GcsBackend {
     }
 }
 
+#[cfg(feature = "gcs")]
 impl GcsBackend {
     /// `client_options` should be the store's.
     pub fn new(
@@ -461,6 +478,7 @@ struct GcsPage {
 }
 
 /// GCS's XML listing (`list-type=2`), the fields the adapter reads.
+#[cfg(feature = "gcs")]
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct GcsListing {
@@ -470,6 +488,7 @@ struct GcsListing {
     is_truncated: bool,
 }
 
+#[cfg(feature = "gcs")]
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct GcsListed {
@@ -480,6 +499,7 @@ struct GcsListed {
 }
 
 /// Where and as whom an Azure conditional delete is sent.
+#[cfg(feature = "azure")]
 #[derive(Clone)]
 pub struct AzureBackend {
     /// `{account URL}/{container}`, or for Azurite `{emulator URL}/{account}/{container}`.
@@ -493,6 +513,7 @@ pub struct AzureBackend {
     client: HttpClient,
 }
 
+#[cfg(feature = "azure")]
 impl fmt::Debug for AzureBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AzureBackend")
@@ -503,6 +524,7 @@ impl fmt::Debug for AzureBackend {
     }
 }
 
+#[cfg(feature = "azure")]
 impl AzureBackend {
     /// `client_options` should be the store's.
     pub fn new(
@@ -561,7 +583,62 @@ impl AzureBackend {
     }
 }
 
+/// Stand-ins for the cloud backends this build leaves out. Each type exists whatever the
+/// features, so [`Backend`] has the same variants in every build (a feature only adds),
+/// but holds a value of an empty enum: no value of it can be made, and every arm that
+/// would use one is unreachable by construction.
+#[cfg(not(all(feature = "s3", feature = "gcs", feature = "azure")))]
+mod absent {
+    use super::{Explained, Generation};
+
+    #[derive(Clone, Debug)]
+    pub(super) enum Never {}
+
+    macro_rules! absent_backend {
+        ($name:ident, $feature:literal, $what:literal) => {
+            #[doc = concat!("Where a conditional delete on ", $what, " would be sent: this build has no ")]
+            #[doc = concat!($what, " backend (enable the `", $feature, "` feature), so no value of it exists.")]
+            #[derive(Clone, Debug)]
+            pub struct $name {
+                never: Never,
+            }
+
+            impl $name {
+                pub(super) async fn delete_if(&self, _key: &str, _generation: &Generation) -> Explained {
+                    match self.never {}
+                }
+            }
+        };
+    }
+
+    #[cfg(not(feature = "s3"))]
+    absent_backend!(S3Backend, "s3", "S3");
+    #[cfg(not(feature = "gcs"))]
+    absent_backend!(GcsBackend, "gcs", "GCS");
+    #[cfg(not(feature = "azure"))]
+    absent_backend!(AzureBackend, "azure", "Azure");
+
+    #[cfg(not(feature = "gcs"))]
+    impl GcsBackend {
+        pub(super) async fn list(
+            &self,
+            _prefix: &str,
+            _start_after: Option<&str>,
+            _limit: usize,
+        ) -> Explained<super::GcsPage> {
+            match self.never {}
+        }
+    }
+}
+#[cfg(not(feature = "azure"))]
+pub use absent::AzureBackend;
+#[cfg(not(feature = "gcs"))]
+pub use absent::GcsBackend;
+#[cfg(not(feature = "s3"))]
+pub use absent::S3Backend;
+
 /// Send one conditional delete and map its answer.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 async fn execute_delete(client: &HttpClient, request: http::Request<HttpRequestBody>) -> Explained {
     let response = client.execute(request).await.map_err(|e| map_http_error(&e, true))?;
     let status = response.status();
@@ -583,6 +660,7 @@ async fn execute_delete(client: &HttpClient, request: http::Request<HttpRequestB
 /// Install rustls's ring provider as the process default, once. object_store's HTTP
 /// client is reqwest built without a bundled provider (see driver/Cargo.toml); building
 /// one before a provider is installed panics. Harmless when one is already installed.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 pub fn install_crypto_provider() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -685,6 +763,8 @@ enum Call {
     Create,
     Read,
     Rewrite,
+    // Sent only by a cloud backend's conditional delete.
+    #[cfg_attr(not(any(feature = "s3", feature = "gcs", feature = "azure")), allow(dead_code))]
     Delete,
 }
 
@@ -1100,18 +1180,12 @@ fn map_store_error(e: &object_store::Error, call: Call) -> BlobError {
 /// A failure that is not one of object_store's typed kinds: read the HTTP status or the
 /// transport failure from its chain of sources.
 fn classify(e: &(dyn StdError + 'static), call: Call) -> BlobError {
-    let mut transport = None;
-    let mut source: Option<&(dyn StdError + 'static)> = Some(e);
-    while let Some(err) = source {
-        if let Some(http) = err.downcast_ref::<HttpError>() {
-            transport.get_or_insert(http.kind());
-        }
-        source = err.source();
-    }
     if let Some(code) = chain_status(e) {
         return map_status(code, &e.to_string());
     }
-    if let Some(kind) = transport {
+    // object_store's HTTP client is built only with a cloud backend.
+    #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+    if let Some(kind) = chain_transport(e) {
         return map_transport(kind, call.writes());
     }
     // Unknown: a write may have happened.
@@ -1120,6 +1194,19 @@ fn classify(e: &(dyn StdError + 'static), call: Call) -> BlobError {
     } else {
         BlobError::Unavailable
     }
+}
+
+/// The kind of the first transport failure in the error's chain of sources.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+fn chain_transport(e: &(dyn StdError + 'static)) -> Option<HttpErrorKind> {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(http) = err.downcast_ref::<HttpError>() {
+            return Some(http.kind());
+        }
+        source = err.source();
+    }
+    None
 }
 
 /// The first HTTP status named anywhere in the error's chain of sources.
@@ -1164,6 +1251,7 @@ fn map_status(code: u16, body: &str) -> BlobError {
     }
 }
 
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 fn map_transport(kind: HttpErrorKind, writes: bool) -> BlobError {
     match kind {
         // Never sent.
@@ -1175,12 +1263,14 @@ fn map_transport(kind: HttpErrorKind, writes: bool) -> BlobError {
     }
 }
 
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 fn map_http_error(e: &HttpError, writes: bool) -> CallFailure {
     tracing::debug!(error = %e, kind = ?e.kind(), "http error");
     failure(map_transport(e.kind(), writes), full_message(e))
 }
 
-#[cfg(test)]
+// Every backend: the tests build the stores they judge.
+#[cfg(all(test, feature = "s3", feature = "gcs", feature = "azure", feature = "fs"))]
 mod tests {
     use super::*;
 

@@ -24,15 +24,29 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "s3")]
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, S3ConditionalPut};
+#[cfg(feature = "azure")]
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+#[cfg(feature = "gcs")]
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+#[cfg(feature = "fs")]
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
-use object_store::{ClientConfigKey, ClientOptions, ObjectStore, ObjectStoreScheme, RetryConfig};
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+use object_store::{ClientConfigKey, ClientOptions, RetryConfig};
+use object_store::{ObjectStore, ObjectStoreScheme};
 use url::Url;
 
-use crate::object_store_blobs::{install_crypto_provider, AzureBackend, Backend, GcsBackend, S3Backend};
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+use crate::object_store_blobs::install_crypto_provider;
+#[cfg(feature = "azure")]
+use crate::object_store_blobs::AzureBackend;
+use crate::object_store_blobs::Backend;
+#[cfg(feature = "gcs")]
+use crate::object_store_blobs::GcsBackend;
+#[cfg(feature = "s3")]
+use crate::object_store_blobs::S3Backend;
 
 /// GCS's XML API, object_store's default.
 pub const GCS_BASE_URL_DEFAULT: &str = "https://storage.googleapis.com";
@@ -144,6 +158,16 @@ pub enum StoreUrlError {
         /// The store it names.
         store: &'static str,
     },
+    /// A store this build leaves out: the crate's feature for it (`feature`: `s3`, `gcs`,
+    /// `azure`, `fs`) was off when it was built.
+    BackendNotBuilt {
+        /// The URL as given.
+        url: String,
+        /// The backend's short name (`s3`, `gcs`, `azure`, `file`).
+        backend: &'static str,
+        /// The feature that builds it in.
+        feature: &'static str,
+    },
     /// An `https://` URL of an S3 bucket (AWS, R2): write it as `s3://bucket/prefix` with
     /// `AWS_REGION` or `AWS_ENDPOINT_URL` set, so the requests and the conditional deletes
     /// go to the same place.
@@ -206,6 +230,9 @@ impl fmt::Display for StoreUrlError {
             }
             StoreUrlError::NotBuiltIn { url, store } => {
                 write!(f, "{url}: {store} is not built into slotlog (memory, file, s3, s3a, gs, az are)")
+            }
+            StoreUrlError::BackendNotBuilt { url, backend, feature } => {
+                write!(f, "{url}: this build has no {backend} backend: enable the `{feature}` feature")
             }
             StoreUrlError::S3HttpsUrl { url } => write!(
                 f,
@@ -338,25 +365,45 @@ pub fn parse_store_url(url: &str) -> Result<StoreLocation, StoreUrlError> {
 ///
 /// Plain HTTP URLs are [`StoreUrlError::NotBuiltIn`]; an `https://` S3 or R2 URL is
 /// [`StoreUrlError::S3HttpsUrl`].
+#[cfg_attr(
+    not(any(feature = "s3", feature = "gcs", feature = "azure", feature = "fs")),
+    allow(unused_variables)
+)]
 pub fn open_store(
     url: &str,
     options: &StoreOptions,
 ) -> Result<(Arc<dyn ObjectStore>, Backend, String), StoreUrlError> {
+    // A backend this build leaves out: say which feature builds it in.
+    #[cfg(not(all(feature = "s3", feature = "gcs", feature = "azure", feature = "fs")))]
+    let not_built =
+        |backend, feature| StoreUrlError::BackendNotBuilt { url: url.to_string(), backend, feature };
     match parse_store_url(url)? {
         StoreLocation::Memory { prefix } => Ok((Arc::new(InMemory::new()), Backend::Memory, prefix)),
+        #[cfg(feature = "fs")]
         StoreLocation::Local { dir } => open_local(&dir, options),
+        #[cfg(feature = "s3")]
         StoreLocation::S3 { bucket, prefix } => {
             let (store, backend) = s3_store(s3_builder(&bucket, options)?)?;
             Ok((store, backend, prefix))
         }
+        #[cfg(feature = "gcs")]
         StoreLocation::Gcs { bucket, prefix } => {
             let (store, backend) = gcs_store(gcs_builder(&bucket, options))?;
             Ok((store, backend, prefix))
         }
+        #[cfg(feature = "azure")]
         StoreLocation::Azure { account, container, prefix } => {
             let (store, backend) = azure_store(azure_builder(account.as_deref(), &container, options))?;
             Ok((store, backend, prefix))
         }
+        #[cfg(not(feature = "fs"))]
+        StoreLocation::Local { .. } => Err(not_built("file", "fs")),
+        #[cfg(not(feature = "s3"))]
+        StoreLocation::S3 { .. } => Err(not_built("s3", "s3")),
+        #[cfg(not(feature = "gcs"))]
+        StoreLocation::Gcs { .. } => Err(not_built("gcs", "gcs")),
+        #[cfg(not(feature = "azure"))]
+        StoreLocation::Azure { .. } => Err(not_built("azure", "azure")),
     }
 }
 
@@ -410,6 +457,7 @@ fn bucket_and_prefix(url: &str, parsed: &Url) -> Result<(String, String), StoreU
     Ok((bucket.to_string(), prefix))
 }
 
+#[cfg(feature = "fs")]
 fn open_local(
     dir: &std::path::Path,
     options: &StoreOptions,
@@ -427,12 +475,14 @@ fn open_local(
 }
 
 /// No retries inside object_store: see the module docs.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 fn no_retries() -> RetryConfig {
     RetryConfig { max_retries: 0, ..RetryConfig::default() }
 }
 
 /// The client settings the conditional delete's own HTTP client copies from the store's
 /// builder, so both reach the store the same way.
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 const CLIENT_KEYS: [ClientConfigKey; 11] = [
     ClientConfigKey::AllowHttp,
     ClientConfigKey::AllowInvalidCertificates,
@@ -447,6 +497,7 @@ const CLIENT_KEYS: [ClientConfigKey; 11] = [
     ClientConfigKey::UserAgent,
 ];
 
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 fn client_options(get: impl Fn(&ClientConfigKey) -> Option<String>) -> ClientOptions {
     CLIENT_KEYS.iter().fold(ClientOptions::new(), |options, key| match get(key) {
         Some(value) => options.with_config(*key, value),
@@ -455,6 +506,7 @@ fn client_options(get: impl Fn(&ClientConfigKey) -> Option<String>) -> ClientOpt
 }
 
 /// `AmazonS3Builder::from_env()` for `bucket`, with the options on top.
+#[cfg(feature = "s3")]
 fn s3_builder(bucket: &str, options: &StoreOptions) -> Result<AmazonS3Builder, StoreUrlError> {
     let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
     if let Some(endpoint) = &options.s3_endpoint {
@@ -489,6 +541,7 @@ fn s3_builder(bucket: &str, options: &StoreOptions) -> Result<AmazonS3Builder, S
 /// `with_bucket_name` (not `with_url`: its settings are applied only inside `build`, out
 /// of sight of the conditional delete) and anything else you need; hand the result to
 /// [`World::open_with`](crate::World::open_with).
+#[cfg(feature = "s3")]
 pub fn s3_store(builder: AmazonS3Builder) -> Result<(Arc<dyn ObjectStore>, Backend), StoreUrlError> {
     install_crypto_provider();
     let build = |error| StoreUrlError::Build { scheme: "s3", error };
@@ -529,6 +582,7 @@ pub fn s3_store(builder: AmazonS3Builder) -> Result<(Arc<dyn ObjectStore>, Backe
 }
 
 /// `GoogleCloudStorageBuilder::from_env()` for `bucket`, with the options on top.
+#[cfg(feature = "gcs")]
 fn gcs_builder(bucket: &str, options: &StoreOptions) -> GoogleCloudStorageBuilder {
     let mut builder = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
     if let Some(path) = &options.gcs_service_account_path {
@@ -551,6 +605,7 @@ fn gcs_builder(bucket: &str, options: &StoreOptions) -> GoogleCloudStorageBuilde
 /// retries off. Set the bucket with `with_bucket_name`; the conditional delete goes to the
 /// builder's base URL, else the service account key's `gcs_base_url`, else
 /// [`GCS_BASE_URL_DEFAULT`], as object_store's own requests do.
+#[cfg(feature = "gcs")]
 pub fn gcs_store(
     builder: GoogleCloudStorageBuilder,
 ) -> Result<(Arc<dyn ObjectStore>, Backend), StoreUrlError> {
@@ -587,6 +642,7 @@ pub fn gcs_store(
 
 /// `MicrosoftAzureBuilder::from_env()` for `container` (in `account`, when the URL named
 /// one), with the options on top.
+#[cfg(feature = "azure")]
 fn azure_builder(account: Option<&str>, container: &str, options: &StoreOptions) -> MicrosoftAzureBuilder {
     let mut builder = MicrosoftAzureBuilder::from_env().with_container_name(container);
     if let Some(account) = account {
@@ -609,6 +665,7 @@ fn azure_builder(account: Option<&str>, container: &str, options: &StoreOptions)
 /// go to `AZURITE_BLOB_STORAGE_URL` (else [`AZURITE_URL_DEFAULT`]) as Azurite's
 /// development account unless another is set; otherwise to the builder's endpoint, else
 /// `https://{account}.blob.core.windows.net`.
+#[cfg(feature = "azure")]
 pub fn azure_store(builder: MicrosoftAzureBuilder) -> Result<(Arc<dyn ObjectStore>, Backend), StoreUrlError> {
     install_crypto_provider();
     let build = |error| StoreUrlError::Build { scheme: "az", error };
@@ -663,12 +720,14 @@ pub fn azure_store(builder: MicrosoftAzureBuilder) -> Result<(Arc<dyn ObjectStor
 }
 
 /// A service account key's `gcs_base_url`, if it names one.
+#[cfg(feature = "gcs")]
 fn key_base_url(text: &str) -> Result<Option<String>, String> {
     let json: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     Ok(json.get("gcs_base_url").and_then(|v| v.as_str()).map(str::to_string))
 }
 
-#[cfg(test)]
+// Every backend: the tests open stores of each kind.
+#[cfg(all(test, feature = "s3", feature = "gcs", feature = "azure", feature = "fs"))]
 mod tests {
     use super::*;
 
@@ -840,5 +899,34 @@ mod tests {
             open_store("not a url", &StoreOptions::default()),
             Err(StoreUrlError::InvalidUrl { .. })
         ));
+    }
+}
+
+// A build with a backend left out: `cargo test -p slotlog --lib --no-default-features
+// --features fs` (or any one backend).
+#[cfg(all(test, not(all(feature = "s3", feature = "gcs", feature = "azure", feature = "fs"))))]
+mod left_out {
+    use super::*;
+
+    #[test]
+    fn a_url_of_a_backend_left_out_names_the_feature_that_builds_it_in() {
+        let built =
+            [cfg!(feature = "s3"), cfg!(feature = "gcs"), cfg!(feature = "azure"), cfg!(feature = "fs")];
+        let urls = [("s3://b/p", "s3", "s3"), ("gs://b/p", "gcs", "gcs"), ("az://c/p", "azure", "azure")];
+        let urls = urls.into_iter().chain([("file:///nowhere/slotlog", "file", "fs")]);
+        for ((url, backend, feature), built) in urls.zip(built) {
+            // The URL still parses: only opening it needs the backend.
+            assert!(parse_store_url(url).is_ok(), "{url}");
+            if built {
+                continue;
+            }
+            let Err(e) = open_store(url, &StoreOptions::default()) else { panic!("{url} opened") };
+            assert!(
+                matches!(e, StoreUrlError::BackendNotBuilt { backend: b, feature: f, .. } if b == backend && f == feature)
+            );
+            let said = format!("{url}: this build has no {backend} backend: enable the `{feature}` feature");
+            assert_eq!(e.to_string(), said);
+        }
+        assert!(open_store("memory://p", &StoreOptions::default()).is_ok());
     }
 }

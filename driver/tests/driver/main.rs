@@ -1,7 +1,7 @@
 //! The driver's integration tests, one module per concern, in one binary: each binary of
 //! its own compiled and linked object_store, reqwest and tokio again (about 40 s of a
 //! fresh build). In nextest they read `slotlog::driver bounded_open::...`.
-#![cfg(all(feature = "object-store", not(madsim)))]
+#![cfg(all(feature = "s3", feature = "gcs", feature = "azure", feature = "fs", not(madsim)))]
 
 mod backend_errors;
 mod bounded_open;

@@ -43,12 +43,26 @@ pub async fn read_all(
     store: &Arc<dyn ObjectStore>,
     prefix: &str,
 ) -> Result<Vec<(String, bytes::Bytes, u64)>, String> {
+    read_listed(store, prefix, |_| true).await
+}
+
+/// Every object under `prefix`, in key order, with its listed size; its bytes only when
+/// `read` says they are needed (the others are held with none: nothing is read for them).
+pub async fn read_listed(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &str,
+    read: impl Fn(&str) -> bool,
+) -> Result<Vec<(String, bytes::Bytes, u64)>, String> {
     use futures_util::TryStreamExt;
     let root = (!prefix.is_empty()).then(|| StorePath::from(prefix));
     let mut metas: Vec<_> = store.list(root.as_ref()).try_collect().await.map_err(|e| e.to_string())?;
     metas.sort_by(|a, b| a.location.as_ref().cmp(b.location.as_ref()));
     let mut out = Vec::with_capacity(metas.len());
     for m in metas {
+        if !read(m.location.as_ref()) {
+            out.push((m.location.to_string(), bytes::Bytes::new(), m.size));
+            continue;
+        }
         let bytes = store
             .get(&m.location)
             .await

@@ -44,8 +44,8 @@ fn main() {
 #[cfg(madsim)]
 mod dsim {
     use bytes::Bytes;
-    use slotlog::sim_blobs::SimBlobs;
     use slotlog::{Error, World, WorldConfig};
+    use slotlog_dsim::SimBlobs;
     use slotlog_kernel::format::{Keys, Marker};
     use slotlog_kernel::reply::WriteError;
     use slotlog_kernel::time::Instant;

@@ -6,7 +6,7 @@
 //! killed mid-call does not stop its calls landing: like a real bucket, the store does
 //! not know its caller died.
 
-use crate::blobs::{BlobFuture, Blobs};
+use slotlog::{BlobFuture, Blobs};
 use slotlog_kernel::blob::{BlobError, BlobOp, BlobResult};
 use slotlog_kernel::time::Instant;
 use slotlog_sim::gcs::{PlannedReply, SimGcs};
@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
+/// The simulated GCS behind the driver's [`Blobs`] trait: every handle made by
+/// [`SimBlobs::share`] reaches the same store.
 pub struct SimBlobs {
     gcs: Arc<Mutex<SimGcs>>,
     /// The store's clock zero: creation times are measured from it.
@@ -44,6 +46,7 @@ impl SimBlobs {
         }
     }
 
+    /// The store itself, for the checker to read its objects after the run.
     pub fn gcs(&self) -> &Arc<Mutex<SimGcs>> {
         &self.gcs
     }
