@@ -58,15 +58,16 @@ test:
     just lint-built
     scripts/with-moto.sh scripts/with-azurite.sh just unit
     cargo test --release --workspace --doc
-    # The five sweeps' coverage marks are summed in one file; the last fails CI when a
-    # required mark (scenarios/src/coverage.rs, docs/GUARANTEES.md) was never hit.
-    rm -f target/coverage.json
-    {{slotlog}} sweep {{light}} --seeds 1..100 --coverage-file target/coverage.json
-    {{slotlog}} sweep {{cheap}} --seeds 101..500 --coverage-file target/coverage.json
-    {{slotlog}} sweep {{heavy}} --seeds 1..40 --coverage-file target/coverage.json
-    {{slotlog}} sweep {{heaviest}} --seeds 1..20 --coverage-file target/coverage.json
-    {{slotlog}} sweep collect --seeds 1..12 --coverage-file target/coverage.json
-    {{slotlog}} sweep soak48 --seeds 3..6 --coverage-file target/coverage.json --require-coverage
+    # The sweeps' coverage marks are summed in one file; the last fails CI when a
+    # required mark (scenarios/src/coverage.rs, docs/GUARANTEES.md) was never hit. Each
+    # sweep's JSON lines go to target/sweep-N.jsonl, for scripts/coverage-table.py.
+    rm -f target/coverage.json target/sweep-*.jsonl
+    {{slotlog}} sweep {{light}} --seeds 1..100 --coverage-file target/coverage.json --json > target/sweep-1.jsonl
+    {{slotlog}} sweep {{cheap}} --seeds 101..500 --coverage-file target/coverage.json --json > target/sweep-2.jsonl
+    {{slotlog}} sweep {{heavy}} --seeds 1..40 --coverage-file target/coverage.json --json > target/sweep-3.jsonl
+    {{slotlog}} sweep {{heaviest}} --seeds 1..20 --coverage-file target/coverage.json --json > target/sweep-4.jsonl
+    {{slotlog}} sweep collect --seeds 1..12 --coverage-file target/coverage.json --json > target/sweep-5.jsonl
+    {{slotlog}} sweep soak48 --seeds 3..6 --coverage-file target/coverage.json --require-coverage --json > target/sweep-6.jsonl
 
 # Unit, property and cross-crate tests; the S3 tests skip unless SLOTLOG_S3_ENDPOINT is
 # set (`scripts/with-moto.sh just unit` sets it), the Azure ones unless
