@@ -228,7 +228,8 @@ pub enum CompactionRole {
     Off,
 }
 
-/// Defects a test can switch on to show that the checker catches them.
+/// Defects a test can switch on to show that the checker catches them. Settable only with
+/// the kernel's `defects` feature (`Config::defects`); without it every one is off.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Defects {
     /// Acknowledge a batch's members when its slot create is sent, not when it is confirmed.
