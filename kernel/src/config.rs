@@ -132,7 +132,8 @@ pub struct Config {
     /// minutes).
     pub checkpoint_interval: Duration,
     /// A due checkpoint waits a uniform draw up to this long, so replicas that applied the
-    /// same slots do not all fold at once (record: a random delay; 10 s).
+    /// same slots do not all fold at once (record: a random delay; 10 s). Drawn in whole
+    /// milliseconds, as the seeded runs always drew it.
     pub checkpoint_jitter: Duration,
     /// A `backstop` steps only once the newest checkpoint it knows is this old: the
     /// record's cadence (10 minutes) plus two step bounds (5 minutes each), so while an
