@@ -64,6 +64,7 @@ pub const HINT_MAGIC: [u8; 4] = *b"slh1";
 
 /// Commit hints over UDP between processes writing one world.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PeerHints {
     /// Where this process hears its peers' hints (`0.0.0.0:7070`; port 0 picks one).
     pub listen: SocketAddr,

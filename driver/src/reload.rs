@@ -87,7 +87,7 @@ impl Reloads {
 
     /// The replica failed with `reason`, a reload reason: Ok(reloads in a row) when it may
     /// be reopened, Err(the same count) once that is past the limit. `Unconfirmed` never
-    /// counts against the limit: it takes `reload_after_ms` of the replica's own clock
+    /// counts against the limit: it takes `reload_after` of the replica's own clock
     /// since it opened (its open confirms the snapshot), so it cannot come in a quick loop.
     pub fn reload(&mut self, reason: &FailReason, stats: &mut WorldStats) -> Result<u32, u32> {
         if self.progressed || matches!(reason, FailReason::Unconfirmed { .. }) {

@@ -393,7 +393,7 @@ impl Loop {
                             for (id, _) in std::mem::take(&mut watches) {
                                 self.replica.handle(now, Input::Unwatch { id });
                             }
-                            let drain = Duration::from_millis(self.kernel.request_deadline_ms) + self.call_timeout;
+                            let drain = self.kernel.request_deadline + self.call_timeout;
                             closing = Some(Closing { done, by: tokio::time::Instant::now() + drain });
                         }
                     }

@@ -64,6 +64,7 @@ pub const S3_REGION_DEFAULT: &str = "us-east-1";
 /// starts from object_store's `from_env()`; a field set here overrides what the
 /// environment says.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct StoreOptions {
     /// s3: the server's base URL, for S3-compatible servers (`http://127.0.0.1:9000`);
     /// overrides `AWS_ENDPOINT_URL`. Requests are path style (`{endpoint}/{bucket}/{key}`)

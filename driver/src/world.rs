@@ -19,8 +19,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 
-/// How a `World` runs.
+/// How a `World` runs. Start from [`WorldConfig::default`] and set the fields to change:
+///
+/// ```
+/// let mut config = slotlog::WorldConfig::default();
+/// config.open_deadline = std::time::Duration::from_secs(60);
+/// config.kernel.request_deadline = std::time::Duration::from_secs(5);
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct WorldConfig {
     /// The kernel's configuration: batching, staging, deadlines, turns, read bounds.
     pub kernel: Config,

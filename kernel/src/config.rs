@@ -1,7 +1,16 @@
-//! Every tunable of a replica, with its unit in its name and its source in its doc.
+//! Every tunable of a replica, with its source in its doc: counts and sizes carry their
+//! unit in their name (`_max`, `_bytes`, `_slots`), times are `Duration`s.
+//!
+//! Times are `core::time::Duration`, not integers of milliseconds, so an embedder writes
+//! `Duration::from_secs(30)` and cannot mistake the unit; the kernel reads no clock and
+//! converts each one where it adds it to an [`Instant`](crate::Instant) or compares it
+//! with a store's microsecond timestamps.
+
+use core::time::Duration;
 
 /// A replica's configuration. [`Config::default`] holds the decision record's numbers.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Config {
     /// The most members a batch takes from the queue. A batch takes whatever is queued up
     /// to this, with no timer, so batches grow with the queue (the record took 16, and 32
@@ -23,16 +32,16 @@ pub struct Config {
     /// at about ten seconds of throughput; 4,096 is about ten seconds at 400 writes/s).
     pub queue_members_max: usize,
     /// How long a caller waits for its write (record: 10 s request deadline).
-    pub request_deadline_ms: u64,
+    pub request_deadline: Duration,
     /// First backoff after a throttled or failed call; doubles per attempt, jittered.
-    pub retry_base_ms: u64,
+    pub retry_base: Duration,
     /// Longest backoff between two attempts of one call.
-    pub retry_cap_ms: u64,
+    pub retry_cap: Duration,
     /// A call unanswered this long is sent once more, identically, and the first answer
     /// wins: every call is safe to repeat (bodies are content-addressed, a slot retry is
     /// byte-identical). 200 ms is four times the record's small-create p99 (50 ms), so
-    /// it fires on stuck calls and timeouts, not on load. 0 disables hedging.
-    pub hedge_after_ms: u64,
+    /// it fires on stuck calls and timeouts, not on load. `Duration::ZERO` disables hedging.
+    pub hedge_after: Duration,
     /// Bytes of recent bodies held for appends, so an append to a hot document reads no
     /// blob.
     pub body_cache_bytes_max: usize,
@@ -51,7 +60,7 @@ pub struct Config {
     pub probe_attempts_max: u32,
     /// How much older than its arrival a catalog read's snapshot may be (record: catalog
     /// reads may trail another replica's commit by up to one second).
-    pub catalog_staleness_ms_max: u64,
+    pub catalog_staleness_max: Duration,
     /// The newest slots a replica indexes, and the feed's reach: a watcher up to this many
     /// slots behind the tip resumes from slots (after a cold start, those before the
     /// checkpoint are read from the bucket and verified), one further behind resyncs
@@ -73,7 +82,7 @@ pub struct Config {
     pub turn_slots_max: usize,
     /// The longest hold (record: 300 ms, about twice the measured recovery of a loser;
     /// 1 s gave the same throughput, 100 ms and none lost more slots or starved a store).
-    pub hold_ms: u64,
+    pub hold: Duration,
     /// Rotation (docs/TURNS.md, "Rotation"): how many of the newest slots say which peers
     /// write with this store, so that each takes the next name in turn; 0 turns it off.
     /// 16 is several rounds of any realistic number of writers, and lets a peer that
@@ -81,7 +90,7 @@ pub struct Config {
     pub rotation_window_slots: usize,
     /// A peer's slot older than this does not count it as writing now (a peer that went
     /// quiet costs waits only until then).
-    pub rotation_peer_ms: u64,
+    pub rotation_peer: Duration,
     /// Blind turns (docs/TURNS.md, "Without hints"): a store that has seen a peer write
     /// while it writes, and no hint for that slot, holds, as for a turn, once it has
     /// created this many slots in a row since that peer slot, and at every doubling of
@@ -90,20 +99,20 @@ pub struct Config {
     /// 0.92 and 71%; at 16, 0.65 and 94%. 0 turns blind turns off.
     pub blind_streak_slots: u64,
     /// A blind hold lasts this many of the store's own slot create round trips (a moving
-    /// average), at most `hold_ms`: a loser that keeps losing needs about three (its lost
+    /// average), at most `hold`: a loser that keeps losing needs about three (its lost
     /// create, the read of the winner, a listing) to create in the name held for it.
     /// Holds in time alone wasted the fast profile (`fast2 --hints off`: 300 ms is 150
     /// creates, 870 writes/s against 5,900 sized by round trips); 4 gave a fairer `race
     /// --hints off` than 6 (share_min 0.75 against 0.68), 3 starved a store in `fast2`.
     pub blind_hold_creates: u32,
-    /// While a peer's unhinted slot is younger than `blind_peer_ms`, a store never goes
+    /// While a peer's unhinted slot is younger than `blind_peer`, a store never goes
     /// longer than this between holds, however many went untaken: a peer that keeps
     /// losing is offered a name at least this often, well inside its writes' 10 s
     /// deadline.
-    pub blind_gap_ms_max: u64,
+    pub blind_gap_max: Duration,
     /// How long a peer's unhinted slot counts as evidence of a peer that may be waiting.
     /// Past it (the peer went quiet, or left) the store holds only if it probes.
-    pub blind_peer_ms: u64,
+    pub blind_peer: Duration,
     /// Blind probes, for a replica whose embedder passes it no peers' hints at all: a
     /// store that knows of no peer writing with it holds after this many of its own slots
     /// in a row, then at every doubling of that streak, so that peers that opened with
@@ -121,14 +130,15 @@ pub struct Config {
     pub checkpoint_slots: u64,
     /// ...or once the newest one is this old and anything was applied since (record: 10
     /// minutes).
-    pub checkpoint_interval_ms: u64,
+    pub checkpoint_interval: Duration,
     /// A due checkpoint waits a uniform draw up to this long, so replicas that applied the
-    /// same slots do not all fold at once (record: a random delay; 10 s).
-    pub checkpoint_jitter_ms: u64,
+    /// same slots do not all fold at once (record: a random delay; 10 s). Drawn in whole
+    /// milliseconds, as the seeded runs always drew it.
+    pub checkpoint_jitter: Duration,
     /// A `backstop` steps only once the newest checkpoint it knows is this old: the
     /// record's cadence (10 minutes) plus two step bounds (5 minutes each), so while an
     /// eager store is alive the backstops only adopt.
-    pub backstop_after_ms: u64,
+    pub backstop_after: Duration,
     /// Object creates one checkpoint keeps in flight: paces a checkpoint's burst so slot
     /// creates keep their latency (amendments issue: "compactor bursts"). At 8, a
     /// checkpoint of a 270,000-document world (2,048 shards and a block per changed
@@ -158,16 +168,16 @@ pub struct Config {
     /// The checkpoint grace (record: 15 minutes, "the checkpoint grace is configurable"):
     /// a checkpoint stays while its successor is younger, and a shard, root or receipt
     /// block goes only once older than this at the drop's start. At least
-    /// [`CHECKPOINT_GRACE_MS_MIN`].
-    pub checkpoint_grace_ms: u64,
+    /// [`CHECKPOINT_GRACE_MIN`].
+    pub checkpoint_grace: Duration,
     /// A create that finds a shard, root, receipt block or checkpoint already stored and
     /// older than this rewrites it in place first, so a drop's delete at the generation it
     /// listed fails (record: 7.5 minutes, fixed so replicas with different graces stay
-    /// fenced). Plus `checkpoint_run_ms_max`, at most the grace.
-    pub freshen_after_ms: u64,
+    /// fenced). Plus `checkpoint_run_max`, at most the grace.
+    pub freshen_after: Duration,
     /// The longest a checkpoint run may take from its look to its checkpoint create
     /// (record: "each run is capped at 5 minutes"); a run past it ends without writing.
-    pub checkpoint_run_ms_max: u64,
+    pub checkpoint_run_max: Duration,
     /// The most distinct documents one checkpoint step folds (record: 32,768, "compaction
     /// in bounded steps"): a backlog larger than that is checkpointed in several steps,
     /// each cut where the documents changed since the newest checkpoint reach this many,
@@ -190,32 +200,37 @@ pub struct Config {
     pub checkpoint_deltas_max: usize,
     /// Slots covered by the oldest kept checkpoint are deleted once this old at the drop's
     /// start (record: 24 hours, for the change feed's cursors). At least twice
-    /// `reload_after_ms`.
-    pub slot_retention_ms: u64,
+    /// `reload_after`.
+    pub slot_retention: Duration,
     /// A replica whose tip has gone unconfirmed this long reloads from the newest
     /// checkpoint before it trusts a missing slot as the tip (record: 12 hours, half the
     /// slot retention).
-    pub reload_after_ms: u64,
+    pub reload_after: Duration,
     /// Deletes one drop keeps in flight (slots go one at a time, oldest first, so the
     /// retained log never has a hole).
     pub collect_deletes_in_flight_max: usize,
-    /// Deliberate defects, for proving the simulation catches them. Never set outside tests.
+    /// Deliberate defects, for proving the simulation catches them: only with the
+    /// `defects` feature, which the simulation and its tests enable and production
+    /// builds do not. Read them through [`Config::defects`].
+    #[cfg(feature = "defects")]
     pub defects: Defects,
 }
 
-/// Whether a replica writes checkpoints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Whether a replica writes checkpoints (SPEC 10.11: the roles are these three).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CompactionRole {
     /// Writes a checkpoint whenever the cadence is reached and no peer wrote a newer one.
+    #[default]
     Eager,
     /// Adopts peers' checkpoints; writes one only when the newest is older than
-    /// `backstop_after_ms` (the eager store is gone or stalled).
+    /// `backstop_after` (the eager store is gone or stalled).
     Backstop,
     /// Never writes one (it still loads and replays them).
     Off,
 }
 
-/// Defects a test can switch on to show that the checker catches them.
+/// Defects a test can switch on to show that the checker catches them. Settable only with
+/// the kernel's `defects` feature (`Config::defects`); without it every one is off.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Defects {
     /// Acknowledge a batch's members when its slot create is sent, not when it is confirmed.
@@ -249,48 +264,49 @@ impl Default for Config {
             slot_bytes_max: 1024 * 1024,
             batches_ahead_max: 2,
             queue_members_max: 4_096,
-            request_deadline_ms: 10_000,
-            retry_base_ms: 20,
-            retry_cap_ms: 1_000,
-            hedge_after_ms: 200,
+            request_deadline: Duration::from_secs(10),
+            retry_base: Duration::from_millis(20),
+            retry_cap: Duration::from_secs(1),
+            hedge_after: Duration::from_millis(200),
             body_cache_bytes_max: 32 * 1024 * 1024,
             replay_gets_max: 16,
             list_page_max: 1_000,
             read_pending_max: 4_096,
             probe_attempts_max: 3,
-            catalog_staleness_ms_max: 1_000,
+            catalog_staleness_max: Duration::from_secs(1),
             recent_slots_max: 16_384,
             ring_events_max: 4_096,
             watches_max: 1_024,
             feed_slots_cached_max: 1_024,
             turns: true,
             turn_slots_max: 256,
-            hold_ms: 300,
+            hold: Duration::from_millis(300),
             rotation_window_slots: 16,
-            rotation_peer_ms: 2_000,
+            rotation_peer: Duration::from_secs(2),
             blind_streak_slots: 8,
             blind_hold_creates: 4,
-            blind_gap_ms_max: 4_000,
-            blind_peer_ms: 60_000,
+            blind_gap_max: Duration::from_secs(4),
+            blind_peer: Duration::from_secs(60),
             blind_probe_slots: 8,
             compaction: CompactionRole::Eager,
             checkpoint_slots: 8_192,
-            checkpoint_interval_ms: 600_000,
-            checkpoint_jitter_ms: 10_000,
-            backstop_after_ms: 1_200_000,
+            checkpoint_interval: Duration::from_secs(10 * 60),
+            checkpoint_jitter: Duration::from_secs(10),
+            backstop_after: Duration::from_secs(20 * 60),
             checkpoint_creates_in_flight_max: 32,
             checkpoint_reads_in_flight_max: 64,
             history_blocks_cached_max: 1_024,
             collect: true,
-            checkpoint_grace_ms: CHECKPOINT_GRACE_MS_MIN,
-            freshen_after_ms: 450_000,
-            checkpoint_run_ms_max: 300_000,
+            checkpoint_grace: CHECKPOINT_GRACE_MIN,
+            freshen_after: Duration::from_secs(450),
+            checkpoint_run_max: Duration::from_secs(5 * 60),
             checkpoint_step_docs_max: 32_768,
             checkpoint_delta_entries_per_mille_max: 64,
             checkpoint_deltas_max: 32,
-            slot_retention_ms: 86_400_000,
-            reload_after_ms: 43_200_000,
+            slot_retention: Duration::from_secs(24 * 60 * 60),
+            reload_after: Duration::from_secs(12 * 60 * 60),
             collect_deletes_in_flight_max: 16,
+            #[cfg(feature = "defects")]
             defects: Defects::default(),
         }
     }
@@ -299,7 +315,7 @@ impl Default for Config {
 /// The shortest checkpoint grace a world may set (record: "the store refuses a grace
 /// under 15 minutes"): a compactor that reused bytes just younger than the freshen age
 /// (7.5 minutes) needs the rest of the grace to finish its run (at most 5 minutes).
-pub const CHECKPOINT_GRACE_MS_MIN: u64 = 900_000;
+pub const CHECKPOINT_GRACE_MIN: Duration = Duration::from_secs(15 * 60);
 
 /// A configuration value out of its range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -317,11 +333,11 @@ pub enum ConfigError {
     /// `queue_members_max` is 0.
     #[error("queue_members_max is 0")]
     QueueMembers,
-    /// `request_deadline_ms` is 0.
-    #[error("request_deadline_ms is 0")]
+    /// `request_deadline` is zero.
+    #[error("request_deadline is zero")]
     Deadline,
-    /// `retry_base_ms` is 0 or above `retry_cap_ms`.
-    #[error("retry bounds: 0 < retry_base_ms <= retry_cap_ms")]
+    /// `retry_base` is zero or above `retry_cap`.
+    #[error("retry bounds: zero < retry_base <= retry_cap")]
     Retry,
     /// `replay_gets_max` or `list_page_max` is 0.
     #[error("replay_gets_max or list_page_max is 0")]
@@ -330,16 +346,21 @@ pub enum ConfigError {
     /// `watches_max` is 0.
     #[error("a read, slot index, ring or watch limit is 0")]
     Reads,
-    /// A checkpoint cadence or in-flight limit is 0, or `backstop_after_ms` is under
-    /// `checkpoint_interval_ms`.
-    #[error("checkpoint cadence and creates in flight must be positive")]
+    /// A checkpoint cadence (`checkpoint_slots`, `checkpoint_interval`), in-flight or cache
+    /// limit is zero, `backstop_after` is under `checkpoint_interval`, or
+    /// `checkpoint_deltas_max` is above what a root may name.
+    #[error(
+        "checkpoint limits: checkpoint_slots, checkpoint_interval and the in-flight and cache \
+         limits above zero, backstop_after >= checkpoint_interval, checkpoint_deltas_max <= {}",
+        crate::format::DELTAS_PER_ROOT_MAX
+    )]
     Checkpoints,
-    /// The grace is under [`CHECKPOINT_GRACE_MS_MIN`] or shorter than the freshen age plus a
-    /// run, the slot retention is under twice the reload age (or that age is 0), or
+    /// The grace is under [`CHECKPOINT_GRACE_MIN`] or shorter than the freshen age plus a
+    /// run, the slot retention is under twice the reload age (or that age is zero), or
     /// `collect_deletes_in_flight_max` is 0.
     #[error(
-        "collection limits: checkpoint_grace_ms >= {CHECKPOINT_GRACE_MS_MIN}, freshen_after_ms + \
-         checkpoint_run_ms_max <= checkpoint_grace_ms, 2 * reload_after_ms <= slot_retention_ms, \
+        "collection limits: checkpoint_grace >= {CHECKPOINT_GRACE_MIN:?}, freshen_after + \
+         checkpoint_run_max <= checkpoint_grace, 2 * reload_after <= slot_retention, \
          collect_deletes_in_flight_max > 0"
     )]
     Collection,
@@ -369,10 +390,10 @@ impl Config {
         if self.queue_members_max == 0 {
             return Err(ConfigError::QueueMembers);
         }
-        if self.request_deadline_ms == 0 {
+        if self.request_deadline.is_zero() {
             return Err(ConfigError::Deadline);
         }
-        if self.retry_base_ms == 0 || self.retry_cap_ms < self.retry_base_ms {
+        if self.retry_base.is_zero() || self.retry_cap < self.retry_base {
             return Err(ConfigError::Retry);
         }
         if self.replay_gets_max == 0 || self.list_page_max == 0 {
@@ -387,8 +408,8 @@ impl Config {
             return Err(ConfigError::Reads);
         }
         if self.checkpoint_slots == 0
-            || self.checkpoint_interval_ms == 0
-            || self.backstop_after_ms < self.checkpoint_interval_ms
+            || self.checkpoint_interval.is_zero()
+            || self.backstop_after < self.checkpoint_interval
             || self.checkpoint_creates_in_flight_max == 0
             || self.checkpoint_reads_in_flight_max == 0
             || self.history_blocks_cached_max == 0
@@ -401,15 +422,24 @@ impl Config {
         if self.checkpoint_step_docs_max < slot_max {
             return Err(ConfigError::StepDocs { found: self.checkpoint_step_docs_max, min: slot_max });
         }
-        if self.checkpoint_grace_ms < CHECKPOINT_GRACE_MS_MIN
-            || self.freshen_after_ms.saturating_add(self.checkpoint_run_ms_max) > self.checkpoint_grace_ms
-            || self.reload_after_ms == 0
-            || self.reload_after_ms.saturating_mul(2) > self.slot_retention_ms
+        if self.checkpoint_grace < CHECKPOINT_GRACE_MIN
+            || self.freshen_after.saturating_add(self.checkpoint_run_max) > self.checkpoint_grace
+            || self.reload_after.is_zero()
+            || self.reload_after.saturating_mul(2) > self.slot_retention
             || self.collect_deletes_in_flight_max == 0
         {
             return Err(ConfigError::Collection);
         }
         Ok(())
+    }
+
+    /// The deliberate defects switched on: none unless built with the `defects` feature
+    /// and set by a test.
+    pub fn defects(&self) -> Defects {
+        #[cfg(feature = "defects")]
+        return self.defects;
+        #[cfg(not(feature = "defects"))]
+        Defects::default()
     }
 }
 
@@ -423,24 +453,25 @@ mod tests {
         assert_eq!(c.validate(), Ok(()));
         assert_eq!((c.batch_members_max, c.batches_ahead_max), (256, 2));
         assert_eq!((c.body_inline_bytes_max, c.slot_bytes_max), (16 * 1024, 1024 * 1024));
-        assert_eq!(c.request_deadline_ms, 10_000);
+        assert_eq!(c.request_deadline, Duration::from_secs(10));
     }
 
     #[test]
     fn a_grace_under_the_floor_is_refused() {
-        let c = Config { checkpoint_grace_ms: CHECKPOINT_GRACE_MS_MIN - 1, ..Config::default() };
+        let c =
+            Config { checkpoint_grace: CHECKPOINT_GRACE_MIN - Duration::from_millis(1), ..Config::default() };
         assert_eq!(c.validate(), Err(ConfigError::Collection));
     }
 
     #[test]
     fn a_freshen_age_that_leaves_no_room_for_a_run_is_refused() {
-        let c = Config { freshen_after_ms: 700_000, ..Config::default() };
+        let c = Config { freshen_after: Duration::from_secs(700), ..Config::default() };
         assert_eq!(c.validate(), Err(ConfigError::Collection));
     }
 
     #[test]
     fn a_reload_age_over_half_the_slot_retention_is_refused() {
-        let c = Config { reload_after_ms: 43_200_001, ..Config::default() };
+        let c = Config { reload_after: Duration::from_millis(43_200_001), ..Config::default() };
         assert_eq!(c.validate(), Err(ConfigError::Collection));
     }
 

@@ -12,6 +12,7 @@ use crate::reply::FailReason;
 use crate::testkit::{is_slot_get, keys, Fate, Harness, MemStore};
 use crate::time::Instant;
 use crate::world::Receipt;
+use core::time::Duration;
 
 // General helpers.
 
@@ -254,7 +255,7 @@ fn a_watch_asked_for_while_opening_starts_once_open() {
 /// A store whose newest checkpoint is `checkpoints/11` (one every five slots) over slots 1
 /// to 12, one write each; their receipts.
 fn store_with_checkpoint_at_11() -> (MemStore, Vec<Receipt>) {
-    let config = Config { checkpoint_slots: 5, checkpoint_jitter_ms: 0, ..Config::default() };
+    let config = Config { checkpoint_slots: 5, checkpoint_jitter: Duration::ZERO, ..Config::default() };
     let mut writer = Harness::opened(config);
     let receipts = commit_each(&mut writer, 1, 12);
     assert!(writer.store.bytes(&keys().checkpoint(11)).is_some(), "a checkpoint at 11");

@@ -12,10 +12,16 @@ use crate::hash::Hash32;
 use crate::reply::{Answer, FailReason};
 use crate::testkit::{keys, Harness, MemStore};
 use crate::world::WorldState;
+use core::time::Duration;
 
 /// Checkpoints every `slots` slots, at once.
 fn compacting(slots: u64) -> Config {
-    Config { checkpoint_slots: slots, checkpoint_jitter_ms: 0, hedge_after_ms: 0, ..Config::default() }
+    Config {
+        checkpoint_slots: slots,
+        checkpoint_jitter: Duration::ZERO,
+        hedge_after: Duration::ZERO,
+        ..Config::default()
+    }
 }
 
 /// Publishes to `path` `n` times, one slot each, starting at operation `first_op`.

@@ -7,7 +7,7 @@ use crate::blob::BlobResult;
 use crate::effect::Effect;
 use crate::ids::BlobOpId;
 use crate::marks::{Mark, Marks};
-use crate::time::Instant;
+use crate::time::{micros, Instant};
 use core::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -49,10 +49,10 @@ struct Logical {
 /// When and how to resend calls.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RetryPolicy {
-    pub base_ms: u64,
-    pub cap_ms: u64,
-    /// 0: never hedge.
-    pub hedge_after_ms: u64,
+    pub base: Duration,
+    pub cap: Duration,
+    /// Zero: never hedge.
+    pub hedge_after: Duration,
 }
 
 pub(crate) struct Io {
@@ -100,8 +100,7 @@ impl Io {
     pub fn issue(&mut self, now: Instant, purpose: Purpose, op: BlobOp, attempt: u32) {
         let l = self.next_logical;
         self.next_logical += 1;
-        let hedge_at =
-            (self.policy.hedge_after_ms > 0).then(|| now + Duration::from_millis(self.policy.hedge_after_ms));
+        let hedge_at = (!self.policy.hedge_after.is_zero()).then(|| now + self.policy.hedge_after);
         if let Some(t) = hedge_at {
             self.hedges.insert((t, l));
         }
@@ -154,8 +153,8 @@ impl Io {
     /// Delay before attempt `attempt + 1`: base doubled per attempt, capped, then a
     /// uniform draw from its upper half so retrying peers spread out.
     pub fn backoff(&mut self, attempt: u32) -> Duration {
-        let exp = self.policy.base_ms.saturating_mul(1u64 << attempt.min(20));
-        let ceiling_us = exp.min(self.policy.cap_ms) * 1_000;
+        let exp_us = micros(self.policy.base).saturating_mul(1u64 << attempt.min(20));
+        let ceiling_us = exp_us.min(micros(self.policy.cap));
         let jitter_us = self.rng.next_u64() % (ceiling_us / 2 + 1);
         Duration::from_micros(ceiling_us / 2 + jitter_us)
     }
@@ -222,7 +221,14 @@ mod tests {
     use rand_core::SeedableRng;
 
     fn io(hedge_after_ms: u64) -> Io {
-        Io::new(ChaCha8Rng::seed_from_u64(1), RetryPolicy { base_ms: 20, cap_ms: 1_000, hedge_after_ms })
+        Io::new(
+            ChaCha8Rng::seed_from_u64(1),
+            RetryPolicy {
+                base: Duration::from_millis(20),
+                cap: Duration::from_secs(1),
+                hedge_after: Duration::from_millis(hedge_after_ms),
+            },
+        )
     }
 
     fn sent(io: &mut Io) -> Vec<BlobOpId> {

@@ -41,7 +41,7 @@ marks! {
     TurnOwedWhileCreating = "turn_owed_while_creating",
     /// A win began a hold: the store's next create waits for the peer it owes a turn.
     HoldBegun = "hold_begun",
-    /// A hold ended by its own clock: no peer slot arrived within `hold_ms` (the peer went
+    /// A hold ended by its own clock: no peer slot arrived within `hold` (the peer went
     /// quiet, crashed, or lost the race again), so the held batch is created as built.
     HoldExpiredByClock = "hold_expired_by_clock",
     /// A hold ended because a peer's slot arrived: the held batches are rebuilt on it.

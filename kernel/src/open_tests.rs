@@ -14,6 +14,7 @@ use crate::reply::{CheckpointProblem, FailReason, WriteError};
 use crate::testkit::{is_checkpoint_create, is_slot_get, keys, Fate, Harness, MemStore, WORLD};
 use crate::time::Instant;
 use bytes::Bytes;
+use core::time::Duration;
 
 /// The marker the stores below hold.
 fn marker_bytes() -> Bytes {
@@ -326,7 +327,7 @@ fn a_create_that_finds_other_bytes_at_checkpoint_zero_fails_closed() {
 
 /// Checkpoints every `slots` slots, at once.
 fn compacting(slots: u64) -> Config {
-    Config { checkpoint_slots: slots, checkpoint_jitter_ms: 0, ..Config::default() }
+    Config { checkpoint_slots: slots, checkpoint_jitter: Duration::ZERO, ..Config::default() }
 }
 
 /// A world of `n` documents, one publish per slot, checkpointed every four slots.

@@ -176,9 +176,9 @@ impl Reads {
         Reads {
             keys,
             pending_max: config.read_pending_max,
-            deadline: Duration::from_millis(config.request_deadline_ms),
-            catalog_staleness: Duration::from_millis(config.catalog_staleness_ms_max),
-            defects: config.defects,
+            deadline: config.request_deadline,
+            catalog_staleness: config.catalog_staleness_max,
+            defects: config.defects(),
             pending: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             probe: Probe::Idle,

@@ -14,12 +14,13 @@ use crate::testkit::{
 };
 use crate::world::{Expected, Mutation, Path, PathProblem, PolicyBody, ReceiptAnswer};
 use bytes::Bytes;
+use core::time::Duration;
 
 // General helpers.
 
 /// No hedging, so a test that fires timers fires only the ones it means to.
 fn no_hedging() -> Config {
-    Config { hedge_after_ms: 0, ..Config::default() }
+    Config { hedge_after: Duration::ZERO, ..Config::default() }
 }
 
 fn stat_of(sequence: u64) -> BlobOp {
@@ -242,7 +243,7 @@ fn a_read_that_arrives_after_the_probe_was_sent_waits_for_the_next_one() {
 
 #[test]
 fn each_read_has_its_own_deadline() {
-    let mut h = Harness::opened(Config { request_deadline_ms: 500, ..no_hedging() });
+    let mut h = Harness::opened(Config { request_deadline: Duration::from_millis(500), ..no_hedging() });
     let first_at = h.now;
     let first = h.read(fetch("/a.md"));
     h.advance_ms(100);
@@ -261,8 +262,10 @@ fn each_read_has_its_own_deadline() {
 #[test]
 
 fn a_fetch_waiting_for_its_body_still_has_its_deadline() {
-    let mut h =
-        cold_replica(blob_bodies(Config { request_deadline_ms: 500, ..no_hedging() }), &[(1, "/a.md", "a")]);
+    let mut h = cold_replica(
+        blob_bodies(Config { request_deadline: Duration::from_millis(500), ..no_hedging() }),
+        &[(1, "/a.md", "a")],
+    );
     h.advance_ms(1);
     let arrived = h.now;
     let r = h.read(fetch("/a.md"));

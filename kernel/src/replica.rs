@@ -68,11 +68,7 @@ impl Replica {
         let keys = Keys::new(&identity.prefix);
         let mut io = Io::new(
             ChaCha8Rng::seed_from_u64(identity.rng_seed),
-            RetryPolicy {
-                base_ms: config.retry_base_ms,
-                cap_ms: config.retry_cap_ms,
-                hedge_after_ms: config.hedge_after_ms,
-            },
+            RetryPolicy { base: config.retry_base, cap: config.retry_cap, hedge_after: config.hedge_after },
         );
         // The id a genesis would take, drawn from the seeded RNG.
         let genesis_world_id = {
@@ -94,8 +90,8 @@ impl Replica {
             reads: Reads::new(&config, keys.clone()),
             feed: Feed::new(&config, keys.clone()),
             watches_max: config.watches_max,
-            reload_after: core::time::Duration::from_millis(config.reload_after_ms),
-            timer_never_cleared: config.defects.timer_never_cleared,
+            reload_after: config.reload_after,
+            timer_never_cleared: config.defects().timer_never_cleared,
             bodies: Bodies::new(keys.clone(), config.body_cache_bytes_max, config.body_inline_bytes_max),
             history: History::new(keys.clone(), config.history_blocks_cached_max),
             compactor: Compactor::new(&config, keys.clone(), now),

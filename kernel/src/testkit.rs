@@ -425,6 +425,11 @@ impl Harness {
         self.now = self.now + Duration::from_millis(ms);
     }
 
+    /// Moves the clock on by `d`.
+    pub fn advance(&mut self, d: Duration) {
+        self.now = self.now + d;
+    }
+
     /// Delivers every pending call and every call those emit; fires no timer.
     pub fn settle(&mut self) {
         self.deliver_all_but(|_| false);

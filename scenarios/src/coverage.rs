@@ -45,7 +45,7 @@ pub const NOT_REQUIRED: &[(Mark, &str)] = &[
     (Mark::RunOnDamaged, "needs a checkpoint name holding bytes that do not decode: damage at rest"),
     (
         Mark::RunOverdue,
-        "needs a run stalled past checkpoint_run_ms_max between its look and its create; soak48's clock-stopped stall at a checkpoint object create is meant to, but hit it in none of seeds 1..6",
+        "needs a run stalled past checkpoint_run_max between its look and its create; soak48's clock-stopped stall at a checkpoint object create is meant to, but hit it in none of seeds 1..6",
     ),
     (
         Mark::CheckpointWithdrawn,

@@ -434,14 +434,16 @@ impl Report {
                 rules.push("FailedClosed".to_string());
             }
         }
-        // The hold bound (TURNS.md 4): a hold ends at the first wake-up after `hold_ms`, and
+        // The hold bound (TURNS.md 4): a hold ends at the first wake-up after `hold`, and
         // the simulator wakes a replica when it asks unless the run paused or stalled it.
         for (i, r) in result.replicas.iter().enumerate() {
             let stopped_us = stopped_ms(config, i) * 1_000;
             if r.stats.hold_overrun_us_max > stopped_us {
                 violations.push(format!(
-                    "replica {i} held a create {} us past hold_ms ({} ms); it was stopped for {} us",
-                    r.stats.hold_overrun_us_max, config.kernel.hold_ms, stopped_us
+                    "replica {i} held a create {} us past the hold ({} ms); it was stopped for {} us",
+                    r.stats.hold_overrun_us_max,
+                    config.kernel.hold.as_millis(),
+                    stopped_us
                 ));
                 rules.push("HoldBound".to_string());
             }

@@ -9,6 +9,7 @@ use slotlog_sim::{
     Arrivals, Bursts, ClusterConfig, Crashes, DamagedObject, Gone, Mix, Pause, ReadLoad, Stall, StallAt,
     TraceEvent, WatchLoad, Workload,
 };
+use std::time::Duration;
 
 /// What a run may change from a scenario's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -356,7 +357,7 @@ impl Scenario {
         }
         if let Some(slots) = o.checkpoint_slots {
             c.kernel.checkpoint_slots = slots;
-            c.kernel.checkpoint_jitter_ms = c.kernel.checkpoint_jitter_ms.min(1_000);
+            c.kernel.checkpoint_jitter = c.kernel.checkpoint_jitter.min(Duration::from_secs(1));
         }
         if let Some(docs) = o.step_docs {
             c.kernel.checkpoint_step_docs_max = docs;
@@ -420,6 +421,11 @@ fn record_run_panics() {
 }
 
 /// Runs one scenario and judges it.
+/// `d` in whole ms, for the checker's options (which count ms).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).expect("a configured time fits in u64 ms")
+}
+
 pub fn run_scenario(scenario: &Scenario, seed: u64, o: &Overrides) -> Report {
     run_scenario_traced(scenario, seed, o, None)
 }
@@ -467,10 +473,10 @@ pub fn run_scenario_traced(
         }
     };
     let options = CheckOptions {
-        catalog_staleness_ms: config.kernel.catalog_staleness_ms_max,
+        catalog_staleness_ms: millis(config.kernel.catalog_staleness_max),
         recent_slots_max: config.kernel.recent_slots_max,
-        checkpoint_grace_ms: config.kernel.checkpoint_grace_ms,
-        slot_retention_ms: config.kernel.slot_retention_ms,
+        checkpoint_grace_ms: millis(config.kernel.checkpoint_grace),
+        slot_retention_ms: millis(config.kernel.slot_retention),
     };
     let check =
         slotlog_model::check(&result.history, &result.objects, &result.keys, result.world_id, options);
@@ -604,7 +610,7 @@ fn faults(seed: u64) -> ClusterConfig {
 /// multi-step runs and cold start from full checkpoints.
 fn checkpoint_often(c: &mut ClusterConfig) {
     c.kernel.checkpoint_slots = 32;
-    c.kernel.checkpoint_jitter_ms = 1_000;
+    c.kernel.checkpoint_jitter = Duration::from_secs(1);
     c.kernel.checkpoint_step_docs_max = 256;
 }
 
@@ -701,8 +707,8 @@ fn edges(seed: u64) -> ClusterConfig {
     // Writers step only when the follower's checkpoints are 5 s old: backstop_stepped
     // and backstop_deferred.
     checkpoint_often(&mut c);
-    c.kernel.checkpoint_interval_ms = 5_000;
-    c.kernel.backstop_after_ms = 5_000;
+    c.kernel.checkpoint_interval = Duration::from_secs(5);
+    c.kernel.backstop_after = Duration::from_secs(5);
     c.writers_role = Some(CompactionRole::Backstop);
     // Writers hear no hints: they learn of peers' slots from lost creates and probes.
     c.hints.loss_rate = 1.0;

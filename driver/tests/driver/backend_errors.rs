@@ -90,14 +90,12 @@ fn read_head(stream: &mut TcpStream) -> String {
 }
 
 fn s3_blobs(port: u16) -> ObjectStoreBlobs {
-    let options = StoreOptions {
-        s3_endpoint: Some(format!("http://127.0.0.1:{port}")),
-        s3_access_key_id: Some("key".into()),
-        s3_secret_access_key: Some("secret".into()),
-        allow_http: true,
-        request_timeout: Some(Duration::from_millis(500)),
-        ..StoreOptions::default()
-    };
+    let mut options = StoreOptions::default();
+    options.s3_endpoint = Some(format!("http://127.0.0.1:{port}"));
+    options.s3_access_key_id = Some("key".into());
+    options.s3_secret_access_key = Some("secret".into());
+    options.allow_http = true;
+    options.request_timeout = Some(Duration::from_millis(500));
     let (store, backend, _) = open_store("s3://bucket", &options).unwrap();
     ObjectStoreBlobs::new(store, backend)
 }

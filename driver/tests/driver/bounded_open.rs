@@ -63,20 +63,24 @@ fn read_request(stream: &mut TcpStream) {
 }
 
 fn s3_at(port: u16) -> Arc<ObjectStoreBlobs> {
-    let options = StoreOptions {
-        s3_endpoint: Some(format!("http://127.0.0.1:{port}")),
-        s3_access_key_id: Some("key".into()),
-        s3_secret_access_key: Some("secret".into()),
-        allow_http: true,
-        request_timeout: Some(Duration::from_secs(1)),
-        ..StoreOptions::default()
-    };
+    let mut options = StoreOptions::default();
+    options.s3_endpoint = Some(format!("http://127.0.0.1:{port}"));
+    options.s3_access_key_id = Some("key".into());
+    options.s3_secret_access_key = Some("secret".into());
+    options.allow_http = true;
+    options.request_timeout = Some(Duration::from_secs(1));
     let (store, backend, _) = open_store("s3://bucket", &options).unwrap();
     Arc::new(ObjectStoreBlobs::new(store, backend))
 }
 
+fn open_deadline(deadline: Duration) -> WorldConfig {
+    let mut config = WorldConfig::default();
+    config.open_deadline = deadline;
+    config
+}
+
 fn short_deadline() -> WorldConfig {
-    WorldConfig { open_deadline: Duration::from_secs(2), ..WorldConfig::default() }
+    open_deadline(Duration::from_secs(2))
 }
 
 async fn open_err(blobs: Arc<dyn Blobs>, prefix: &str, config: WorldConfig) -> Error {
@@ -109,8 +113,8 @@ async fn open_against_a_closed_port_gives_up_at_the_open_deadline() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_call_failing_past_its_retry_budget_stops_the_open() {
-    let config =
-        WorldConfig { open_deadline: Duration::from_secs(60), call_retries_max: 2, ..WorldConfig::default() };
+    let mut config = open_deadline(Duration::from_secs(60));
+    config.call_retries_max = 2;
     let error = store_error(open_err(s3_at(closed_port()), "w", config).await);
     assert_eq!(error.kind, StoreErrorKind::Transient(BlobError::Unavailable));
     assert_eq!(error.attempts, 3);
@@ -249,7 +253,7 @@ fn slow(delay: Option<Duration>) -> Arc<Slow> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_opening_that_hears_nothing_gives_up_at_the_open_deadline() {
-    let config = WorldConfig { open_deadline: Duration::from_secs(1), ..WorldConfig::default() };
+    let config = open_deadline(Duration::from_secs(1));
     let error = open_err(slow(None), "w", config).await;
     assert_eq!(error, Error::OpenDeadline { deadline: Duration::from_secs(1), last_error: None });
 }
@@ -258,7 +262,7 @@ async fn an_opening_that_hears_nothing_gives_up_at_the_open_deadline() {
 async fn an_opening_that_keeps_hearing_answers_is_not_cut_short() {
     // Genesis takes several calls in a row (marker, listing, marker create, checkpoint
     // zero, log listing): together longer than the deadline, each well inside it.
-    let config = WorldConfig { open_deadline: Duration::from_millis(1_000), ..WorldConfig::default() };
+    let config = open_deadline(Duration::from_millis(1_000));
     let started = tokio::time::Instant::now();
     let world = World::open_on(slow(Some(Duration::from_millis(300))), "w", config).await.unwrap();
     assert!(started.elapsed() > Duration::from_millis(1_000), "the opening was not longer than the deadline");

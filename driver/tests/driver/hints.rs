@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn config(peers: Peers) -> WorldConfig {
-    WorldConfig { peers, ..WorldConfig::default() }
+    let mut config = WorldConfig::default();
+    config.peers = peers;
+    config
 }
 
 async fn open(store: &Arc<dyn ObjectStore>, prefix: &str, config: WorldConfig) -> World {
@@ -73,7 +75,8 @@ async fn handles_on_other_prefixes_or_stores_share_nothing() {
     let a = open(&store, "w", WorldConfig::default()).await;
     let other_prefix = open(&store, "v", WorldConfig::default()).await;
     // The same world id on another memory store: another store all the same.
-    let forced = WorldConfig { world_id: Some(a.world_id()), ..WorldConfig::default() };
+    let mut forced = WorldConfig::default();
+    forced.world_id = Some(a.world_id());
     let other = open(&other_store, "w", forced).await;
     assert_eq!(other.world_id(), a.world_id());
     write_some(&a, 3, "a").await;
@@ -102,7 +105,8 @@ async fn a_closed_handle_leaves_the_registry_and_none_is_kept_open_by_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharing_in_process_can_be_turned_off_for_comparison_runs() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let off = WorldConfig { hints_in_process: false, ..config(Peers::ThisProcess) };
+    let mut off = config(Peers::ThisProcess);
+    off.hints_in_process = false;
     let a = open(&store, "w", off.clone()).await;
     let b = open(&store, "w", off).await;
     write_some(&a, 3, "a").await;
@@ -183,7 +187,8 @@ async fn three_handles_on_one_world_take_turns_through_shared_hints() {
 /// writing: none starves, no write expires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_any_hints_three_handles_degrade_but_none_starves() {
-    let none = WorldConfig { hints_in_process: false, ..config(Peers::Unknown) };
+    let mut none = config(Peers::Unknown);
+    none.hints_in_process = false;
     let (counts, failed, stats) = three_handles_race(none).await;
     let total: u64 = counts.iter().sum();
     assert_eq!(failed, 0, "{counts:?}");
@@ -212,7 +217,9 @@ async fn a_lone_handle_probes_only_while_its_peers_are_unknown() {
 
 fn udp(listen: SocketAddr, peers: Vec<SocketAddr>) -> WorldConfig {
     // In-process sharing off: only UDP can carry the hints here.
-    WorldConfig { hints_in_process: false, ..config(Peers::Udp(PeerHints::new(listen, peers))) }
+    let mut config = config(Peers::Udp(PeerHints::new(listen, peers)));
+    config.hints_in_process = false;
+    config
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,13 +265,15 @@ async fn peer_hints_that_cannot_be_had_refuse_the_open_before_any_store_call() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let taken = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let at = taken.local_addr().unwrap();
+    let mut no_queue = PeerHints::new(free_loopback(), vec![]);
+    no_queue.queue_max = 0;
     let cases = [
         PeerHints::new(at, vec![]),
-        PeerHints { queue_max: 0, ..PeerHints::new(free_loopback(), vec![]) },
+        no_queue,
         PeerHints::new(free_loopback(), vec![at; slotlog::hints::PEERS_MAX + 1]),
     ];
     for peer_hints in cases {
-        let config = WorldConfig { peers: Peers::Udp(peer_hints.clone()), ..WorldConfig::default() };
+        let config = config(Peers::Udp(peer_hints.clone()));
         let error = World::builder(store.clone()).prefix("w").config(config).open().await.err().unwrap();
         assert!(matches!(error, Error::PeerHints { .. }), "{peer_hints:?}: {error}");
         assert_eq!(error.kind(), ErrorKind::Configuration);

@@ -119,13 +119,11 @@ fn start_auth_moto() -> AuthMoto {
 async fn moto_bad_credentials_are_refused_at_once_as_unauthenticated() {
     let Some(_) = moto("moto_bad_credentials_are_refused_at_once_as_unauthenticated") else { return };
     let server = start_auth_moto();
-    let options = StoreOptions {
-        s3_endpoint: Some(server.endpoint.clone()),
-        s3_access_key_id: Some("AKIAWRONGWRONGWRONG0".into()),
-        s3_secret_access_key: Some("not-the-secret".into()),
-        allow_http: true,
-        ..StoreOptions::default()
-    };
+    let mut options = StoreOptions::default();
+    options.s3_endpoint = Some(server.endpoint.clone());
+    options.s3_access_key_id = Some("AKIAWRONGWRONGWRONG0".into());
+    options.s3_secret_access_key = Some("not-the-secret".into());
+    options.allow_http = true;
     let (store, backend, prefix) = open_store("s3://slotlog-test/w", &options).unwrap();
     let started = Instant::now();
     let error =

@@ -132,7 +132,8 @@ async fn a_create_landing_long_after_its_base_is_uncertain_and_the_world_reopens
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reloads_in_a_row_without_progress_stop_the_world_at_the_limit() {
     let blobs = LateSlots::new(u32::MAX);
-    let config = WorldConfig { reloads_without_progress_max: 2, ..WorldConfig::default() };
+    let mut config = WorldConfig::default();
+    config.reloads_without_progress_max = 2;
     let world = World::open_on(blobs, "w", config).await.unwrap();
     // Even a new world's first slot is judged: its genesis read the marker's time back.
     for reloads in 1..=2 {

@@ -22,7 +22,7 @@ use crate::format::{Checkpoint, Keys, Root};
 use crate::hash::Hash32;
 use crate::io::{Call, Io, Purpose};
 use crate::marks::{Mark, Marks};
-use crate::time::Instant;
+use crate::time::{micros, Instant};
 use std::collections::{BTreeSet, VecDeque};
 
 /// What a drop deletes.
@@ -215,8 +215,8 @@ impl Collector {
         Collector {
             keys,
             enabled: config.collect,
-            grace_us: config.checkpoint_grace_ms * 1_000,
-            slot_retention_us: config.slot_retention_ms * 1_000,
+            grace_us: micros(config.checkpoint_grace),
+            slot_retention_us: micros(config.slot_retention),
             deletes_in_flight_max: config.collect_deletes_in_flight_max,
             list_page_max: config.list_page_max,
             drop: None,

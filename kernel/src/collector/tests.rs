@@ -10,6 +10,7 @@ use crate::io::RetryPolicy;
 use crate::testkit::{keys, MemStore};
 use crate::world::policy::{Policy, PolicyRules};
 use bytes::Bytes;
+use core::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
@@ -28,7 +29,11 @@ impl Bench {
         let config = Config::default();
         let io = Io::new(
             ChaCha8Rng::seed_from_u64(1),
-            RetryPolicy { base_ms: 20, cap_ms: 1_000, hedge_after_ms: 0 },
+            RetryPolicy {
+                base: Duration::from_millis(20),
+                cap: Duration::from_secs(1),
+                hedge_after: Duration::ZERO,
+            },
         );
         Bench {
             store: MemStore::default(),

@@ -144,7 +144,7 @@ impl Committer {
         // crash seed 7, found by the starvation rule.)
         let tip = sn.world.sequence();
         cu.fetched.retain(|&sequence, _| sequence > tip);
-        let keep = self.config.defects.catch_up_keeps_installed_gap;
+        let keep = self.config.defects().catch_up_keeps_installed_gap;
         if !keep && cu.gap.is_some_and(|(sequence, _)| sequence <= tip) {
             cu.gap = None;
         }

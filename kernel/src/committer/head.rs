@@ -14,7 +14,7 @@ use crate::io::{Call, Io, Purpose};
 use crate::marks::{Mark, Marks};
 use crate::reply::{FailReason, WriteError};
 use crate::snapshot::{Installed, Snapshot};
-use crate::time::Instant;
+use crate::time::{micros, Instant};
 
 impl Committer {
     /// Moves the head batch one step. True when it answered and removed the head, so the
@@ -70,7 +70,7 @@ impl Committer {
         }
         self.head_call = true;
         io.issue(now, Purpose::Commit(CommitCall::SlotCreate { sequence }), op, 0);
-        if self.config.defects.ack_before_confirm {
+        if self.config.defects().ack_before_confirm {
             let head = self.pipeline.front_mut().expect("head");
             answer_batch(head, &mut self.deadlines, io);
         }
@@ -93,7 +93,7 @@ impl Committer {
         }
         match result {
             Ok(BlobOutcome::Created(Written { created_at_us: None, generation, .. }))
-                if !self.config.defects.skip_post_create_check =>
+                if !self.config.defects().skip_post_create_check =>
             {
                 // No store time in the answer: a stat of the new slot gives it.
                 self.stats.slot_stats_after_create += 1;
@@ -135,7 +135,7 @@ impl Committer {
             Err(_) => {
                 self.stats.creates_ambiguous += 1;
                 io.marks.hit(Mark::CreateAmbiguous);
-                if self.config.defects.skip_ambiguous_read {
+                if self.config.defects().skip_ambiguous_read {
                     self.commit_head(now, sn, None, io)?;
                 } else {
                     self.read_slot(now, sequence, true, io);
@@ -267,7 +267,7 @@ impl Committer {
         Ok(())
     }
 
-    /// The post-create check (SPEC 10.15): a slot created more than `reload_after_ms`
+    /// The post-create check (SPEC 10.15): a slot created more than `reload_after`
     /// after the slot it builds on (on the store's clock) may have landed in a name
     /// collection freed, below the log's real tip: a fork. Its members are answered
     /// `Uncertain`, never acknowledged, and the replica fails closed so it reopens from
@@ -281,7 +281,7 @@ impl Committer {
         landed_us: u64,
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        if self.config.defects.skip_post_create_check {
+        if self.config.defects().skip_post_create_check {
             return Ok(());
         }
         let head = self.pipeline.front_mut().expect("a head to commit");
@@ -289,7 +289,7 @@ impl Committer {
         let built_on = sn.recent.holding(sequence - 1).filter(|s| s.last + 1 == sequence);
         let built_on_us = built_on.and_then(|s| s.created_at_us);
         let Some(base_us) = built_on_us.max(head.sent_store_us) else { return Ok(()) };
-        if landed_us.saturating_sub(base_us) <= self.config.reload_after_ms * 1_000 {
+        if landed_us.saturating_sub(base_us) <= micros(self.config.reload_after) {
             return Ok(());
         }
         self.stats.stalled_creates_refused += 1;

@@ -112,7 +112,7 @@ pub struct CommitterStats {
     /// Holds that ended because a peer's slot arrived (the rest ran out).
     pub holds_answered: u64,
     /// How long past its end the longest hold lasted, microseconds: a hold ends at the
-    /// first wake-up after `hold_ms`, so this is 0 for a replica woken when it asks
+    /// first wake-up after `hold`, so this is 0 for a replica woken when it asks
     /// (`poll_timeout`), and at most a pause for one that was not.
     pub hold_overrun_us_max: u64,
     /// Time from each lost create to this store's next create, microseconds (newest kept).

@@ -9,7 +9,6 @@ use crate::marks::Mark;
 use crate::reply::WriteError;
 use crate::time::Instant;
 use crate::world::ValidMutation;
-use core::time::Duration;
 use std::collections::BTreeSet;
 
 impl Committer {
@@ -32,7 +31,7 @@ impl Committer {
             reply(io, request, Err(WriteError::Busy { queued: self.queue.len() }));
             return;
         }
-        let deadline = now + Duration::from_millis(self.config.request_deadline_ms);
+        let deadline = now + self.config.request_deadline;
         self.deadlines.insert((deadline, request));
         self.queue.push_back(Pending {
             request,

@@ -314,7 +314,7 @@ fn group_commit_takes_what_is_queued_without_a_timer() {
     let arrived = h.now;
     let r = h.publish(1, "/a.md", "hello");
     assert!(h.find(is_body_create).is_some(), "the lone write's body is sent at once");
-    let deadline = arrived + Duration::from_millis(no_hedging().request_deadline_ms);
+    let deadline = arrived + no_hedging().request_deadline;
     assert_eq!(h.replica.poll_timeout(), Some(deadline), "no batching timer, only the write's deadline");
     h.deliver_until(is_slot_create);
     assert_eq!(
@@ -851,8 +851,8 @@ fn a_throttled_create_is_retried_after_a_backoff() {
     assert_eq!(h.calls.len(), 1);
     assert_eq!(h.calls[0].1, create, "the identical create again");
     let waited = h.now - throttled_at;
-    assert!(waited >= Duration::from_millis(config.retry_base_ms / 2), "waited {waited:?}");
-    assert!(waited <= Duration::from_millis(config.retry_base_ms), "waited {waited:?}");
+    assert!(waited >= config.retry_base / 2, "waited {waited:?}");
+    assert!(waited <= config.retry_base, "waited {waited:?}");
     h.deliver();
     assert_eq!(h.receipt(r).sequence, 1);
     assert_eq!(h.replica.stats().creates_ambiguous, 0, "a 429 changed nothing");
@@ -891,8 +891,11 @@ fn a_full_queue_refuses_with_busy() {
 
 #[test]
 fn a_deadline_in_the_queue_expires_and_in_a_batch_is_uncertain() {
-    let mut h =
-        Harness::opened(Config { request_deadline_ms: 1_000, hedge_after_ms: 0, ..one_batch_at_a_time() });
+    let mut h = Harness::opened(Config {
+        request_deadline: Duration::from_millis(1_000),
+        hedge_after: Duration::ZERO,
+        ..one_batch_at_a_time()
+    });
     let riding = h.publish(1, "/a.md", "a");
     let waiting = h.publish(2, "/b.md", "b");
     h.deliver_all_but(is_slot_create);
@@ -916,7 +919,7 @@ fn a_deadline_in_the_queue_expires_and_in_a_batch_is_uncertain() {
 
 #[test]
 fn an_uncertain_write_is_never_requeued() {
-    let mut h = Harness::opened(Config { request_deadline_ms: 1_000, ..no_hedging() });
+    let mut h = Harness::opened(Config { request_deadline: Duration::from_millis(1_000), ..no_hedging() });
     let r = h.publish(1, "/a.md", "mine");
     h.deliver_all_but(is_slot_create);
     h.fire_timer();
@@ -1015,7 +1018,7 @@ fn a_missing_body_the_log_names_fails_closed() {
 /// Tests that fire timers on purpose turn hedging off, so the timer they mean is the one
 /// that fires.
 fn no_hedging() -> Config {
-    Config { hedge_after_ms: 0, ..Config::default() }
+    Config { hedge_after: Duration::ZERO, ..Config::default() }
 }
 
 #[test]
@@ -1109,7 +1112,7 @@ fn a_slot_created_without_a_time_and_gone_at_its_stat_is_refused_uncertain() {
 #[test]
 fn a_replica_unconfirmed_past_the_reload_age_reopens_before_it_takes_a_write() {
     let mut h = Harness::opened(Config::default());
-    h.advance_ms(Config::default().reload_after_ms + 1);
+    h.advance(Config::default().reload_after + Duration::from_millis(1));
     h.failure_expected = true;
     let r = h.publish(1, "/a.md", "hello");
     assert!(matches!(h.failures[..], [FailReason::Unconfirmed { .. }]), "{:?}", h.failures);

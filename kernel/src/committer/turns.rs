@@ -230,7 +230,7 @@ impl Turns {
         Turns {
             enabled: config.turns,
             store_id,
-            hold: Duration::from_millis(config.hold_ms),
+            hold: config.hold,
             turn_slots_max: config.turn_slots_max,
             owed: None,
             held: None,
@@ -238,15 +238,15 @@ impl Turns {
             rotated_at: 0,
             rotation: Rotation {
                 window_slots: config.rotation_window_slots,
-                peer_for: Duration::from_millis(config.rotation_peer_ms),
+                peer_for: config.rotation_peer,
                 wait_creates: ROTATION_WAIT_CREATES,
                 awaiting: Vec::new(),
                 passed: Vec::new(),
             },
             blind: Blind {
                 streak_slots: config.blind_streak_slots,
-                gap_max: Duration::from_millis(config.blind_gap_ms_max),
-                peer_for: Duration::from_millis(config.blind_peer_ms),
+                gap_max: config.blind_gap_max,
+                peer_for: config.blind_peer,
                 seen_through: None,
                 own: 0,
                 peer: None,

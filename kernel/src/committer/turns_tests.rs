@@ -22,16 +22,16 @@ use core::time::Duration;
 
 // Helpers.
 
-/// Turns on, with the record's `hold_ms` and `turn_slots_max`, rotation off so that each
+/// Turns on, with the record's `hold` and `turn_slots_max`, rotation off so that each
 /// rule before it is seen alone. Tests fire timers on purpose, so hedging is off: the
 /// timer they mean is the one that fires.
 fn turns_on() -> Config {
-    Config { hedge_after_ms: 0, rotation_window_slots: 0, ..Config::default() }
+    Config { hedge_after: Duration::ZERO, rotation_window_slots: 0, ..Config::default() }
 }
 
 /// Turns as the default has them: rotation on too.
 fn rotation_on() -> Config {
-    Config { hedge_after_ms: 0, ..Config::default() }
+    Config { hedge_after: Duration::ZERO, ..Config::default() }
 }
 
 fn turns_off() -> Config {
@@ -39,7 +39,7 @@ fn turns_off() -> Config {
 }
 
 fn hold(config: &Config) -> Duration {
-    Duration::from_millis(config.hold_ms)
+    config.hold
 }
 
 /// Keys of the slot creates waiting to be delivered.
@@ -301,7 +301,7 @@ fn a_hold_that_runs_out_creates_as_built() {
     let won_at = h.now;
     h.settle();
     assert!(h.calls.is_empty(), "held");
-    h.advance_ms(config.hold_ms - 1);
+    h.advance(config.hold - Duration::from_millis(1));
     h.replica.handle_timeout(h.now);
     h.drain();
     assert!(h.calls.is_empty(), "still held a millisecond before the hold ends");
@@ -328,7 +328,7 @@ fn a_hold_woken_late_ends_at_that_wake_up_and_counts_the_overrun() {
     let (mut h, _) = won_slot_1_a_peer_lost(config.clone());
     h.settle();
     assert!(h.calls.is_empty(), "held");
-    h.advance_ms(config.hold_ms + 25);
+    h.advance(config.hold + Duration::from_millis(25));
     h.replica.handle_timeout(h.now);
     h.drain();
     assert_eq!(pending_slot_creates(&h), vec![keys().slot(2)], "the late wake-up ends the hold");
@@ -370,7 +370,7 @@ fn a_hint_more_than_hold_ms_before_the_win_holds_nothing() {
     commit_own(&mut h, 1);
     follow(&mut h, 1);
     let hinted_at = h.now;
-    h.advance_ms(config.hold_ms);
+    h.advance(config.hold);
     own_write_at_its_create(&mut h, 2);
     let third = own_write_at_its_create(&mut h, 3);
     h.deliver();
@@ -595,7 +595,7 @@ fn a_peers_slot_no_hint_told_of_earns_no_rotation_wait() {
 fn a_peers_slot_older_than_rotation_peer_ms_earns_no_rotation_wait() {
     let config = rotation_on();
     let (mut h, _) = a_peers_slot_then_ours(config.clone());
-    h.advance_ms(config.rotation_peer_ms + 1);
+    h.advance(config.rotation_peer + Duration::from_millis(1));
     own_write_at_its_create(&mut h, 2);
     assert_eq!(pending_slot_creates(&h), vec![keys().slot(3)], "the peer went quiet");
     assert_eq!(h.marked(Mark::RotationGaveWay), 0);
@@ -817,7 +817,7 @@ fn without_hints_a_store_holds_after_blind_streak_slots_of_its_own_since_a_peers
     assert!(h.pending(is_slot_create).is_empty());
     // Every create round trip in this harness is 1 ms: the hold is four of them.
     let creates = Duration::from_millis(u64::from(config.blind_hold_creates));
-    assert_eq!(h.replica.poll_timeout(), Some(won_at + creates), "not hold_ms");
+    assert_eq!(h.replica.poll_timeout(), Some(won_at + creates), "not hold");
     h.fire_timer();
     h.settle();
     assert_eq!(h.receipt(waiting).sequence, 11, "no peer took the name: created as built");
@@ -837,14 +837,14 @@ fn a_blind_hold_no_peer_takes_doubles_the_streak_before_the_next() {
 }
 
 #[test]
-fn while_a_peers_slot_is_recent_a_store_holds_at_least_every_blind_gap_ms_max() {
+fn while_a_peers_slot_is_recent_a_store_holds_at_least_every_blind_gap_max() {
     let config = turns_on();
     let (mut h, _) = a_peer_wrote_unhinted_while_writing(config.clone());
     assert_eq!(commit_until_held(&mut h, 10, 20), Some(7));
     h.fire_timer();
     h.settle();
-    // The next hold is due at a streak of 16, or once blind_gap_ms_max has passed.
-    h.advance_ms(config.blind_gap_ms_max);
+    // The next hold is due at a streak of 16, or once blind_gap_max has passed.
+    h.advance(config.blind_gap_max);
     assert_eq!(commit_until_held(&mut h, 1_000, 20), Some(1), "the first win past the gap holds");
     assert_eq!(h.replica.stats().blind_holds, 2);
 }
@@ -886,7 +886,7 @@ fn a_peers_slot_a_hint_told_of_earns_no_blind_hold() {
 fn a_peers_slot_older_than_blind_peer_ms_earns_no_blind_hold() {
     let config = turns_on();
     let (mut h, _) = a_peer_wrote_unhinted_while_writing(config.clone());
-    h.advance_ms(config.blind_peer_ms + 1);
+    h.advance(config.blind_peer + Duration::from_millis(1));
     assert_eq!(commit_until_held(&mut h, 10, 40), None, "the peer went quiet");
     assert_eq!(h.replica.stats().holds, 0);
 }
@@ -984,7 +984,7 @@ fn holds_count_holds_begun_holds_answered_and_their_time() {
     assert_eq!(h.receipt(fourth).sequence, 4);
     let stats = h.replica.stats();
     assert_eq!((stats.holds, stats.holds_answered), (2, 1));
-    assert_eq!(stats.hold_ms_total, first_ms + config.hold_ms);
+    assert_eq!(stats.hold_ms_total, first_ms + config.hold.as_millis() as u64);
 }
 
 #[test]

@@ -41,7 +41,7 @@ use crate::io::{Call, Io};
 use crate::marks::Mark;
 use crate::reply::{CheckpointProblem, FailReason};
 use crate::snapshot::Snapshot;
-use crate::time::Instant;
+use crate::time::{micros, millis, Instant};
 use crate::world::Path;
 use adopt::Adoption;
 use bytes::Bytes;
@@ -167,9 +167,9 @@ impl Compactor {
             keys,
             role: config.compaction,
             slots_max: config.checkpoint_slots,
-            interval: Duration::from_millis(config.checkpoint_interval_ms),
-            backstop_after: Duration::from_millis(config.backstop_after_ms),
-            jitter_ms: config.checkpoint_jitter_ms,
+            interval: config.checkpoint_interval,
+            backstop_after: config.backstop_after,
+            jitter_ms: millis(config.checkpoint_jitter),
             creates_in_flight_max: config.checkpoint_creates_in_flight_max,
             reads_in_flight_max: config.checkpoint_reads_in_flight_max,
             newest_next_sequence: 1,
@@ -190,10 +190,10 @@ impl Compactor {
             gather: None,
             run: None,
             adopt: Vec::new(),
-            freshen_after_us: config.freshen_after_ms * 1_000,
-            run_ms_max: Duration::from_millis(config.checkpoint_run_ms_max),
-            grace_us: config.checkpoint_grace_ms * 1_000,
-            freshen_keeps_bytes: config.defects.freshen_keeps_bytes,
+            freshen_after_us: micros(config.freshen_after),
+            run_ms_max: config.checkpoint_run_max,
+            grace_us: micros(config.checkpoint_grace),
+            freshen_keeps_bytes: config.defects().freshen_keeps_bytes,
             run_began: now,
             run_began_store_us: None,
             written_out: None,

@@ -40,7 +40,7 @@ pub struct CompactorStats {
     pub adoptions_abandoned: u64,
     /// Stored objects a run found old and rewrote with a new stamp before using them.
     pub freshened: u64,
-    /// Runs that reached their checkpoint create later than `checkpoint_run_ms_max` after
+    /// Runs that reached their checkpoint create later than `checkpoint_run_max` after
     /// their look, on this replica's clock or the store's, and so ended without it.
     pub runs_overdue: u64,
     /// Runs that found a checkpoint after their base when they came to write theirs, and

@@ -12,6 +12,7 @@ use crate::hash::Hash32;
 use crate::testkit::{is_checkpoint_create, keys, publish, Harness, MemStore, Peer};
 use crate::world::{Expected, Receipt, StateView, WorldState};
 use bytes::Bytes;
+use core::time::Duration;
 
 /// The least a step may hold: a slot's most members.
 const STEP: usize = crate::format::SLOT_MEMBERS_MAX;
@@ -21,7 +22,7 @@ fn stepping(role: CompactionRole) -> Config {
     Config {
         compaction: role,
         checkpoint_slots: 4,
-        checkpoint_jitter_ms: 0,
+        checkpoint_jitter: Duration::ZERO,
         checkpoint_step_docs_max: STEP,
         ..Config::default()
     }
@@ -242,7 +243,7 @@ fn a_backstop_that_takes_over_a_backlog_folds_it_in_bounded_steps() {
     // Settled, not run: `run` fires timers, and a cadence on the backstop would look again.
     b.settle();
     assert!(full_checkpoints(&b.store).is_empty(), "the newest checkpoint is young: it only looks");
-    b.advance_ms(Config::default().backstop_after_ms);
+    b.advance(Config::default().backstop_after);
     b.run();
     let stats = b.replica.compactor_stats().clone();
     assert_eq!((stats.steps, stats.written), (4, 4), "{stats:?}");
@@ -262,7 +263,7 @@ fn a_backstop_whose_step_a_racer_wrote_leaves_the_rest_of_the_backlog_to_it() {
     let racer_bytes = racer.store.bytes(&keys().checkpoint(first)).expect("the racer's first step");
     let mut b = Harness::with_store(stepping(CompactionRole::Backstop), h.store.clone(), 3);
     b.settle();
-    b.advance_ms(Config::default().backstop_after_ms);
+    b.advance(Config::default().backstop_after);
     b.replica.handle_timeout(b.now);
     b.drain();
     b.deliver_until(|op| is_checkpoint_create(op) && op.key() == keys().checkpoint(first));

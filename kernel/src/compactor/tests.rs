@@ -13,10 +13,11 @@ use crate::reply::{CheckpointProblem, FailReason};
 use crate::testkit::{is_checkpoint_create, is_slot_get, keys, Fate, Harness, MemStore, WORLD};
 use crate::world::{IndexEntry, Path, StateView, VersionRecord, WorldState};
 use bytes::Bytes;
+use core::time::Duration;
 
 /// Checkpoints every `slots` slots, at once.
 pub(super) fn compacting(slots: u64) -> Config {
-    Config { checkpoint_slots: slots, checkpoint_jitter_ms: 0, ..Config::default() }
+    Config { checkpoint_slots: slots, checkpoint_jitter: Duration::ZERO, ..Config::default() }
 }
 
 /// Commits one publish per slot, one after the other, firing no timer (so the checkpoint
@@ -120,10 +121,10 @@ fn a_checkpoint_reuses_the_objects_that_did_not_change() {
 
 #[test]
 fn the_interval_writes_a_checkpoint_when_slots_are_few() {
-    let config = Config { checkpoint_slots: 1_000, checkpoint_jitter_ms: 0, ..Config::default() };
+    let config = Config { checkpoint_slots: 1_000, checkpoint_jitter: Duration::ZERO, ..Config::default() };
     let mut h = Harness::opened(config);
     write_docs(&mut h, 1, 1);
-    h.advance_ms(Config::default().checkpoint_interval_ms);
+    h.advance(Config::default().checkpoint_interval);
     h.run();
     assert_eq!(full_checkpoints(&h.store), vec![2]);
 }
@@ -304,8 +305,11 @@ fn shards_of(store: &MemStore, k: &Keys, next_sequence: u64) -> Vec<String> {
 /// checkpoint due kept asking to be woken at that past instant, and the simulation spun.
 #[test]
 fn a_replica_that_failed_closed_asks_for_no_wake_up() {
-    let mut h =
-        Harness::opened(Config { checkpoint_slots: 1, checkpoint_jitter_ms: 10_000, ..Config::default() });
+    let mut h = Harness::opened(Config {
+        checkpoint_slots: 1,
+        checkpoint_jitter: Duration::from_millis(10_000),
+        ..Config::default()
+    });
     let r = h.publish(1, "/a.md", "a");
     h.settle();
     assert!(matches!(h.reply(r), Some(Ok(_))));
@@ -469,8 +473,11 @@ fn a_peers_checkpoint_that_names_another_chain_fails_the_replica_closed() {
 
 #[test]
 fn a_backstop_adopts_and_steps_only_once_the_newest_checkpoint_is_old() {
-    let backstop =
-        Config { compaction: CompactionRole::Backstop, backstop_after_ms: 1_200_000, ..compacting(4) };
+    let backstop = Config {
+        compaction: CompactionRole::Backstop,
+        backstop_after: Duration::from_millis(1_200_000),
+        ..compacting(4)
+    };
     let mut h = Harness::opened(backstop);
     write_docs(&mut h, 1, 8);
     assert!(full_checkpoints(&h.store).is_empty(), "no peer stepped, and the newest is young");
@@ -490,8 +497,8 @@ fn a_backstop_adopts_and_steps_only_once_the_newest_checkpoint_is_old() {
 fn a_backstop_that_deferred_sleeps_a_cadence_from_its_look() {
     let backstop = Config {
         compaction: CompactionRole::Backstop,
-        backstop_after_ms: 1_200_000,
-        checkpoint_interval_ms: 60_000,
+        backstop_after: Duration::from_millis(1_200_000),
+        checkpoint_interval: Duration::from_millis(60_000),
         ..compacting(1_000)
     };
     let mut h = Harness::opened(backstop);
@@ -515,8 +522,11 @@ fn a_backstop_that_opens_after_the_newest_checkpoint_aged_on_the_store_steps_at_
     write_docs(&mut eager, 1, 8);
     let peers = full_checkpoints(&eager.store);
     assert!(!peers.is_empty(), "the eager store wrote checkpoints");
-    let backstop =
-        Config { compaction: CompactionRole::Backstop, backstop_after_ms: 1_200_000, ..compacting(4) };
+    let backstop = Config {
+        compaction: CompactionRole::Backstop,
+        backstop_after: Duration::from_millis(1_200_000),
+        ..compacting(4)
+    };
     let mut b = Harness::with_store(backstop, eager.store.clone(), 2);
     // The eager store died; 21 minutes on, the backstop opens. Its own creates tell it
     // the store's time.
@@ -572,7 +582,7 @@ fn a_run_whose_last_look_shows_the_store_past_its_bound_writes_none() {
     run_to_its_recheck(&mut h);
     // The replica's clock stood still (a suspend) while the store's ran on: the listing
     // shows a racer's identical checkpoint created past the run's bound.
-    let stamp = h.now.as_micros() + Config::default().checkpoint_run_ms_max * 1_000 + 1_000_000;
+    let stamp = h.now.as_micros() + Config::default().checkpoint_run_max.as_micros() as u64 + 1_000_000;
     let key = keys().checkpoint(5);
     let entry = ObjectMeta { key, generation: 999.into(), created_at_us: stamp, size: 1 };
     h.deliver_with(Fate::Answer(Ok(BlobOutcome::Listed { entries: vec![entry], more: false })));
@@ -621,7 +631,7 @@ fn a_checkpoint_landing_past_the_grace_after_its_look_is_withdrawn_by_its_writer
 #[test]
 fn a_checkpoint_landing_within_the_grace_after_its_look_stands() {
     let mut h = Harness::opened(compacting(4));
-    let grace_us = Config::default().checkpoint_grace_ms * 1_000;
+    let grace_us = Config::default().checkpoint_grace.as_micros() as u64;
     let answer = checkpoint_created_late(&mut h, grace_us / 2, false);
     h.deliver_with(Fate::Answer(answer));
     h.settle();

@@ -165,7 +165,8 @@ pub(crate) fn local_blobs(dir: &Path) -> Result<Arc<ObjectStoreBlobs>, String> {
     let url = url_of(dir)?;
     // No fsync: the directory is scratch, and a bucket's create latency, not a local
     // disk's flush, is what a real compactor pays.
-    let options = StoreOptions { fsync: false, ..StoreOptions::default() };
+    let mut options = StoreOptions::default();
+    options.fsync = false;
     let (store, backend, _) = open_store(&url, &options).map_err(|e| e.to_string())?;
     debug_assert!(matches!(backend, Backend::Local));
     Ok(Arc::new(ObjectStoreBlobs::new(store, backend)))
@@ -441,8 +442,8 @@ impl Blobs for Timed {
 /// opening only reads.
 pub async fn open(dir: &Path) -> Result<OpenReport, String> {
     let blobs = local_blobs(dir)?;
-    let kernel = Config { compaction: CompactionRole::Off, ..Config::default() };
-    let config = WorldConfig { kernel, ..WorldConfig::default() };
+    let mut config = WorldConfig::default();
+    config.kernel.compaction = CompactionRole::Off;
     let cpu_before = cpu_s();
     let start = Instant::now();
     let spans = Arc::new(Mutex::new(BTreeMap::new()));

@@ -27,7 +27,8 @@ pub fn store(
     prefix: &str,
     create_dir: bool,
 ) -> Result<(Arc<dyn ObjectStore>, slotlog::object_store_blobs::Backend, String), String> {
-    let options = StoreOptions { create_dir, ..StoreOptions::from_env() };
+    let mut options = StoreOptions::from_env();
+    options.create_dir = create_dir;
     let (store, backend, base) = open_store(url, &options).map_err(|e| e.to_string())?;
     let prefix = [base.as_str(), prefix.trim_matches('/')]
         .iter()

@@ -70,7 +70,7 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
     if let Some(slots) = args.checkpoint_slots {
         // A short test run: a checkpoint due should not wait out the default 10 s jitter.
         config.kernel.checkpoint_slots = slots;
-        config.kernel.checkpoint_jitter_ms = 1_000;
+        config.kernel.checkpoint_jitter = Duration::from_secs(1);
     }
     let log = std::fs::OpenOptions::new()
         .create(true)

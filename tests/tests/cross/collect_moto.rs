@@ -25,7 +25,7 @@ use slotlog::{
 use slotlog_kernel::format::Keys;
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::{Mutation, Write};
-use slotlog_kernel::{Config, WriteError, WriteOk};
+use slotlog_kernel::{WriteError, WriteOk};
 
 const BUCKET: &str = "slotlog-collect";
 /// Past the slot retention (24 h) and so past the grace (15 min) and the reload age (12 h).
@@ -106,9 +106,11 @@ impl Acked {
 /// Checkpoints every 4 slots, with no jitter: a few in seconds. Everything else (the
 /// grace, the slot retention, the reload age) stays the record's.
 fn config() -> WorldConfig {
-    let kernel = Config { checkpoint_slots: 4, checkpoint_jitter_ms: 0, ..Config::default() };
-    assert_eq!(kernel.validate(), Ok(()));
-    WorldConfig { kernel, ..WorldConfig::default() }
+    let mut config = WorldConfig::default();
+    config.kernel.checkpoint_slots = 4;
+    config.kernel.checkpoint_jitter = Duration::ZERO;
+    assert_eq!(config.kernel.validate(), Ok(()));
+    config
 }
 
 /// Writes `count` publishes one after another, round the paths. A write answered
@@ -199,8 +201,9 @@ async fn moto_collection_deletes_conditionally_and_the_world_verifies_whole() {
     let moto = Moto::start(&python);
     let status = moto.request("PUT", &format!("/{BUCKET}"));
     assert!(status.contains(" 200 "), "bucket create answered {status}");
-    let options =
-        StoreOptions { s3_endpoint: Some(moto.endpoint()), allow_http: true, ..StoreOptions::from_env() };
+    let mut options = StoreOptions::from_env();
+    options.s3_endpoint = Some(moto.endpoint());
+    options.allow_http = true;
     let run = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
     let url = format!("s3://{BUCKET}/collect-{run:x}");
     let (store, backend, prefix) = open_store(&url, &options).unwrap();
