@@ -1360,8 +1360,9 @@ impl Cluster<'_> {
     }
 
     /// The starvation rule, once a virtual second: while the bucket injects no fault (a
-    /// scenario without faults, or any run's settle phase), no replica holds writes for longer than the budget without answering one on its
-    /// merits. A paused or opening replica is not starved, nor one that holds no writes.
+    /// scenario without faults, or any run's settle phase), no replica holds writes for
+    /// longer than the budget without answering one on its merits. A paused or opening
+    /// replica is not starved, nor one that holds no writes.
     fn judge_starvation(&mut self) {
         let healthy = self.calm || self.config.gcs.faults == crate::gcs::Faults::none();
         for (i, n) in self.nodes.iter_mut().enumerate() {
