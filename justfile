@@ -25,15 +25,14 @@ sim SCENARIO="single" SEED="1": build
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
 # simulated GCS over HTTP) and 2,076 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on ed0202e (2 cores, 20 min 51 s in all, 2026-12-04,
-# still building the madsim harness, which the build now leaves out): build 8 min 21 s
-# with moto and Azurite installing and cargo-deny building beside it, clippy 46 s, rustdoc
-# 18 s, nextest 842 tests 105 s, then
-#   light     seeds 1..100     7 x 100 =   700 runs   171 s
-#   cheap     seeds 101..500   3 x 400 = 1,200 runs   152 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    92 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs   123 s (compact, and edges: the rare paths)
-#   collect   seeds 1..12      1 x  12 =    12 runs    14 s (30 virtual hours each:
+# is what CI runs. A fresh-clone CI on d8308d5 (2 cores, 18 min 9 s in all, 2026-12-04): build
+# 7 min 9 s with moto and Azurite installing and cargo-deny building beside it, clippy
+# 44 s, rustdoc 19 s, nextest 842 tests 95 s, then
+#   light     seeds 1..100     7 x 100 =   700 runs   149 s
+#   cheap     seeds 101..500   3 x 400 = 1,200 runs   135 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    75 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs   108 s (compact, and edges: the rare paths)
+#   collect   seeds 1..12      1 x  12 =    12 runs    10 s (30 virtual hours each:
 #             checkpoints, drops, slot collection, a pause and a stall)
 #   soak48    seeds 3..6       1 x   4 =     4 runs    12 s (48 virtual hours, every fault)
 #             (since rotation and checkpoint deltas, collect seed 12 is the run that reaches
