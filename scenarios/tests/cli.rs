@@ -358,16 +358,24 @@ fn moto_a_writer_takes_its_endpoint_and_credentials_from_the_aws_environment() {
 #[cfg(unix)]
 #[test]
 fn a_reader_that_closes_the_pipe_early_ends_the_tool_quietly() {
+    use std::os::fd::{FromRawFd, OwnedFd};
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_slotlog"))
+    // The reader's end is closed before the tool starts, so its first print meets a closed
+    // pipe whatever the scheduling (closing it after `spawn` raced the tool's first print:
+    // a print that fits the pipe's buffer succeeds).
+    let mut fds = [0; 2];
+    // SAFETY: pipe writes two new descriptors into the array it is given.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "a pipe");
+    // SAFETY: both descriptors are new and owned here alone.
+    let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(reader);
+    let child = Command::new(env!("CARGO_BIN_EXE_slotlog"))
         .arg("list")
-        .stdout(Stdio::piped())
+        .stdout(Stdio::from(writer))
         .stderr(Stdio::piped())
         .spawn()
         .expect("slotlog runs");
-    // Closed before the tool has started up, so its first print meets a closed pipe.
-    drop(child.stdout.take());
     let out = child.wait_with_output().expect("slotlog ends");
     let stderr = text(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
