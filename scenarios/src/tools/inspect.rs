@@ -10,28 +10,20 @@ use slotlog_kernel::format::{Checkpoint, Keys};
 
 /// What an object is, by its key under the world's root: the rows of the report.
 fn kind_of(keys: &Keys, key: &str) -> &'static str {
-    let rest = key.strip_prefix(keys.root()).unwrap_or(key);
-    if rest == "marker" {
-        "marker"
-    } else if rest.starts_with("log/") {
-        "slots"
-    } else if rest.starts_with("blobs/") {
-        "bodies"
-    } else if rest.starts_with("checkpoints/") {
-        "checkpoints"
-    } else if rest.starts_with("roots/") {
-        "roots"
-    } else if rest.starts_with("shards/") {
-        "shards"
-    } else if rest.starts_with("deltas/") {
-        "deltas"
-    } else if rest.starts_with("history/") {
-        "history"
-    } else if rest.starts_with("receipts/") {
-        "receipts"
-    } else {
-        "other"
+    if key == keys.marker() {
+        return "marker";
     }
+    let kinds = [
+        (keys.log_prefix(), "slots"),
+        (keys.blobs_prefix(), "bodies"),
+        (keys.checkpoints_prefix(), "checkpoints"),
+        (keys.roots_prefix(), "roots"),
+        (keys.shards_prefix(), "shards"),
+        (keys.deltas_prefix(), "deltas"),
+        (keys.history_prefix(), "history"),
+        (keys.receipts_prefix(), "receipts"),
+    ];
+    kinds.iter().find(|(prefix, _)| key.starts_with(prefix.as_str())).map_or("other", |(_, kind)| kind)
 }
 
 /// Whether inspecting needs an object's bytes: bodies and foreign objects are only counted.
