@@ -1364,7 +1364,8 @@ impl Cluster<'_> {
     /// longer than the budget without answering one on its merits. A paused or opening
     /// replica is not starved, nor one that holds no writes.
     fn judge_starvation(&mut self) {
-        let healthy = self.calm || self.config.gcs.faults == crate::gcs::Faults::none();
+        // The store's faults as they are now: none in a healthy scenario or once calm.
+        let healthy = self.gcs.config().faults == crate::gcs::Faults::none();
         for (i, n) in self.nodes.iter_mut().enumerate() {
             let opening = n.replica.as_ref().is_some_and(|r| r.world().is_none());
             if n.paused.is_paused() || opening {
