@@ -150,6 +150,10 @@ struct RunFlags {
     /// slot's most members, 256).
     #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(SLOT_MEMBERS_MAX as u64..))]
     step_docs: Option<usize>,
+    /// Documents in the world before the run (the scenario's otherwise; `gate`'s is
+    /// 1,000,000). Not with a scenario whose replicas make the world (`edges`).
+    #[arg(long)]
+    docs: Option<usize>,
     /// Compaction role of the stores that take writes: eager, backstop or off (followers
     /// stay eager).
     #[arg(long, value_parser = parse_role)]
@@ -222,13 +226,18 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
 impl RunFlags {
     /// Why these flags cannot apply to every scenario in `list`, if they cannot.
     fn refusal(&self, list: &[&Scenario]) -> Option<String> {
-        self.followers_down_at_s?;
-        list.iter().find_map(|s| match s.config(1, &Overrides::default()).followers {
-            1 => None,
-            n => Some(format!(
-                "--followers-down-at-s needs a scenario with one store that takes no writes; {} has {n}",
-                s.name
-            )),
+        list.iter().find_map(|s| {
+            let c = s.config(1, &Overrides::default());
+            if self.followers_down_at_s.is_some() && c.followers != 1 {
+                return Some(format!(
+                    "--followers-down-at-s needs a scenario with one store that takes no writes; {} has {}",
+                    s.name, c.followers
+                ));
+            }
+            if self.docs.is_some() && c.empty_bucket {
+                return Some(format!("--docs needs a world to preload; {}'s replicas make theirs", s.name));
+            }
+            None
         })
     }
 
@@ -247,6 +256,7 @@ impl RunFlags {
             hints: self.hints,
             checkpoint_slots: self.checkpoint_slots,
             step_docs: self.step_docs,
+            docs: self.docs,
             role: self.role,
             damage_at_open: self.damage_at_open,
             followers_down_at_s: self.followers_down_at_s,

@@ -17,6 +17,39 @@ pub struct Latency {
     pub max: f64,
 }
 
+/// What the run's followers saw of the writers' slots.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Follower {
+    /// From a slot's landing in the store to a follower holding it, ms, over every
+    /// follower and every slot created after it opened (the record's gate: p99 166 ms).
+    pub apply_lag_ms: Latency,
+    /// Slots the lag was sampled over.
+    pub slots_sampled: u64,
+}
+
+impl Follower {
+    fn of(result: &RunResult) -> Option<Follower> {
+        let samples: Vec<u64> = result.replicas.iter().flat_map(|r| r.apply_lag_us.iter().copied()).collect();
+        if samples.is_empty() {
+            return None;
+        }
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("histogram bounds");
+        for us in &samples {
+            h.saturating_record((*us).max(1));
+        }
+        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1_000.0;
+        Some(Follower {
+            apply_lag_ms: Latency {
+                p50: ms(0.5),
+                p99: ms(0.99),
+                p999: ms(0.999),
+                max: h.max() as f64 / 1_000.0,
+            },
+            slots_sampled: samples.len() as u64,
+        })
+    }
+}
+
 /// How long the run paused or stalled replica `node` in all: time a bound on the
 /// replica's own waits does not count.
 fn stopped_ms(config: &ClusterConfig, node: usize) -> u64 {
@@ -278,6 +311,9 @@ pub struct Report {
     /// writing replicas): 1 is perfectly even.
     pub share_min: f64,
     pub latency_ms: Latency,
+    /// Present when the run has followers that applied slots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follower: Option<Follower>,
     /// Slots in the log, and the average members per slot the run's writers made.
     pub slots: u64,
     pub members_per_slot: f64,
@@ -423,7 +459,7 @@ impl Report {
             }
         }
         let ms = |q: f64| latency.value_at_quantile(q) as f64 / 1_000.0;
-        let window_s = result.workload_end.as_micros() as f64 / 1e6;
+        let window_s = (result.workload_end - result.workload_start).as_micros() as f64 / 1e6;
         let slots_won: u64 = result.replicas.iter().map(|r| r.stats.slots_won).sum();
         let members: u64 = result.replicas.iter().map(|r| r.stats.members_committed).sum();
         let mut violations: Vec<String> = check.violations.iter().map(ToString::to_string).collect();
@@ -511,6 +547,7 @@ impl Report {
                 p999: ms(0.999),
                 max: latency.max() as f64 / 1_000.0,
             },
+            follower: Follower::of(result),
             slots: check.slots,
             members_per_slot: if slots_won == 0 { 0.0 } else { members as f64 / slots_won as f64 },
             slots_per_s: slots_won as f64 / window_s,
@@ -699,6 +736,12 @@ impl Report {
             "  latency  p50 {:.1} ms  p99 {:.1} ms  p999 {:.1} ms  max {:.1} ms\n",
             self.latency_ms.p50, self.latency_ms.p99, self.latency_ms.p999, self.latency_ms.max
         );
+        if let Some(f) = &self.follower {
+            s += &format!(
+                "  follower apply lag  p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms  ({} slots)\n",
+                f.apply_lag_ms.p50, f.apply_lag_ms.p99, f.apply_lag_ms.max, f.slots_sampled
+            );
+        }
         if self.per_replica.len() > 1 {
             s += &format!("  share    smallest writing replica {:.2} of a fair share\n", self.share_min);
         }

@@ -15,6 +15,7 @@ use crate::rng::SimRng;
 use crate::workload::{Arrivals, Generator, ReadLoad, WatchLoad, Workload};
 use bytes::Bytes;
 use slotlog_kernel::blob::{BlobOp, BlobResult};
+use slotlog_kernel::checkpoint::fold;
 use slotlog_kernel::format::{encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{BlobOpId, RequestId, StoreId, WorldId};
@@ -122,6 +123,14 @@ pub struct ClusterConfig {
     pub preload_documents: usize,
     /// See `preload_documents`.
     pub preload_members_per_slot: usize,
+    /// After the preloaded slots, a full checkpoint of them too, made by the kernel's own
+    /// `fold`: replicas open from it instead of replaying the preload (the `gate`
+    /// scenario's million documents).
+    pub preload_checkpoint: bool,
+    /// The clients start once every replica has opened, and the run's duration counts
+    /// from then: a world whose open takes seconds (a million documents) is measured as
+    /// it serves, not as it opens.
+    pub clients_wait_for_open: bool,
     /// The bucket starts empty: the replicas make the world themselves, racing their
     /// geneses (marker, then checkpoint zero) through the store's faults. Needs
     /// `preload_documents` 0.
@@ -170,6 +179,8 @@ impl ClusterConfig {
             duration_ms: 10_000,
             preload_documents: 0,
             preload_members_per_slot: SLOT_MEMBERS_MAX,
+            preload_checkpoint: false,
+            clients_wait_for_open: false,
             empty_bucket: false,
             crashes: None,
             pause: None,
@@ -228,6 +239,10 @@ pub struct ReplicaReport {
     /// starvation rule's measure, from the harness's own record of its requests), ms,
     /// sampled once a virtual second.
     pub starved_ms_max: u64,
+    /// A follower's apply lag, µs: for every slot created after it opened, from the
+    /// slot's landing in the store to the follower holding it in its snapshot. Taken from
+    /// the store's record and the follower's world, not from the kernel's own counters.
+    pub apply_lag_us: Vec<u64>,
 }
 
 /// What a run did, for the checker and the report.
@@ -242,6 +257,9 @@ pub struct RunResult {
     pub world_id: WorldId,
     /// When the clients stopped.
     pub workload_end: Instant,
+    /// When the clients started: zero, or when every replica had opened
+    /// (`clients_wait_for_open`).
+    pub workload_start: Instant,
     /// When the run ended: settled, out of settle time, or stopped as not live.
     pub end: Instant,
     /// The hash of the run's trace: the same for the same configuration, seed and code.
@@ -387,6 +405,9 @@ struct Node {
     /// Since when the replica has held writes and answered none of them on its merits
     /// (the liveness watch's starvation rule).
     starving_since: Option<Instant>,
+    /// The sequence this incarnation's world held when last looked at (None before it
+    /// opened): a follower's apply lag is counted for the slots past it.
+    applied_through: Option<u64>,
 }
 
 struct Watcher {
@@ -424,6 +445,10 @@ struct Cluster<'a> {
     /// Where each traced event also goes, when the caller asked to see them.
     trace_sink: Option<&'a mut (dyn FnMut(&TraceEvent<'_>) + 'a)>,
     workload_end: Instant,
+    /// When the clients started (zero unless they waited for the replicas to open).
+    workload_start: Instant,
+    /// The clients wait for every replica to open (`clients_wait_for_open`).
+    clients_waiting: bool,
     /// Whether the settle phase has begun: the clients stopped at `workload_end`, and from
     /// the first event past it the bucket injects no fault (see [`Cluster::calm`]).
     calm: bool,
@@ -434,6 +459,9 @@ struct Cluster<'a> {
     damage_counts: DamageCounts,
     liveness: LivenessWatch,
     not_live: Option<NotLive>,
+    /// When each slot landed in the store, by its first sequence; kept only when the run
+    /// has followers, whose apply lag it measures.
+    slots_landed: BTreeMap<u64, Instant>,
 }
 
 /// One event of the trace the run's `trace_hash` is computed over: the virtual time, then
@@ -553,6 +581,8 @@ fn run_inner<'a>(
         trace: TraceHasher::default(),
         trace_sink,
         workload_end: Instant::from_millis(config.duration_ms),
+        workload_start: Instant::ZERO,
+        clients_waiting: config.clients_wait_for_open,
         calm: false,
         memory: MemorySamples::default(),
         checkpoint_spans: Vec::new(),
@@ -560,6 +590,7 @@ fn run_inner<'a>(
         damage_counts: DamageCounts::default(),
         liveness: LivenessWatch::new(config.liveness),
         not_live: None,
+        slots_landed: BTreeMap::new(),
     };
     c.preload();
     for n in 0..config.nodes() {
@@ -579,20 +610,12 @@ fn run_inner<'a>(
             gone: false,
             ambiguity: AmbiguityWatch::default(),
             starving_since: None,
+            applied_through: None,
         });
         c.start_node(n);
     }
-    match config.workload.arrivals {
-        Arrivals::Open { .. } => c.schedule(Instant::ZERO, Event::Arrival { writer: None }),
-        Arrivals::Closed { writers_per_replica } => {
-            for n in 0..config.replicas {
-                for _ in 0..writers_per_replica {
-                    let w = c.writer_node.len();
-                    c.writer_node.push(n);
-                    c.schedule(Instant::ZERO, Event::Arrival { writer: Some(w) });
-                }
-            }
-        }
+    if !c.clients_waiting {
+        c.start_clients();
     }
     if config.reads.is_some() {
         c.schedule(Instant::ZERO, Event::ReadArrival { exact: true });
@@ -618,9 +641,9 @@ fn run_inner<'a>(
         let first = Instant::ZERO + ms(c.chaos.exponential(cr.mean_interval_ms as f64));
         c.schedule(first, Event::Crash);
     }
-    let deadline = c.workload_end + core::time::Duration::from_millis(config.settle_ms_max);
+    let settle = core::time::Duration::from_millis(config.settle_ms_max);
     while let Some(Reverse((at, _, serial))) = c.queue.pop() {
-        if at > deadline {
+        if at > c.workload_end + settle {
             break;
         }
         let event = c.events.remove(&serial).expect("every queued serial has an event");
@@ -632,7 +655,7 @@ fn run_inner<'a>(
             break;
         }
         c.now = at;
-        if !c.calm && at >= c.workload_end {
+        if !c.calm && !c.clients_waiting && at >= c.workload_end {
             c.calm();
         }
         c.sample_memory();
@@ -649,6 +672,25 @@ fn ms(v: f64) -> core::time::Duration {
 }
 
 impl Cluster<'_> {
+    /// The clients begin: the first arrival (open loop) or every writer's first (closed).
+    fn start_clients(&mut self) {
+        self.clients_waiting = false;
+        self.workload_start = self.now;
+        self.workload_end = self.now + core::time::Duration::from_millis(self.config.duration_ms);
+        match self.config.workload.arrivals {
+            Arrivals::Open { .. } => self.schedule(self.now, Event::Arrival { writer: None }),
+            Arrivals::Closed { writers_per_replica } => {
+                for n in 0..self.config.replicas {
+                    for _ in 0..writers_per_replica {
+                        let w = self.writer_node.len();
+                        self.writer_node.push(n);
+                        self.schedule(self.now, Event::Arrival { writer: Some(w) });
+                    }
+                }
+            }
+        }
+    }
+
     /// The settle phase (issue 13): once the clients have stopped, the bucket stops
     /// injecting faults (its profile's latency, write envelope and listing order stay; no
     /// crash comes after the workload either), so "every queued write settles" becomes a
@@ -717,7 +759,8 @@ impl Cluster<'_> {
         let writes = self.generator.preload(self.config.preload_documents);
         let marker = Marker { world_id: self.world_id, created_by: PRELOAD_STORE_ID };
         let marker_bytes = Bytes::from(marker.encode());
-        let mut world = WorldState::genesis(self.world_id, Hash32::of(&marker_bytes));
+        let marker_hash = Hash32::of(&marker_bytes);
+        let mut world = WorldState::genesis(self.world_id, marker_hash);
         self.put(self.keys.marker(), marker_bytes);
         for chunk in writes.chunks(self.config.preload_members_per_slot.clamp(1, SLOT_MEMBERS_MAX)) {
             let mut members = Vec::new();
@@ -745,6 +788,9 @@ impl Cluster<'_> {
             world.apply_slot(&slot, Hash32::of(&bytes)).expect("the preload chains");
             self.put(self.keys.slot(slot.first_sequence), bytes);
         }
+        if self.config.preload_checkpoint {
+            self.preload_checkpoint(&world, marker_hash);
+        }
         for (w, _) in writes {
             self.history.ops.push(ClientOp {
                 replica: usize::MAX,
@@ -756,6 +802,20 @@ impl Cluster<'_> {
         }
     }
 
+    /// Checkpoint zero and the full checkpoint of the preloaded world, every object it
+    /// names before it, as genesis and a compactor would have left them. The checker
+    /// judges both like any other.
+    fn preload_checkpoint(&mut self, world: &WorldState, marker_hash: Hash32) {
+        let zero = Checkpoint::zero(self.world_id, marker_hash);
+        self.put(self.keys.checkpoint(zero.next_sequence), Bytes::from(zero.encode()));
+        let folded = fold(world, &|_| None).expect("a world built in memory holds every version");
+        for object in folded.objects {
+            self.put(object.key(&self.keys), object.bytes);
+        }
+        let checkpoint = Bytes::from(folded.checkpoint.encode());
+        self.put(self.keys.checkpoint(folded.checkpoint.next_sequence), checkpoint);
+    }
+
     fn put(&mut self, key: String, bytes: Bytes) {
         let op = BlobOp::Create { key, bytes };
         let result = self.gcs.apply(Instant::ZERO, &op);
@@ -763,7 +823,28 @@ impl Cluster<'_> {
         record_name(&mut self.history, Instant::ZERO, &op, &result);
     }
 
+    /// Samples the apply lag of the slots a follower's world gained since last looked at.
+    /// The world it opened with is its baseline: those slots are not lag but history.
+    fn follower_applied(&mut self, node: usize) {
+        let Some(sequence) = self.nodes[node].replica.as_ref().and_then(|r| r.world()).map(|w| w.sequence())
+        else {
+            return;
+        };
+        let n = &mut self.nodes[node];
+        match n.applied_through {
+            None => n.applied_through = Some(sequence),
+            Some(through) if sequence > through => {
+                for (_, landed) in self.slots_landed.range(through + 1..=sequence) {
+                    n.report.apply_lag_us.push((self.now - *landed).as_micros() as u64);
+                }
+                n.applied_through = Some(sequence);
+            }
+            Some(_) => {}
+        }
+    }
+
     fn start_node(&mut self, n: usize) {
+        self.nodes[n].applied_through = None;
         let incarnation = self.nodes[n].incarnation;
         let identity = Identity {
             world_id: Some(self.world_id),
@@ -815,6 +896,11 @@ impl Cluster<'_> {
                 let t = self.tickets.get_mut(&ticket).expect("ticket");
                 let result = self.gcs.apply(self.now, &t.op);
                 record_name(&mut self.history, self.now, &t.op, &result);
+                if self.config.followers > 0 && result.is_ok() {
+                    if let (BlobOp::Create { .. }, Some(first)) = (&t.op, self.keys.parse_slot(t.op.key())) {
+                        self.slots_landed.entry(first).or_insert(self.now);
+                    }
+                }
                 t.applying = false;
                 if t.planned == PlannedReply::Applied {
                     t.result = Some(result.clone());
@@ -1222,6 +1308,13 @@ impl Cluster<'_> {
         if self.nodes[node].replica.as_ref().is_some_and(|r| r.is_open() || r.is_failed()) {
             self.repair_damage(node);
         }
+        if node >= self.config.replicas {
+            self.follower_applied(node);
+        }
+        if self.clients_waiting && self.nodes.iter().all(|n| n.replica.as_ref().is_some_and(|r| r.is_open()))
+        {
+            self.start_clients();
+        }
         let checkpointing = self.nodes[node].replica.as_ref().is_some_and(|r| r.is_checkpointing());
         match (checkpointing, self.nodes[node].checkpointing_since) {
             (true, None) => self.nodes[node].checkpointing_since = Some(self.now),
@@ -1491,6 +1584,7 @@ impl Cluster<'_> {
             keys: self.keys,
             world_id: self.world_id,
             workload_end: self.workload_end,
+            workload_start: self.workload_start,
             end: self.now,
             trace_hash: self.trace.finalize(),
             replicas,

@@ -327,3 +327,25 @@ mod damaged_checkpoint_at_open {
         opens_from_an_older_checkpoint(DamagedObject::Root);
     }
 }
+
+mod gate {
+    use super::*;
+
+    /// The gate's shape at a small size: a world preloaded with its full checkpoint, both
+    /// stores opening from it, clients that start once they have, and a follower whose
+    /// apply lag is sampled for every slot the writer creates.
+    #[test]
+    fn a_world_preloaded_with_its_checkpoint_opens_from_it_and_its_follower_applies_every_slot() {
+        let o = Overrides { docs: Some(20_000), duration_s: Some(10.0), ..Overrides::default() };
+        let r = run("gate", 1, &o);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert_eq!(r.lost, 0);
+        assert_eq!(r.checkpoints.loaded_at_open, 2, "writer and follower open from the preloaded checkpoint");
+        assert!(r.checkpoints.judged >= 1, "the preloaded checkpoint is judged like any other");
+        // 250 writes/s over the 10 s counted from when both had opened.
+        assert!((2_250..=2_750).contains(&r.offered), "offered {}", r.offered);
+        let follower = r.follower.expect("the follower applied slots");
+        let created = r.per_replica[0].slots_won;
+        assert!(follower.slots_sampled >= created * 9 / 10, "{} of {created}", follower.slots_sampled);
+    }
+}
