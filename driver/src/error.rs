@@ -67,6 +67,14 @@ pub enum Error {
         /// Why not.
         reason: String,
     },
+    /// `WorldConfig::local_cache` names a directory that cannot be made or read. Nothing
+    /// was sent to the store.
+    LocalCache {
+        /// The cache's directory.
+        dir: std::path::PathBuf,
+        /// What the file system said.
+        reason: String,
+    },
 }
 
 /// What kind of error an [`Error`] is: what a caller branches on.
@@ -152,9 +160,11 @@ impl Error {
                 _ => ErrorKind::Unavailable,
             },
             Error::Failed(_) => ErrorKind::Corruption,
-            Error::Config(_) | Error::Prefix(_) | Error::UncheckedStore(_) | Error::PeerHints { .. } => {
-                ErrorKind::Configuration
-            }
+            Error::Config(_)
+            | Error::Prefix(_)
+            | Error::UncheckedStore(_)
+            | Error::PeerHints { .. }
+            | Error::LocalCache { .. } => ErrorKind::Configuration,
             Error::Closed => ErrorKind::Closed,
             Error::Busy | Error::OpenDeadline { .. } | Error::Reloads { .. } => ErrorKind::Unavailable,
             Error::Store(e) => e.kind.error_kind(),
@@ -187,6 +197,7 @@ impl fmt::Display for Error {
                 "the world stopped after {reloads} reloads in a row with no progress between them; last: {last}"
             ),
             Error::PeerHints { listen, reason } => write!(f, "peer hints on {listen}: {reason}"),
+            Error::LocalCache { dir, reason } => write!(f, "the local cache at {}: {reason}", dir.display()),
         }
     }
 }
@@ -208,7 +219,8 @@ impl std::error::Error for Error {
             | Error::OpenDeadline { last_error: None, .. }
             | Error::Prefix(_)
             | Error::UncheckedStore(_)
-            | Error::PeerHints { .. } => None,
+            | Error::PeerHints { .. }
+            | Error::LocalCache { .. } => None,
         }
     }
 }

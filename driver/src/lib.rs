@@ -134,6 +134,7 @@ pub(crate) mod budget;
 pub mod builder;
 pub mod error;
 pub mod hints;
+pub mod local_cache;
 pub(crate) mod metrics;
 #[cfg(feature = "object-store")]
 pub mod object_store_blobs;
@@ -152,6 +153,7 @@ pub use error::{
     validate_prefix, Error, ErrorKind, PrefixError, PrefixRule, StoreError, StoreErrorKind, UncheckedStore,
 };
 pub use hints::{decode_hint, encode_hint, HintStats, PeerHints, Peers};
+pub use local_cache::{CacheStats, CachedBlobs, LocalCache};
 #[cfg(feature = "object-store")]
 pub use object_store_blobs::{detect_backend, Backend, ObjectStoreBlobs};
 pub use reload::WorldStats;

@@ -70,6 +70,9 @@ pub struct WorldConfig {
     /// Handles on this world in this process (same store, prefix and world id) hand each
     /// other their commit hints with no wiring. Off only for comparison runs.
     pub hints_in_process: bool,
+    /// A verified cache of the world's content objects on local disk, so a restart does
+    /// not download them all again (`local_cache`). None (the default): no cache.
+    pub local_cache: Option<crate::local_cache::LocalCache>,
 }
 
 impl Default for WorldConfig {
@@ -85,6 +88,7 @@ impl Default for WorldConfig {
             reloads_without_progress_max: 3,
             peers: Peers::Unknown,
             hints_in_process: true,
+            local_cache: None,
         }
     }
 }
@@ -189,6 +193,13 @@ impl World {
     /// * `Error::Failed`: the bucket holds something the world cannot trust.
     pub async fn open_on(blobs: Arc<dyn Blobs>, prefix: &str, config: WorldConfig) -> Result<World, Error> {
         validate_prefix(prefix).map_err(Error::Prefix)?;
+        let blobs: Arc<dyn Blobs> = match &config.local_cache {
+            None => blobs,
+            Some(cache) => Arc::new(
+                crate::local_cache::CachedBlobs::open(blobs, prefix, cache)
+                    .map_err(|e| Error::LocalCache { dir: cache.dir.clone(), reason: e.to_string() })?,
+            ),
+        };
         let mut kernel = config.kernel.clone();
         if config.peers.carried() {
             // Hints reach every writer: no blind probes (docs/TURNS.md, "Without hints").

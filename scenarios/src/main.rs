@@ -435,6 +435,9 @@ enum Bench {
         /// Keep the world's directory afterwards.
         #[arg(long)]
         keep: bool,
+        /// Open twice through a local cache (`WorldConfig::local_cache`): empty, then warm.
+        #[arg(long)]
+        cache: bool,
         /// Print one JSON object instead of the readable report.
         #[arg(long)]
         json: bool,
@@ -465,6 +468,8 @@ enum Bench {
     ColdStartOpen {
         #[arg(long)]
         dir: std::path::PathBuf,
+        #[arg(long)]
+        cache_dir: Option<std::path::PathBuf>,
     },
 }
 
@@ -596,8 +601,8 @@ fn main() -> ExitCode {
         Command::Inspect { store, prefix } => {
             tool_exit(block_on(slotlog_scenarios::tools::inspect::run(&store, &prefix)))
         }
-        Command::Bench { bench: Bench::ColdStart { docs, slots_after, dir, keep, json } } => {
-            let args = cold_start::Args { docs, slots_after, dir, keep };
+        Command::Bench { bench: Bench::ColdStart { docs, slots_after, dir, keep, cache, json } } => {
+            let args = cold_start::Args { docs, slots_after, dir, keep, cache };
             // The world's directory goes only after the report is out.
             let (report, _dir) = cold_start::run(&args);
             tool_exit(report.map(|r| print_bench(&r, json, r.text())))
@@ -608,8 +613,8 @@ fn main() -> ExitCode {
             let (report, _dir) = checkpoint_step::run(&args);
             tool_exit(report.map(|r| print_bench(&r, json, r.text())))
         }
-        Command::Bench { bench: Bench::ColdStartOpen { dir } } => {
-            let report = block_on(cold_start::open(&dir))
+        Command::Bench { bench: Bench::ColdStartOpen { dir, cache_dir } } => {
+            let report = block_on(cold_start::open(&dir, cache_dir.as_deref()))
                 .map(|r| println!("{}", serde_json::to_string(&r).expect("a report serializes")));
             tool_exit(report.map(|()| true))
         }

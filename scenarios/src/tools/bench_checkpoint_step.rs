@@ -12,7 +12,7 @@
 //! Owns nothing the kernel uses: it only writes objects the kernel's own code makes.
 
 use super::bench_cold_start::{
-    body_of, commit_slot, level, local_blobs, op_id, path_of, OpenReport, Sink, WorldDir,
+    body_of, commit_slot, level, local_blobs, op_id, open_in_child, path_of, OpenReport, Sink, WorldDir,
     BUILD_CREATES_IN_FLIGHT_MAX, PREFIX,
 };
 use bytes::Bytes;
@@ -108,21 +108,6 @@ fn run_in(args: &Args, dir: &Path) -> Result<Report, String> {
     runtime.block_on(measure(args, dir))
 }
 
-/// The opening child of `bench cold-start`, on this directory.
-fn open_in_child(dir: &Path) -> Result<OpenReport, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = std::process::Command::new(exe)
-        .args(["bench", "cold-start-open", "--dir"])
-        .arg(dir)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!("the opening process failed: {}", out.status));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("the opening's report: {e}"))
-}
-
 async fn measure(args: &Args, dir: &Path) -> Result<Report, String> {
     let keys = Keys::new(PREFIX);
     let blobs = local_blobs(dir)?;
@@ -184,7 +169,7 @@ async fn measure(args: &Args, dir: &Path) -> Result<Report, String> {
         None
     } else {
         eprintln!("opening the world before the step");
-        Some(open_in_child(dir)?)
+        Some(open_in_child(dir, None)?)
     };
 
     let rule = MergeRule::of(&Config::default());
@@ -200,7 +185,7 @@ async fn measure(args: &Args, dir: &Path) -> Result<Report, String> {
         None
     } else {
         eprintln!("opening the world from the step's checkpoint");
-        Some(open_in_child(dir)?)
+        Some(open_in_child(dir, None)?)
     };
     Ok(Report {
         docs: args.docs,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use slotlog::blobs::{BlobFuture, Blobs};
 use slotlog::object_store_blobs::{Backend, ObjectStoreBlobs};
 use slotlog::store_url::{open_store, StoreOptions};
-use slotlog::{World, WorldConfig};
+use slotlog::{LocalCache, World, WorldConfig};
 use slotlog_kernel::checkpoint::{fold, ObjectKind};
 use slotlog_kernel::format::{encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
 use slotlog_kernel::hash::Hash32;
@@ -44,6 +44,9 @@ pub struct Args {
     pub dir: Option<PathBuf>,
     /// Keep the directory afterwards (a temp dir is removed otherwise).
     pub keep: bool,
+    /// Open twice through a local cache (`WorldConfig::local_cache`) in the world's
+    /// directory: once with it empty, which fills it, then again with it warm.
+    pub cache: bool,
 }
 
 /// What the opening process measured.
@@ -60,6 +63,19 @@ pub struct OpenReport {
     /// Blob calls the open made, by the key's kind: how many, and when the first started
     /// and the last ended, in seconds from the call.
     pub calls: BTreeMap<String, CallSpan>,
+    /// With a local cache: what it held on disk after the open, MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_mb: Option<f64>,
+}
+
+/// The bench's cache is bounded well above any world it builds: it measures a warm cache,
+/// not eviction.
+const CACHE_BYTES_MAX: u64 = 64 << 30;
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
+        .unwrap_or(0)
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -92,6 +108,9 @@ pub struct Report {
     pub slots_before: u64,
     pub bodies: u64,
     pub open: OpenReport,
+    /// With `--cache`: the second open, its local cache filled by the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_warm: Option<OpenReport>,
 }
 
 pub(crate) const MIB: f64 = 1024.0 * 1024.0;
@@ -146,19 +165,32 @@ fn run_in(args: &Args, dir: &Path) -> Result<Report, String> {
     let mut report = runtime.block_on(build(args, dir))?;
     drop(runtime);
     // The builder's memory is gone with it only in another process: open there.
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     eprintln!("opening in a separate process");
-    let out = std::process::Command::new(exe)
-        .args(["bench", "cold-start-open", "--dir"])
-        .arg(dir)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| e.to_string())?;
+    let cache = args.cache.then(|| dir.join(CACHE_DIR));
+    report.open = open_in_child(dir, cache.as_deref())?;
+    if let Some(cache) = &cache {
+        eprintln!("opening again, with the local cache the first open filled");
+        report.open_warm = Some(open_in_child(dir, Some(cache))?);
+    }
+    Ok(report)
+}
+
+/// The local cache's directory inside the world's, beside (not under) the world's prefix.
+const CACHE_DIR: &str = "local-cache";
+
+/// Runs the opening half (`cold-start-open`) in a process of its own and reads its report.
+pub(crate) fn open_in_child(dir: &Path, cache: Option<&Path>) -> Result<OpenReport, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut command = std::process::Command::new(exe);
+    command.args(["bench", "cold-start-open", "--dir"]).arg(dir);
+    if let Some(cache) = cache {
+        command.arg("--cache-dir").arg(cache);
+    }
+    let out = command.stderr(std::process::Stdio::inherit()).output().map_err(|e| e.to_string())?;
     if !out.status.success() {
         return Err(format!("the opening process failed: {}", out.status));
     }
-    report.open = serde_json::from_slice(&out.stdout).map_err(|e| format!("the opening's report: {e}"))?;
-    Ok(report)
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("the opening's report: {e}"))
 }
 
 pub(crate) fn local_blobs(dir: &Path) -> Result<Arc<ObjectStoreBlobs>, String> {
@@ -379,6 +411,7 @@ async fn build(args: &Args, dir: &Path) -> Result<Report, String> {
         slots_before,
         bodies,
         open: OpenReport::default(),
+        open_warm: None,
     })
 }
 
@@ -439,11 +472,13 @@ impl Blobs for Timed {
 }
 
 /// The child: open the world in `dir` and report. Compaction off, no requests: the
-/// opening only reads.
-pub async fn open(dir: &Path) -> Result<OpenReport, String> {
+/// opening only reads. With `cache`, through a local cache there; the calls counted are
+/// those that reached the store.
+pub async fn open(dir: &Path, cache: Option<&Path>) -> Result<OpenReport, String> {
     let blobs = local_blobs(dir)?;
     let mut config = WorldConfig::default();
     config.kernel.compaction = CompactionRole::Off;
+    config.local_cache = cache.map(|c| LocalCache::new(c, CACHE_BYTES_MAX));
     let cpu_before = cpu_s();
     let start = Instant::now();
     let spans = Arc::new(Mutex::new(BTreeMap::new()));
@@ -458,6 +493,7 @@ pub async fn open(dir: &Path) -> Result<OpenReport, String> {
         rss_after_mb: status_kib(&status, "VmRSS:") as f64 / 1024.0,
         cpu_s,
         calls: spans.lock().expect("spans").clone(),
+        cache_mb: cache.map(|c| dir_bytes(c) as f64 / MIB),
     };
     world.close().await;
     Ok(report)
@@ -507,14 +543,27 @@ impl Report {
             self.open.rss_after_mb,
             self.open.cpu_s,
         );
-        for (kind, s) in &self.open.calls {
+        let calls = |out: &mut String, open: &OpenReport| {
+            for (kind, s) in &open.calls {
+                out.push_str(&format!(
+                    "    {kind:<18} {:>9} calls {:>9.1} MiB  {:>7.2} s .. {:>7.2} s\n",
+                    s.count,
+                    s.bytes as f64 / MIB,
+                    s.first_start_s,
+                    s.last_end_s
+                ));
+            }
+        };
+        calls(&mut out, &self.open);
+        if let Some(warm) = &self.open_warm {
             out.push_str(&format!(
-                "    {kind:<18} {:>9} calls {:>9.1} MiB  {:>7.2} s .. {:>7.2} s\n",
-                s.count,
-                s.bytes as f64 / MIB,
-                s.first_start_s,
-                s.last_end_s
+                "  warm open  {:.2} s, peak RSS {:.0} MiB, CPU {:.2} s, local cache {:.1} MiB; calls that reached the store:\n",
+                warm.open_s,
+                warm.peak_rss_mb,
+                warm.cpu_s,
+                warm.cache_mb.unwrap_or(0.0),
             ));
+            calls(&mut out, warm);
         }
         out
     }
