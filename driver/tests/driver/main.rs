@@ -8,6 +8,7 @@ mod bounded_open;
 mod builder_stream;
 mod commit_hooks;
 mod hints;
+mod local_cache;
 mod metrics_facade;
 mod moto_errors;
 mod reload;
