@@ -491,6 +491,8 @@ pub fn run_scenario_traced(
         recent_slots_max: config.kernel.recent_slots_max,
         checkpoint_grace_ms: millis(config.kernel.checkpoint_grace),
         slot_retention_ms: millis(config.kernel.slot_retention),
+        checkpoint_deltas_max: config.kernel.checkpoint_deltas_max,
+        checkpoint_delta_entries_per_mille_max: config.kernel.checkpoint_delta_entries_per_mille_max,
     };
     let check =
         slotlog_model::check(&result.history, &result.objects, &result.keys, result.world_id, options);

@@ -8,8 +8,8 @@ use crate::{ModelApplied, ModelReceipt, ModelWorld, ReceiptKind, Verdict};
 use bytes::Bytes;
 use slotlog_kernel::format::{
     encode_body, history_window, receipt_block_of, shard_bits_for, shard_count, shard_of, Checkpoint,
-    DecodeError, HistoryBlock, HistoryRef, Keys, Marker, NameRule, ReceiptBlock, ReceiptBlockRef, Root,
-    Shard, ShardEntry, Slot, StoredReceipt,
+    DecodeError, Delta, DeltaRef, HistoryBlock, HistoryRef, Keys, Marker, NameRule, ReceiptBlock,
+    ReceiptBlockRef, Root, Shard, ShardEntry, Slot, StoredReceipt,
 };
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, StoreId, WorldId};
@@ -124,6 +124,8 @@ struct Parts {
     receipts_from: u64,
     receipt_runs: Vec<(u64, u64)>,
     receipt_blocks: Vec<ReceiptBlock>,
+    /// Deltas over the shards, oldest first, each restating these documents' entries.
+    deltas: Vec<Vec<&'static str>>,
 }
 
 impl Parts {
@@ -209,6 +211,7 @@ impl Parts {
             receipts_from: 1,
             receipt_runs,
             receipt_blocks,
+            deltas: Vec::new(),
         }
     }
 
@@ -224,6 +227,7 @@ impl Parts {
     fn store(&self, b: &mut Bucket) -> Root {
         let keys = b.keys.clone();
         let mut shard_hashes = Vec::new();
+        let mut by_path: std::collections::BTreeMap<String, ShardEntry> = Default::default();
         for sp in &self.shards {
             let entries = sp
                 .docs
@@ -242,6 +246,10 @@ impl Parts {
                     ShardEntry { entry: d.entry.clone(), history }
                 })
                 .collect();
+            let entries: Vec<ShardEntry> = entries;
+            for e in &entries {
+                by_path.insert(e.entry.path.to_string(), e.clone());
+            }
             let shard = Shard { shard_bits: sp.shard_bits, index: sp.index, entries, stamp: 0 };
             let hash = shard.content_hash();
             b.put(keys.shard(&hash), shard.with_stamp(sp.stamp).encode());
@@ -265,7 +273,17 @@ impl Parts {
             policy: self.policy.clone(),
             shard_bits: self.shard_bits,
             shards: shard_hashes,
-            deltas: vec![],
+            deltas: self
+                .deltas
+                .iter()
+                .map(|paths| {
+                    let entries: Vec<ShardEntry> = paths.iter().map(|p| by_path[*p].clone()).collect();
+                    let delta = Delta { entries, stamp: 0 };
+                    let block = delta.content_hash();
+                    b.put(keys.delta(&block), delta.encode());
+                    DeltaRef { entries: paths.len() as u32, block }
+                })
+                .collect(),
             receipts_from_sequence: self.receipts_from,
             receipts,
             stamp: 0,
@@ -387,10 +405,14 @@ impl Bucket {
     }
 
     fn check(&self) -> CheckReport {
+        self.check_with(CheckOptions::default())
+    }
+
+    fn check_with(&self, options: CheckOptions) -> CheckReport {
         // As a listing returns them: in key order.
         let mut objects = self.objects.clone();
         objects.sort_by(|a, b| a.key.cmp(&b.key));
-        check(&self.history, &objects, &self.keys, WORLD, CheckOptions::default())
+        check(&self.history, &objects, &self.keys, WORLD, options)
     }
 }
 
@@ -670,4 +692,27 @@ fn an_undecodable_checkpoint_is_a_checkpoint_mismatch() {
         found,
         vec![Violation::CheckpointUndecodable { key: key(&b, 10), error: DecodeError::Foreign }]
     );
+}
+
+#[test]
+fn deltas_past_the_merge_rule_are_a_checkpoint_mismatch() {
+    let mut b = world();
+    let mut parts = b.parts();
+    parts.deltas = vec![vec!["/a"], vec!["/a", "/c"]];
+    let root = parts.store(&mut b);
+    assert_eq!(root.deltas.len(), 2);
+    let one = CheckOptions { checkpoint_deltas_max: 1, ..CheckOptions::default() };
+    let r = b.check_with(one);
+    assert_eq!(r.checkpoint_mismatches, 1, "{:?}", r.violations);
+    assert!(
+        matches!(
+            &r.violations[..],
+            [Violation::CheckpointLayers { deltas: 2, entries: 3, deltas_max: 1, .. }]
+        ),
+        "{:?}",
+        r.violations
+    );
+    assert!(r.violations.iter().all(|v| v.rule() == Rule::CheckpointMismatch));
+    // The same deltas within the rule: their entries restate the shards', so all is well.
+    assert_eq!(b.check().violations, vec![]);
 }

@@ -112,6 +112,11 @@ pub struct CheckOptions {
     pub checkpoint_grace_ms: u64,
     /// The world's slot retention (SPEC 10.15).
     pub slot_retention_ms: u64,
+    /// The merge rule (SPEC 10.16): the most deltas a root names...
+    pub checkpoint_deltas_max: usize,
+    /// ...and the most delta entries in all, per mille of the checkpoint's documents (or
+    /// one full delta, whichever is more).
+    pub checkpoint_delta_entries_per_mille_max: u64,
 }
 
 impl Default for CheckOptions {
@@ -121,6 +126,8 @@ impl Default for CheckOptions {
             recent_slots_max: 16_384,
             checkpoint_grace_ms: 900_000,
             slot_retention_ms: 86_400_000,
+            checkpoint_deltas_max: 32,
+            checkpoint_delta_entries_per_mille_max: 64,
         }
     }
 }
@@ -279,7 +286,7 @@ pub fn check(
         Err(error) => r.violation(Violation::MarkerUndecodable { error }),
     }
     check_checkpoint_zero(&mut r, objects, keys, world_id, &marker_obj.bytes);
-    let mut checkpoints = checkpoints::Judge::collect(objects, keys, world_id, &mut r);
+    let mut checkpoints = checkpoints::Judge::collect(objects, keys, world_id, &options, &mut r);
 
     // 1. The chain: contiguous, every slot naming its predecessor, from the marker.
     let mut prev_hash = Hash32::of(&marker_obj.bytes);

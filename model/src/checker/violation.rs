@@ -282,6 +282,24 @@ pub enum Violation {
         /// Entries the delta holds.
         found: usize,
     },
+    /// A root names more deltas, or more delta entries in all, than the merge rule (SPEC
+    /// 10.16) lets a step layer: past either bound the step must merge into the shards.
+    #[error(
+        "{key} layers {deltas} deltas of {entries} entries over its shards; the merge rule allows {deltas_max} deltas and {entries_max} entries"
+    )]
+    CheckpointLayers {
+        /// Name of the checkpoint.
+        key: String,
+        /// Deltas its root names.
+        deltas: usize,
+        /// Their entries in all, as the root's references count them.
+        entries: u64,
+        /// The most deltas a root may name (`checkpoint_deltas_max`).
+        deltas_max: usize,
+        /// The most entries: the rule's share of the checkpoint's documents, or one full
+        /// delta, whichever is more.
+        entries_max: u64,
+    },
     /// A shard holds paths out of byte order.
     #[error("{key}: the shard at position {position} holds {path} out of path order")]
     CheckpointShardNotSorted {
@@ -1002,6 +1020,7 @@ impl Violation {
             | V::CheckpointLayout { .. }
             | V::CheckpointShardMisplaced { .. }
             | V::CheckpointDeltaEntries { .. }
+            | V::CheckpointLayers { .. }
             | V::CheckpointShardNotSorted { .. }
             | V::CheckpointPathInWrongShard { .. }
             | V::CheckpointDocumentMissing { .. }
