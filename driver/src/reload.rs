@@ -33,6 +33,12 @@ pub struct WorldStats {
     pub blind_holds: u64,
     /// Of those, rotation waits: a peer's turn by the newest slots' writers.
     pub rotation_waits: u64,
+    /// Writes refused with `Busy` (docs/OPERATIONS.md, "Admission")...
+    pub refused_busy: u64,
+    /// ...of them by the pace rule (the queue would not have drained in time).
+    pub refused_pace: u64,
+    /// Control writes (`set_policy`, archive flips) admitted ahead of ordinary ones.
+    pub control_admitted: u64,
     /// What this handle's commit hints did (docs/OPERATIONS.md, "Commit hints").
     pub hints: crate::hints::HintStats,
     /// What the compactors did: checkpoints written, adopted, objects created.
@@ -56,6 +62,9 @@ impl WorldStats {
         self.holds += committer.holds;
         self.blind_holds += committer.blind_holds;
         self.rotation_waits += committer.rotation_waits;
+        self.refused_busy += committer.refused_busy;
+        self.refused_pace += committer.refused_pace;
+        self.control_admitted += committer.control_admitted;
         self.compactor.add(compactor);
         self.collector.add(collector);
     }

@@ -31,6 +31,13 @@ pub struct Config {
     /// caller hears at once instead of timing out (record: the 10 s deadline caps the queue
     /// at about ten seconds of throughput; 4,096 is about ten seconds at 400 writes/s).
     pub queue_members_max: usize,
+    /// An ordinary write is also refused with `Busy` when the queue ahead of it would take
+    /// longer than this to drain at the pace this store's slots have been committing while
+    /// writes waited: under overload a caller hears `Busy` at once instead of `Expired` at
+    /// its deadline. Half the request deadline; zero turns the pace rule off. Control work
+    /// (`set_policy`, archive flips) is never refused by pace (docs/OPERATIONS.md,
+    /// "Admission").
+    pub admission_wait_max: Duration,
     /// How long a caller waits for its write (record: 10 s request deadline).
     pub request_deadline: Duration,
     /// First backoff after a throttled or failed call; doubles per attempt, jittered.
@@ -254,6 +261,9 @@ pub struct Defects {
     /// it (the defect crash seed 7 had): its batches wait for good, while the store is
     /// healthy (the simulation's starvation rule must stop it).
     pub catch_up_keeps_installed_gap: bool,
+    /// Admission takes every write, however long the queue (no `Busy`): under overload
+    /// writes wait out their deadlines (the admission bound must catch it).
+    pub admit_everything: bool,
 }
 
 impl Default for Config {
@@ -264,6 +274,7 @@ impl Default for Config {
             slot_bytes_max: 1024 * 1024,
             batches_ahead_max: 2,
             queue_members_max: 4_096,
+            admission_wait_max: Duration::from_secs(5),
             request_deadline: Duration::from_secs(10),
             retry_base: Duration::from_millis(20),
             retry_cap: Duration::from_secs(1),

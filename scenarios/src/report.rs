@@ -5,6 +5,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use slotlog_kernel::reply::WriteError;
 use slotlog_kernel::time::Instant;
+use slotlog_kernel::world::Mutation;
 use slotlog_model::{CheckReport, Outcome};
 use slotlog_sim::{ClusterConfig, RunResult};
 use std::collections::BTreeMap;
@@ -15,6 +16,24 @@ pub struct Latency {
     pub p99: f64,
     pub p999: f64,
     pub max: f64,
+}
+
+/// How admission answered (docs/OPERATIONS.md, "Admission"): `Busy` at once for ordinary
+/// writes past what the queue can drain, control work (`set_policy`, archive flips) never
+/// refused while its reserve has room.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Admission {
+    /// Writes answered `Busy`.
+    pub busy: u64,
+    /// Of those, refused by the pace rule (the queue would not drain in time), as the
+    /// replicas counted them.
+    pub busy_by_pace: u64,
+    /// Control writes the clients sent, and how many were admitted (answered anything but
+    /// `Busy`).
+    pub control_offered: u64,
+    pub control_admitted: u64,
+    /// Writes answered by a timeout: `Expired` in the queue or `Uncertain` in a slot.
+    pub timeouts: u64,
 }
 
 /// What the run's followers saw of the writers' slots.
@@ -311,6 +330,7 @@ pub struct Report {
     /// writing replicas): 1 is perfectly even.
     pub share_min: f64,
     pub latency_ms: Latency,
+    pub admission: Admission,
     /// Present when the run has followers that applied slots.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub follower: Option<Follower>,
@@ -421,14 +441,23 @@ impl Report {
         let steps = Spans::merged(&result.checkpoint_spans);
         let (mut offered, mut acked, mut rejected, mut refused, mut uncertain, mut expired, mut crashed) =
             (0, 0, 0, 0, 0, 0, 0);
+        let mut refused_busy = 0u64;
         let mut acked_by = vec![0u64; config.replicas + config.followers];
         let mut acked_in_window = 0u64;
         let mut acked_at = Vec::new();
+        let (mut control_offered, mut control_refused) = (0u64, 0u64);
         for op in &result.history.ops {
             if op.outcome == Outcome::Preloaded {
                 continue;
             }
             offered += 1;
+            if matches!(op.mutation, Mutation::SetPolicy { .. } | Mutation::SetArchived { .. }) {
+                control_offered += 1;
+                control_refused += u64::from(matches!(
+                    op.outcome,
+                    Outcome::Answered { result: Err(WriteError::Busy { .. }), .. }
+                ));
+            }
             match &op.outcome {
                 Outcome::Answered { at, result: r } => match r {
                     Ok(_) => {
@@ -448,7 +477,10 @@ impl Report {
                         side.saturating_record(us.max(1));
                     }
                     Err(WriteError::Rejected { .. }) => rejected += 1,
-                    Err(WriteError::Busy { .. }) => refused += 1,
+                    Err(WriteError::Busy { .. }) => {
+                        refused += 1;
+                        refused_busy += 1;
+                    }
                     Err(WriteError::Uncertain { .. }) => uncertain += 1,
                     Err(WriteError::Expired { .. }) => expired += 1,
                     // Invalid, failed closed, and any answer the kernel adds later.
@@ -483,6 +515,20 @@ impl Report {
                 ));
                 rules.push("HoldBound".to_string());
             }
+        }
+        // The admission bound: with a healthy store and no replica stopped, a write is
+        // answered by the world, or refused at once with `Busy`, never by its deadline.
+        let healthy = config.gcs.faults == slotlog_sim::gcs::Faults::none()
+            && config.crashes.is_none()
+            && config.pause.is_none()
+            && config.gone.is_none()
+            && config.stalls.is_empty();
+        if healthy && expired + uncertain > 0 {
+            violations.push(format!(
+                "{expired} writes expired and {uncertain} were answered uncertain with a healthy store and \
+                 every replica running: admission should have refused them with Busy"
+            ));
+            rules.push("AdmissionBound".to_string());
         }
         // The ambiguity bound: a slot create answered by an error that may have applied
         // is settled (a definitive answer on its name) within AMBIGUITY_BOUND_MS, besides
@@ -546,6 +592,13 @@ impl Report {
                 p99: ms(0.99),
                 p999: ms(0.999),
                 max: latency.max() as f64 / 1_000.0,
+            },
+            admission: Admission {
+                busy: refused_busy,
+                busy_by_pace: result.replicas.iter().map(|r| r.stats.refused_pace).sum(),
+                control_offered,
+                control_admitted: control_offered - control_refused,
+                timeouts: expired + uncertain,
             },
             follower: Follower::of(result),
             slots: check.slots,

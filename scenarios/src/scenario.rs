@@ -62,6 +62,7 @@ pub const DEFECT_NAMES: &[&str] = &[
     "freshen-keeps-bytes",
     "timer-never-cleared",
     "catch-up-keeps-installed-gap",
+    "admit-everything",
 ];
 
 /// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
@@ -75,6 +76,7 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
         "freshen-keeps-bytes" => &mut defects.freshen_keeps_bytes,
         "timer-never-cleared" => &mut defects.timer_never_cleared,
         "catch-up-keeps-installed-gap" => &mut defects.catch_up_keeps_installed_gap,
+        "admit-everything" => &mut defects.admit_everything,
         _ => return false,
     };
     *flag = true;
@@ -91,6 +93,7 @@ fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
         d.freshen_keeps_bytes,
         d.timer_never_cleared,
         d.catch_up_keeps_installed_gap,
+        d.admit_everything,
     ];
     DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }
@@ -306,6 +309,12 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "edges",
         about: "the rare paths together: 3 stores and a follower make the world from an empty bucket (racing geneses), S3's untimed creates, 1,500 writes/s offered against queues of 256 (Busy), backstop writers beside an eager follower, no hints, crashes whose cold start finds the newest checkpoint damaged, a writer paused past the request deadline",
         build: edges,
+        in_all: true,
+    },
+    Scenario {
+        name: "overload",
+        about: "three stores, gcs-shaped, 8,000 writes/s offered open loop (about three times what they commit) with archive and policy flips among them, 10 s: Busy at once, control work admitted, nothing lost",
+        build: overload,
         in_all: true,
     },
     Scenario {
@@ -556,6 +565,18 @@ fn single(seed: u64) -> ClusterConfig {
     let workload = Workload::new(Arrivals::Open { rate_per_s: 250.0 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 1, GcsConfig::of(ProfileKind::Gcs), workload);
     c.duration_ms = 60_000;
+    c.preload_documents = 2_000;
+    c
+}
+
+/// Several times what three stores commit, offered open loop, with control work among the
+/// writes: admission must refuse ordinary writes at once (`Busy`) rather than let them
+/// expire, and keep taking `set_policy` and archive flips (003's reserve).
+fn overload(seed: u64) -> ClusterConfig {
+    let mix = Mix { create: 30, blind_update: 66, archive_flip: 2, policy_flip: 2, ..Mix::default() };
+    let workload = Workload::new(Arrivals::Open { rate_per_s: 8_000.0 }, mix);
+    let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::GcsShaped), workload);
+    c.duration_ms = 10_000;
     c.preload_documents = 2_000;
     c
 }

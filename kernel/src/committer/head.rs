@@ -259,6 +259,7 @@ impl Committer {
         self.turns.start_hold(now, sn, &mut self.stats, &mut io.marks);
         self.stats.slots_won += 1;
         self.stats.members_committed += members as u64;
+        self.pace.record(now, members as u64, !self.queue.is_empty());
         if let Some(landed_us) = landed_us {
             sn.note_created(first, landed_us);
         }

@@ -89,6 +89,11 @@ pub struct CommitterStats {
     pub members_committed: u64,
     /// Writes answered `Busy`: the queue was full.
     pub refused_busy: u64,
+    /// Of those, refused by pace: the queue would not have drained within
+    /// `admission_wait_max` (the rest found it full).
+    pub refused_pace: u64,
+    /// Control writes (`set_policy`, archive flips) admitted, ahead of ordinary ones.
+    pub control_admitted: u64,
     /// Writes answered `Expired`: the deadline passed while they waited in the queue.
     pub expired: u64,
     /// Writes answered `Uncertain`: the deadline passed while a slot holding them might
@@ -145,6 +150,8 @@ pub(crate) struct Committer {
     /// The head's slot read settles an ambiguous create (not a name found taken): which
     /// mark its answer hits.
     settling_ambiguous: bool,
+    /// How fast the queue drains while writes wait (admission's pace rule).
+    pace: queue::DrainPace,
 }
 
 impl Committer {
@@ -164,6 +171,7 @@ impl Committer {
             losses_in_row: 0,
             catch_up: None,
             settling_ambiguous: false,
+            pace: queue::DrainPace::default(),
         }
     }
 

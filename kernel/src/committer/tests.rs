@@ -890,6 +890,73 @@ fn a_full_queue_refuses_with_busy() {
 }
 
 #[test]
+fn the_last_sixteenth_of_the_queue_takes_only_control_work_and_it_goes_first() {
+    let mut h = Harness::opened(Config { queue_members_max: 32, ..one_batch_at_a_time() });
+    h.publish(1, "/a.md", "a"); // its slot create goes out; the queue holds what follows
+    let queued: Vec<RequestId> = (0..30u128).map(|i| h.publish(10 + i, &format!("/q{i}.md"), "q")).collect();
+    assert_eq!(h.replica.queued(), 30, "30 of the 32 places: the ordinary share");
+    let refused = h.publish(99, "/late.md", "x");
+    assert_eq!(h.reply(refused), Some(&Err(WriteError::Busy { queued: 30 })));
+    let archive = |path: &str| crate::world::Mutation::SetArchived {
+        path: path.into(),
+        archived: true,
+        expected: Expected::Any,
+    };
+    let control = h.write(100, archive("/a.md"));
+    assert_eq!(h.reply(control), None, "admitted into the reserve");
+    let second = h.write(101, archive("/q0.md"));
+    assert_eq!(h.reply(second), None);
+    assert_eq!(h.replica.queued(), 32);
+    let full = h.write(102, archive("/q1.md"));
+    assert_eq!(h.reply(full), Some(&Err(WriteError::Busy { queued: 32 })), "the reserve has a bound too");
+    assert_eq!(h.replica.stats().control_admitted, 2);
+    assert_eq!(h.replica.stats().refused_busy, 2);
+    h.run();
+    // Slot 1 held /a.md; the control writes went ahead of the 30 queued before them: the
+    // archive of /q0.md was judged before the publish queued ahead of it made /q0.md.
+    assert_eq!(h.receipt(control).sequence, 2);
+    assert_eq!(
+        h.reply(second),
+        Some(&Err(WriteError::Rejected { rejection: Rejection::NotFound, at_sequence: 2 }))
+    );
+    assert!(queued.iter().all(|r| h.receipt(*r).sequence > 2));
+}
+
+#[test]
+fn an_ordinary_write_the_queue_would_not_drain_in_time_is_refused_at_once() {
+    let mut h = Harness::opened(Config {
+        admission_wait_max: Duration::from_secs(2),
+        request_deadline: Duration::from_secs(60),
+        batch_members_max: 4,
+        hedge_after: Duration::ZERO,
+        ..one_batch_at_a_time()
+    });
+    // Slots of 4 members, one every 500 ms while writes wait behind them: 8 a second.
+    for i in 0..60u128 {
+        h.publish(i + 1, &format!("/d{i}.md"), "x");
+    }
+    for _ in 0..4 {
+        h.advance_ms(500);
+        h.deliver_until(|op| is_slot_create(op));
+        h.deliver();
+    }
+    let queued = h.replica.queued();
+    assert!(queued > 16, "{queued} still waiting: more than 2 s of work at 8 a second");
+    let refused = h.publish(1_000, "/late.md", "x");
+    assert_eq!(h.reply(refused), Some(&Err(WriteError::Busy { queued })), "no wait for an Expired");
+    assert_eq!(h.replica.stats().refused_pace, 1);
+    let control = h.write(
+        1_001,
+        crate::world::Mutation::SetArchived {
+            path: "/d0.md".into(),
+            archived: true,
+            expected: Expected::Any,
+        },
+    );
+    assert_eq!(h.reply(control), None, "pace never refuses control work");
+}
+
+#[test]
 fn a_deadline_in_the_queue_expires_and_in_a_batch_is_uncertain() {
     let mut h = Harness::opened(Config {
         request_deadline: Duration::from_millis(1_000),

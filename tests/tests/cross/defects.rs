@@ -151,3 +151,24 @@ fn a_run_past_its_memory_or_event_budget_is_stopped_with_a_verdict() {
     assert_eq!(events, Some(NotLive::EventBudget { events: 1_001 }));
     assert_eq!(budget(LivenessBudget::default()), None, "the default budgets stop a healthy run");
 }
+
+/// The admission bound: an overloaded world answers `Busy` at once and keeps taking
+/// control work; a kernel that admits everything lets writes wait out their deadlines,
+/// and the report stops it.
+#[test]
+fn an_overloaded_world_refuses_at_once_and_one_that_admits_everything_is_caught() {
+    let overload = Scenario::find("overload").expect("a scenario");
+    let short = Overrides { duration_s: Some(5.0), ..Overrides::default() };
+    let r = run_scenario(overload, 1, &short);
+    assert!(r.passed(), "{:?}", r.violations);
+    assert_eq!(r.lost, 0);
+    assert!(r.admission.busy > 0, "{:?}", r.admission);
+    assert!(r.admission.control_offered > 0);
+    assert_eq!(r.admission.control_admitted, r.admission.control_offered, "{:?}", r.admission);
+    assert_eq!(r.admission.timeouts, 0);
+    let defects = Defects { admit_everything: true, ..Defects::default() };
+    // 10 s of three times what commits: the backlog outlasts the 10 s request deadline.
+    let caught = run_scenario(overload, 1, &Overrides { defects, ..Overrides::default() });
+    assert_eq!(caught.admission.busy, 0);
+    assert!(caught.rules.iter().any(|r| r == "AdmissionBound"), "rules: {:?}", caught.rules);
+}
