@@ -43,7 +43,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{} v{}: {:?}", entry.path, entry.version, String::from_utf8_lossy(body));
     }
     // Catalog read: may trail another replica by at most a second.
-    let listing = world.list("/notes", 100).await?;
+    let listing = world.list("/notes", None, 100).await?;
     println!("list /notes at sequence {}: {:?}", listing.at_sequence, listing.answer);
 
     // The change feed, from the beginning, as a Stream (dropping it ends the watch).

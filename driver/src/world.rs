@@ -392,14 +392,41 @@ impl World {
         self.read(Read::Lookup { prefix: prefix.to_string(), start_after, limit }).await
     }
 
-    /// The documents and subdirectories directly in a directory. May trail by a second.
-    pub async fn list(&self, directory: &str, limit: u32) -> Result<ReadOk, Error> {
-        self.read(Read::List { directory: directory.to_string(), limit }).await
+    /// The documents and subdirectories directly in a directory, in name order (a
+    /// subdirectory's name ends with `/`), those named after `start_after`: pass the
+    /// answer's `next` for the next page. May trail by a second.
+    pub async fn list(
+        &self,
+        directory: &str,
+        start_after: Option<&str>,
+        limit: u32,
+    ) -> Result<ReadOk, Error> {
+        self.read(Read::List {
+            directory: directory.to_string(),
+            start_after: start_after.map(str::to_string),
+            limit,
+        })
+        .await
     }
 
-    /// Documents whose current body has this hash. May trail by a second.
-    pub async fn hash_lookup(&self, hash: Hash32, limit: u32) -> Result<ReadOk, Error> {
-        self.read(Read::HashLookup { hash, limit }).await
+    /// Documents whose current body has this hash, in path order, after `start_after`.
+    /// May trail by a second.
+    pub async fn hash_lookup(
+        &self,
+        hash: Hash32,
+        start_after: Option<&str>,
+        limit: u32,
+    ) -> Result<ReadOk, Error> {
+        self.read(Read::HashLookup { hash, start_after: start_after.map(str::to_string), limit }).await
+    }
+
+    /// Whether some document lies under `path`, at the tip: exact, unlike [`World::list`],
+    /// so it sees every write acknowledged before it began.
+    pub async fn is_directory(&self, path: &str) -> Result<bool, Error> {
+        match self.read(Read::IsDirectory { path: path.to_string() }).await?.answer {
+            slotlog_kernel::Answer::IsDirectory(is) => Ok(is),
+            other => unreachable!("an IsDirectory read answers IsDirectory, not {other:?}"),
+        }
     }
 
     /// Every change after `cursor`, in order, exactly once (or a `Resync`).

@@ -6,9 +6,10 @@ use crate::ids::{BlobOpId, OperationId, RequestId};
 use crate::reply::{FailReason, Reply};
 use crate::world::{Receipt, Write};
 
-/// A read. Path reads (`Fetch`, `Versions`, `Receipt`) are exact: they see every write
-/// acknowledged on any replica before they began. Catalog reads (`Lookup`, `List`,
-/// `HashLookup`) may trail another replica's commit by at most one second.
+/// A read. Path reads (`Fetch`, `Versions`, `Receipt`, `IsDirectory`) are exact: they see
+/// every write acknowledged on any replica before they began. Catalog reads (`Lookup`,
+/// `List`, `HashLookup`) may trail another replica's commit by at most one second; each
+/// pages with `start_after` and `limit`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Read {
     /// A document's current version, or version `version` while it is retained.
@@ -42,28 +43,44 @@ pub enum Read {
         /// [`READ_LIMIT_MAX`](crate::READ_LIMIT_MAX), means that maximum.
         limit: u32,
     },
-    /// The documents and subdirectories directly in a directory (`/` for the root).
+    /// The documents and subdirectories directly in a directory (`/` for the root), in
+    /// the order of their names: a document's name is its path, a subdirectory's its path
+    /// and a `/`. Each page answers the children named after `start_after`; the answer's
+    /// `next` is the name to pass for the next page.
     List {
         /// The directory's path (`/` for the root).
         directory: String,
+        /// Children whose name sorts after this one (None: from the first).
+        start_after: Option<String>,
         /// The most documents and subdirectories to answer with; 0, or more than
         /// [`READ_LIMIT_MAX`](crate::READ_LIMIT_MAX), means that maximum.
         limit: u32,
     },
-    /// Documents whose current body has this hash.
+    /// Documents whose current body has this hash, in path order.
     HashLookup {
         /// BLAKE3 of the body.
         hash: Hash32,
+        /// Paths strictly after this one (None: from the first).
+        start_after: Option<String>,
         /// The most paths to answer with; 0, or more than
         /// [`READ_LIMIT_MAX`](crate::READ_LIMIT_MAX), means that maximum.
         limit: u32,
+    },
+    /// Whether a path is a directory (some document lies under it) at the tip: an exact
+    /// read, unlike a `List`, so a check made after an acknowledged write sees it.
+    IsDirectory {
+        /// The path, as the client gave it (`/` is always a directory).
+        path: String,
     },
 }
 
 impl Read {
     /// Exact reads check the tip; catalog reads accept a snapshot up to a second old.
     pub fn is_exact(&self) -> bool {
-        matches!(self, Read::Fetch { .. } | Read::Versions { .. } | Read::Receipt { .. })
+        matches!(
+            self,
+            Read::Fetch { .. } | Read::Versions { .. } | Read::Receipt { .. } | Read::IsDirectory { .. }
+        )
     }
 }
 

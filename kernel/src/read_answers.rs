@@ -88,32 +88,48 @@ pub(crate) fn retained_versions(
     Ok(versions)
 }
 
-/// The documents and subdirectories directly in `directory` (None: the root), skipping
-/// each subdirectory's contents with one range seek.
-pub(crate) fn list(world: &WorldState, directory: Option<&Path>, limit: usize) -> Answer {
+/// The documents and subdirectories directly in `directory` (None: the root) whose names
+/// sort after `start_after` (a subdirectory's name is its path and a `/`), skipping each
+/// subdirectory's contents with one range seek. Children come in name order, which is the
+/// order of their first paths.
+pub(crate) fn list(
+    world: &WorldState,
+    directory: Option<&Path>,
+    start_after: Option<&str>,
+    limit: usize,
+) -> Answer {
     let base = directory.map_or(String::new(), |d| d.as_str().to_string());
     let prefix = format!("{base}/");
     let (mut documents, mut directories) = (Vec::new(), Vec::new());
-    let mut from = prefix.clone();
-    let mut more = false;
+    let mut from = match start_after {
+        Some(a) if a > prefix.as_str() => format!("{a}\0"),
+        _ => prefix.clone(),
+    };
+    let (mut more, mut last) = (false, None);
     loop {
         let Some((path, doc)) = world.documents_from(&from).next() else { break };
         let Some(rest) = path.as_str().strip_prefix(prefix.as_str()) else { break };
+        let (name, skip_to) = match rest.find('/') {
+            None => (path.as_str().to_string(), format!("{}\0", path.as_str())),
+            Some(i) => {
+                let sub = format!("{prefix}{}", &rest[..i]);
+                (format!("{sub}/"), format!("{sub}0"))
+            }
+        };
+        from = skip_to;
+        // A subdirectory whose name the cursor passes, though a path inside it does not.
+        if start_after.is_some_and(|a| name.as_str() <= a) {
+            continue;
+        }
         if documents.len() + directories.len() == limit {
             more = true;
             break;
         }
-        match rest.find('/') {
-            None => {
-                documents.push(doc.entry.clone());
-                from = format!("{}\0", path.as_str());
-            }
-            Some(i) => {
-                let sub = format!("{prefix}{}", &rest[..i]);
-                from = format!("{sub}0");
-                directories.push(Path::parse(&sub).expect("a prefix of a normalized path"));
-            }
+        match name.strip_suffix('/') {
+            None => documents.push(doc.entry.clone()),
+            Some(sub) => directories.push(Path::parse(sub).expect("a prefix of a normalized path")),
         }
+        last = Some(name);
     }
-    Answer::Listing { documents, directories, more }
+    Answer::Listing { documents, directories, more, next: if more { last } else { None } }
 }

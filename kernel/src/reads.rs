@@ -58,13 +58,29 @@ enum ValidRead {
     Versions { path: Path },
     Receipt { op_id: OperationId, since: Option<u64> },
     Lookup { prefix: String, start_after: Option<String>, limit: usize },
-    List { directory: Option<Path>, limit: usize },
-    HashLookup { hash: Hash32, limit: usize },
+    List { directory: Option<Path>, start_after: Option<String>, limit: usize },
+    HashLookup { hash: Hash32, start_after: Option<String>, limit: usize },
+    IsDirectory { path: Option<Path> },
 }
 
 impl ValidRead {
     fn is_exact(&self) -> bool {
-        matches!(self, ValidRead::Fetch { .. } | ValidRead::Versions { .. } | ValidRead::Receipt { .. })
+        matches!(
+            self,
+            ValidRead::Fetch { .. }
+                | ValidRead::Versions { .. }
+                | ValidRead::Receipt { .. }
+                | ValidRead::IsDirectory { .. }
+        )
+    }
+}
+
+/// A directory's path as a read names it: None for the root (`/`, or only slashes).
+fn directory(path: &str) -> Result<Option<Path>, crate::world::PathProblem> {
+    if path.split('/').all(str::is_empty) {
+        Ok(None)
+    } else {
+        Path::parse(path).map(Some)
     }
 }
 
@@ -84,12 +100,13 @@ fn validate(read: &Read) -> Result<ValidRead, crate::world::PathProblem> {
         Read::Lookup { prefix, start_after, limit: l } => {
             ValidRead::Lookup { prefix: prefix.clone(), start_after: start_after.clone(), limit: limit(*l) }
         }
-        Read::List { directory, limit: l } => {
-            let directory =
-                if directory.split('/').all(str::is_empty) { None } else { Some(Path::parse(directory)?) };
-            ValidRead::List { directory, limit: limit(*l) }
+        Read::List { directory: d, start_after, limit: l } => {
+            ValidRead::List { directory: directory(d)?, start_after: start_after.clone(), limit: limit(*l) }
         }
-        Read::HashLookup { hash, limit: l } => ValidRead::HashLookup { hash: *hash, limit: limit(*l) },
+        Read::HashLookup { hash, start_after, limit: l } => {
+            ValidRead::HashLookup { hash: *hash, start_after: start_after.clone(), limit: limit(*l) }
+        }
+        Read::IsDirectory { path } => ValidRead::IsDirectory { path: directory(path)? },
     })
 }
 
@@ -520,13 +537,24 @@ impl Reads {
                 entries.truncate(*limit);
                 Answer::Lookup { entries, more }
             }
-            ValidRead::List { directory, limit } => list(world, directory.as_ref(), *limit),
-            ValidRead::HashLookup { hash, limit } => {
-                let mut paths: Vec<Path> = world.paths_with_body(hash).take(limit + 1).cloned().collect();
+            ValidRead::List { directory, start_after, limit } => {
+                list(world, directory.as_ref(), start_after.as_deref(), *limit)
+            }
+            ValidRead::HashLookup { hash, start_after, limit } => {
+                let after = |p: &&Path| start_after.as_deref().is_none_or(|a| p.as_str() > a);
+                let mut paths: Vec<Path> =
+                    world.paths_with_body(hash).filter(after).take(limit + 1).cloned().collect();
                 let more = paths.len() > *limit;
                 paths.truncate(*limit);
                 Answer::Paths { paths, more }
             }
+            ValidRead::IsDirectory { path } => Answer::IsDirectory(match path {
+                None => true,
+                Some(p) => {
+                    let under = format!("{}/", p.as_str());
+                    world.documents_from(&under).next().is_some_and(|(q, _)| q.as_str().starts_with(&under))
+                }
+            }),
         };
         reply(io, id, Ok(ReadOk { at_sequence, answer }));
         Answered::Yes

@@ -48,7 +48,11 @@ fn lookup(prefix: &str, start_after: Option<&str>, limit: u32) -> Read {
 }
 
 fn list(directory: &str, limit: u32) -> Read {
-    Read::List { directory: directory.into(), limit }
+    list_after(directory, None, limit)
+}
+
+fn list_after(directory: &str, start_after: Option<&str>, limit: u32) -> Read {
+    Read::List { directory: directory.into(), start_after: start_after.map(str::to_string), limit }
 }
 
 /// Commits each write in a slot of its own.
@@ -501,7 +505,7 @@ fn list_returns_documents_and_subdirectories_directly_in_a_directory() {
     let empty = h.read(list("/nothing", 10));
     h.settle();
     let listing = |id: RequestId| match &h.read_ok(id).answer {
-        Answer::Listing { documents, directories, more } => {
+        Answer::Listing { documents, directories, more, .. } => {
             (entry_paths(documents), paths(directories), *more)
         }
         other => panic!("a listing: {other:?}"),
@@ -524,9 +528,10 @@ fn hash_lookup_returns_the_paths_with_that_body() {
     let world = h.replica.world().expect("open");
     let same = world.document(&path("/a.md")).expect("a").entry.body_hash;
     assert_eq!(world.document(&path("/b.md")).expect("b").entry.body_hash, same);
-    let all = h.read(Read::HashLookup { hash: same, limit: 10 });
-    let one = h.read(Read::HashLookup { hash: same, limit: 1 });
-    let none = h.read(Read::HashLookup { hash: Hash32::of(b"absent"), limit: 10 });
+    let all = h.read(Read::HashLookup { hash: same, start_after: None, limit: 10 });
+    let one = h.read(Read::HashLookup { hash: same, start_after: None, limit: 1 });
+    let none = h.read(Read::HashLookup { hash: Hash32::of(b"absent"), start_after: None, limit: 10 });
+    let after = h.read(Read::HashLookup { hash: same, start_after: Some("/a.md".into()), limit: 10 });
     h.settle();
     let found = |id: RequestId| match &h.read_ok(id).answer {
         Answer::Paths { paths: p, more } => (paths(p), *more),
@@ -535,6 +540,84 @@ fn hash_lookup_returns_the_paths_with_that_body() {
     assert_eq!(found(all), (vec!["/a.md", "/b.md"], false), "in order; /d.md's current body differs");
     assert_eq!(found(one), (vec!["/a.md"], true));
     assert_eq!(found(none), (vec![], false));
+    assert_eq!(found(after), (vec!["/b.md"], false), "the next page");
+}
+
+#[test]
+fn a_listing_pages_by_name_and_a_directory_cursor_skips_its_contents() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(
+        &mut h,
+        &[
+            (1, "/a.md", "a"),
+            (2, "/d/b.md", "b"),
+            (3, "/d!x.md", "x"), // sorts between /d and /d/
+            (4, "/d/e/c.md", "c"),
+            (5, "/e.md", "e"),
+        ],
+    );
+    let first = h.read(list_after("/", None, 2));
+    let second = h.read(list_after("/", Some("/d!x.md"), 2));
+    let inside = h.read(list_after("/", Some("/d/b.md"), 10)); // a path inside /d/: /d/ is before it
+    let last = h.read(list_after("/", Some("/d/"), 2));
+    h.settle();
+    let page = |id: RequestId| match &h.read_ok(id).answer {
+        Answer::Listing { documents, directories, more, next } => {
+            (entry_paths(documents), paths(directories), *more, next.clone())
+        }
+        other => panic!("a listing: {other:?}"),
+    };
+    assert_eq!(page(first), (vec!["/a.md", "/d!x.md"], vec![], true, Some("/d!x.md".to_string())));
+    assert_eq!(page(second), (vec!["/e.md"], vec!["/d"], false, None), "/d/ then /e.md, in name order");
+    assert_eq!(page(inside), (vec!["/e.md"], vec![], false, None));
+    assert_eq!(page(last), (vec!["/e.md"], vec![], false, None));
+}
+
+#[test]
+fn paging_a_large_directory_answers_every_child_once() {
+    let mut h = Harness::opened(Config::default());
+    let writes: Vec<(u128, String)> = (0..2_500u128).map(|i| (i + 1, format!("/big/{i:05}.md"))).collect();
+    for chunk in writes.chunks(256) {
+        for (op, p) in chunk {
+            h.publish(*op, p, "x");
+        }
+        h.run();
+    }
+    let mut seen: Vec<String> = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let id = h.read(list_after("/big", cursor.as_deref(), 1_000));
+        h.settle();
+        let Answer::Listing { documents, more, next, .. } = &h.read_ok(id).answer else {
+            panic!("a listing")
+        };
+        seen.extend(entry_paths(documents).into_iter().map(str::to_string));
+        if !more {
+            break;
+        }
+        cursor = next.clone();
+    }
+    assert_eq!(seen.len(), 2_500);
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "in order, none twice");
+}
+
+#[test]
+fn is_directory_answers_at_the_tip() {
+    let mut h = Harness::opened(Config::default());
+    publish_each(&mut h, &[(1, "/d/e/f.md", "f"), (2, "/g.md", "g")]);
+    let reads: Vec<RequestId> = ["/", "/d", "/d/e", "/d/e/f.md", "/g.md", "/nothing"]
+        .map(|p| h.read(Read::IsDirectory { path: p.into() }))
+        .into();
+    h.settle();
+    let answers: Vec<bool> = reads
+        .iter()
+        .map(|id| match h.read_ok(*id).answer {
+            Answer::IsDirectory(is) => is,
+            ref other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(answers, [true, true, true, false, false, false]);
+    assert!(Read::IsDirectory { path: "/d".into() }.is_exact(), "checked at the tip, as a fetch is");
 }
 
 // Refusals.

@@ -307,6 +307,9 @@ pub enum Answer {
         directories: Vec<Path>,
         /// True when the limit cut the answer short.
         more: bool,
+        /// With `more`: the name of the last child answered (a subdirectory's ends with
+        /// `/`), to pass as `start_after` for the next page.
+        next: Option<String>,
     },
     /// `HashLookup`: paths in order.
     Paths {
@@ -315,6 +318,8 @@ pub enum Answer {
         /// True when the limit cut the answer short.
         more: bool,
     },
+    /// `IsDirectory`: whether some document lies under the path.
+    IsDirectory(bool),
 }
 
 /// A read that did not succeed; nothing was read.

@@ -251,7 +251,7 @@ impl Generator {
     pub fn next_read(&mut self, exact: bool) -> slotlog_kernel::Read {
         use slotlog_kernel::Read;
         if self.known_order.is_empty() {
-            return Read::List { directory: "/".into(), limit: 50 };
+            return Read::List { directory: "/".into(), start_after: None, limit: 50 };
         }
         let path = self.known_path();
         let kind = self.rng.below(3);
@@ -263,6 +263,10 @@ impl Generator {
                         (k.version > 1 && self.rng.chance(0.3)).then(|| 1 + self.rng.below(k.version));
                     Read::Fetch { path, version }
                 }
+                // One in five asks whether the document's directory is one, at the tip.
+                1 if path.len() % 5 == 0 => Read::IsDirectory {
+                    path: path.rfind('/').map_or("/".into(), |i| path[..i.max(1)].to_string()),
+                },
                 1 => Read::Versions { path },
                 // Settle an uncertain write with its `since`, as a caller does; no random
                 // draw while none is waiting, so runs without one keep their trace.
@@ -292,14 +296,19 @@ impl Generator {
                         Some(0) | None => "/".to_string(),
                         Some(i) => path[..i].to_string(),
                     };
-                    Read::List { directory, limit: 50 }
+                    // Every other listing pages on after a known document (a cursor as the
+                    // previous page's `next` would be), chosen from the path, not drawn.
+                    let start_after = (path.len() % 2 == 0).then(|| path.clone());
+                    Read::List { directory, start_after, limit: 50 }
                 }
                 _ => match self.known[&path].body {
                     Some((nonce, len)) => {
                         let hash = slotlog_kernel::Hash32::of(&Generator::body(nonce, len));
-                        Read::HashLookup { hash, limit: 20 }
+                        // Every other one after a prefix of a path holding it.
+                        let start_after = (path.len() % 2 == 0).then(|| path[..path.len() / 2].to_string());
+                        Read::HashLookup { hash, start_after, limit: 20 }
                     }
-                    None => Read::List { directory: "/".into(), limit: 50 },
+                    None => Read::List { directory: "/".into(), start_after: None, limit: 50 },
                 },
             }
         }

@@ -97,6 +97,7 @@ pub(super) fn judge_error(i: usize, op: &ReadOp, e: &ReadError, r: &mut CheckRep
     let raw = match &op.read {
         Read::Fetch { path, .. } | Read::Versions { path } => path,
         Read::List { directory, .. } => directory,
+        Read::IsDirectory { path } => path,
         other => return r.violation(Violation::ReadRefusedWithoutPath { read: i, request: other.clone() }),
     };
     if normalize_path(raw).err() != Some(super::path_problem_to_model(problem)) {
@@ -242,7 +243,7 @@ fn answer_agrees(model: &ModelWorld, read: &Read, answer: &Answer) -> bool {
                 _ => false,
             }
         }
-        Read::List { directory, limit: l } => {
+        Read::List { directory, start_after, limit: l } => {
             let base = if directory.split('/').all(str::is_empty) {
                 String::new()
             } else {
@@ -250,37 +251,52 @@ fn answer_agrees(model: &ModelWorld, read: &Read, answer: &Answer) -> bool {
                 base
             };
             let prefix = format!("{base}/");
-            // Children in key order: a document, or the first key of a subdirectory.
-            let mut children: Vec<(bool, String)> = Vec::new();
+            // Children by name: a document's is its path, a subdirectory's its path and a
+            // `/`; every child of the directory, then those named after the cursor.
+            let mut children: Vec<String> = Vec::new();
             for (p, _) in model.documents_from(&prefix) {
                 let Some(rest) = p.strip_prefix(prefix.as_str()) else { break };
-                match rest.find('/') {
-                    None => children.push((true, p.to_string())),
-                    Some(i) => {
-                        let sub = format!("{prefix}{}", &rest[..i]);
-                        if children.last().is_none_or(|(doc, last)| *doc || *last != sub) {
-                            children.push((false, sub));
-                        }
-                    }
+                let name = match rest.find('/') {
+                    None => p.to_string(),
+                    Some(i) => format!("{prefix}{}/", &rest[..i]),
+                };
+                if children.last() != Some(&name) {
+                    children.push(name);
                 }
             }
+            children.sort();
+            children.retain(|c| start_after.as_deref().is_none_or(|a| c.as_str() > a));
             let n = children.len().min(limit(*l));
-            let docs: Vec<String> = children[..n].iter().filter(|c| c.0).map(|c| c.1.clone()).collect();
-            let dirs: Vec<String> = children[..n].iter().filter(|c| !c.0).map(|c| c.1.clone()).collect();
+            let docs: Vec<String> = children[..n].iter().filter(|c| !c.ends_with('/')).cloned().collect();
+            let dirs: Vec<&str> = children[..n].iter().filter_map(|c| c.strip_suffix('/')).collect();
+            let next = (children.len() > n).then(|| children[n - 1].clone());
             match answer {
-                Answer::Listing { documents, directories, more } => {
+                Answer::Listing { documents, directories, more, next: got_next } => {
                     *more == (children.len() > n)
+                        && *got_next == next
                         && entries_match(documents, model, &docs)
-                        && directories.iter().map(|d| d.as_str()).eq(dirs.iter().map(String::as_str))
+                        && directories.iter().map(|d| d.as_str()).eq(dirs.iter().copied())
                 }
                 _ => false,
             }
         }
-        Read::HashLookup { hash, limit: l } => {
+        Read::IsDirectory { path } => {
+            let under = if path.split('/').all(str::is_empty) {
+                None
+            } else {
+                let Ok(p) = normalize_path(path) else { return true };
+                Some(format!("{p}/"))
+            };
+            let is =
+                under.is_none_or(|u| model.documents_from(&u).next().is_some_and(|(p, _)| p.starts_with(&u)));
+            matches!(answer, Answer::IsDirectory(got) if *got == is)
+        }
+        Read::HashLookup { hash, start_after, limit: l } => {
             let paths: Vec<String> = model
                 .documents()
                 .filter(|(_, d)| d.body_hash == hash.0)
                 .map(|(p, _)| p.to_string())
+                .filter(|p| start_after.as_deref().is_none_or(|a| p.as_str() > a))
                 .collect();
             let n = paths.len().min(limit(*l));
             match answer {
