@@ -101,19 +101,19 @@ fn a_replica_that_spins_at_one_instant_is_stopped_with_a_verdict() {
 /// The starvation rule (sim/src/liveness.rs): with the bucket healthy, a replica that holds
 /// writes for 8 s answering none on its merits is stopped. Crash seed 7 met the defect
 /// (a catch-up waiting on a name a probe had installed): one replica sat on 51 writes for
-/// 10 s until they expired, and the run passed the checker. Since checkpoint deltas moved
-/// its timing, seed 3 is the first of 1..60 to meet the defect (40 too); seed 7 runs on,
-/// fixed.
+/// 10 s until they expired, and the run passed the checker. Since listings page and control
+/// work goes first, seeds 7, 14 and 34 of 1..40 meet the defect again (seed 3 did in
+/// between); seed 7 runs on, fixed.
 #[test]
 fn a_replica_that_holds_writes_and_commits_none_is_stopped_as_starved() {
     let defects = Defects { catch_up_keeps_installed_gap: true, ..Defects::default() };
     let report = run_scenario(
         Scenario::find("crash").expect("a scenario"),
-        3,
+        7,
         &Overrides { defects, ..Overrides::default() },
     );
     assert!(report.rules.iter().any(|r| r == "LivenessStarved"), "rules: {:?}", report.rules);
-    assert!(report.violations.iter().any(|v| v.contains("replica 0 held writes")), "{:?}", report.violations);
+    assert!(report.violations.iter().any(|v| v.contains("replica 2 held writes")), "{:?}", report.violations);
     let fixed = run_scenario(Scenario::find("crash").expect("a scenario"), 7, &Overrides::default());
     assert!(fixed.passed(), "{:?}", fixed.violations);
     assert_eq!(fixed.expired, 0);

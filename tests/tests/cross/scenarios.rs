@@ -107,14 +107,15 @@ mod regressions {
     /// runs otherwise (and passes), and seed 52 landed one late; since slots grow with
     /// the queue and carry their bodies (issue 11), seed 84 did; since replicas take
     /// names in turn (docs/TURNS.md, "Rotation") and steps write deltas (SPEC 10.16),
-    /// seed 72 is the first of 1..100 to. The earlier seeds still run and pass.
+    /// seed 72 did; since listings page and control work goes first, seeds 56 and 81 of
+    /// 1..100 do. The earlier seeds still run and pass.
     #[test]
-    fn collect_seed_72_a_checkpoint_landing_a_day_late_is_taken_by_a_drop() {
-        let r = run("collect", 72, &Overrides::default());
+    fn collect_seed_56_a_checkpoint_landing_a_day_late_is_taken_by_a_drop() {
+        let r = run("collect", 56, &Overrides::default());
         assert!(r.passed(), "{:?}", r.violations);
         let c = &r.collection;
         assert_eq!((c.checkpoints_landed_late, c.reachable_missing), (1, 0), "{c:?}");
-        for seed in [57, 84] {
+        for seed in [57, 84, 72] {
             let earlier = run("collect", seed, &Overrides::default());
             assert!(earlier.passed(), "seed {seed}: {:?}", earlier.violations);
         }
@@ -304,7 +305,10 @@ mod damaged_checkpoint_at_open {
 
     fn opens_from_an_older_checkpoint(object: DamagedObject) {
         let o = Overrides { damage_at_open: Some(object), ..Overrides::default() };
-        for seed in 1..=3 {
+        // Seeds whose cold starts meet the damage with an older full checkpoint in the
+        // bucket (on seed 3 every damaged open had only checkpoint zero below it and
+        // replayed from genesis, as correct, but not what this test shows).
+        for seed in [1, 2, 4] {
             let r = run("crash", seed, &o);
             assert!(r.passed(), "{object:?} seed {seed}: {:?}", r.violations);
             assert_eq!(r.lost, 0, "{object:?} seed {seed}");
