@@ -264,7 +264,7 @@ impl Generator {
                     Read::Fetch { path, version }
                 }
                 // One in five asks whether the document's directory is one, at the tip.
-                1 if path.len() % 5 == 0 => Read::IsDirectory {
+                1 if path.len().is_multiple_of(5) => Read::IsDirectory {
                     path: path.rfind('/').map_or("/".into(), |i| path[..i.max(1)].to_string()),
                 },
                 1 => Read::Versions { path },
@@ -298,14 +298,14 @@ impl Generator {
                     };
                     // Every other listing pages on after a known document (a cursor as the
                     // previous page's `next` would be), chosen from the path, not drawn.
-                    let start_after = (path.len() % 2 == 0).then(|| path.clone());
+                    let start_after = path.len().is_multiple_of(2).then(|| path.clone());
                     Read::List { directory, start_after, limit: 50 }
                 }
                 _ => match self.known[&path].body {
                     Some((nonce, len)) => {
                         let hash = slotlog_kernel::Hash32::of(&Generator::body(nonce, len));
                         // Every other one after a prefix of a path holding it.
-                        let start_after = (path.len() % 2 == 0).then(|| path[..path.len() / 2].to_string());
+                        let start_after = path.len().is_multiple_of(2).then(|| path[..path.len() / 2].to_string());
                         Read::HashLookup { hash, start_after, limit: 20 }
                     }
                     None => Read::List { directory: "/".into(), start_after: None, limit: 50 },
