@@ -273,6 +273,9 @@ pub struct Defects {
     /// Admission takes every write, however long the queue (no `Busy`): under overload
     /// writes wait out their deadlines (the admission bound must catch it).
     pub admit_everything: bool,
+    /// The backstop poll for watchers never runs: a watcher on a replica without hints
+    /// waits for good (the watch delivery rule must catch it).
+    pub watch_poll_skipped: bool,
 }
 
 impl Default for Config {

@@ -146,6 +146,8 @@ pub(crate) struct Feed {
     poll: Duration,
     /// A poll round asked for at this instant, until the snapshot is known current since.
     poll_round: Option<Instant>,
+    /// The `watch_poll_skipped` defect.
+    poll_skipped: bool,
     pub stats: FeedStats,
 }
 
@@ -171,6 +173,7 @@ impl Feed {
             slots_read_at: None,
             poll: config.watch_poll,
             poll_round: None,
+            poll_skipped: config.defects().watch_poll_skipped,
             stats: FeedStats::default(),
         }
     }
@@ -380,7 +383,7 @@ impl Feed {
     /// confirmation and the last install). A round lasts until the snapshot is known
     /// current since it began, so a poll that finds slots reads on until the tip.
     pub fn poll_wanted(&mut self, now: Instant, sn: &Snapshot) -> bool {
-        if self.subs.is_empty() || self.poll.is_zero() {
+        if self.subs.is_empty() || self.poll.is_zero() || self.poll_skipped {
             self.poll_round = None;
             return false;
         }
@@ -407,7 +410,7 @@ impl Feed {
     }
 
     fn next_poll(&self, sn: &Snapshot) -> Option<Instant> {
-        if self.subs.is_empty() || self.poll.is_zero() {
+        if self.subs.is_empty() || self.poll.is_zero() || self.poll_skipped {
             return None;
         }
         let installed = sn.recent.newest(1).next().map(|s| s.installed_at);
