@@ -109,6 +109,9 @@ pub struct WatchSession {
     /// True time each of `events` reached the subscriber, one per event (the watch
     /// delivery rule reads them).
     pub delivered_at: Vec<Instant>,
+    /// True time its subscriber closed it (`SessionEnd::Open`); None if it was open when
+    /// the run ended, or the replica ended it.
+    pub closed_at: Option<Instant>,
     /// How it ended.
     pub end: SessionEnd,
 }

@@ -1111,6 +1111,7 @@ impl Cluster<'_> {
             started_at: self.now,
             events: Vec::new(),
             delivered_at: Vec::new(),
+            closed_at: None,
             end: SessionEnd::Open,
         });
         let id = self.new_request(node, InFlight::Watch { watcher, session });
@@ -1132,6 +1133,7 @@ impl Cluster<'_> {
         let node = self.watchers[watcher].node;
         self.nodes[node].requests.remove(&id);
         self.watchers[watcher].session = None;
+        self.history.watches[session].closed_at = Some(self.now);
         self.input(node, Input::Unwatch { id });
         self.resume_later(watcher);
     }

@@ -21,6 +21,8 @@ mod reads;
 mod reads_tests;
 mod violation;
 mod watches;
+#[cfg(test)]
+mod watches_tests;
 
 pub use violation::{CheckpointField, MemberDiff, Rule, Violation};
 

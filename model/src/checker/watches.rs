@@ -72,9 +72,10 @@ pub(super) fn check(
 }
 
 /// The watch delivery rule: each event within `bound_ms` of when it was due from (its
-/// slot's creation, or the watch's start if later); a watch still open at the end owes
-/// every event due from more than `bound_ms` before the end.
-fn delivery(history: &History, spans: &[SlotSpan], bound_ms: u64, r: &mut CheckReport) {
+/// slot's creation, or the watch's start if later); a watch its replica did not end owes
+/// every event due from more than `bound_ms` before its subscriber closed it, or before
+/// the run ended.
+pub(super) fn delivery(history: &History, spans: &[SlotSpan], bound_ms: u64, r: &mut CheckReport) {
     let bound_us = bound_ms.saturating_mul(1_000);
     let mut lag_us_max = 0u64;
     let due_from = |w: &crate::history::WatchSession, sequence: u64| -> Option<Instant> {
@@ -92,7 +93,7 @@ fn delivery(history: &History, spans: &[SlotSpan], bound_ms: u64, r: &mut CheckR
                 break;
             }
         }
-        let (SessionEnd::Open, Some(end)) = (&w.end, history.ended_at) else { continue };
+        let (SessionEnd::Open, Some(end)) = (&w.end, w.closed_at.or(history.ended_at)) else { continue };
         let next = w.cursor + 1 + w.events.len() as u64;
         if let Some(from) = due_from(w, next) {
             let waited_us = end.as_micros().saturating_sub(from.as_micros());
