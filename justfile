@@ -107,7 +107,7 @@ soak SCALE="1": build
     : > target/soak/summary.txt
     rm -f target/soak/coverage.json
     failed=0
-    for mix in conflicts:40000 faults,crash:8000 single,reads,fast2:2000 race,open300:1500 \
+    for mix in conflicts:40000 faults,crash:8000 single,reads,fast2,watchpoll:2000 race,open300:1500 \
         watch,saturate,collect:800 compact:300 edges:200; do
         seeds=$(( ${mix##*:} * {{SCALE}} ))
         {{slotlog}} sweep "${mix%%:*}" --seeds "1..$seeds" --json \

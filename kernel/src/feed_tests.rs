@@ -10,8 +10,8 @@ use crate::format::{DecodeError, NameRule};
 use crate::ids::RequestId;
 use crate::reply::FailReason;
 use crate::testkit::{is_slot_get, is_slot_stat, keys, publish, Fate, Harness, MemStore, Peer};
-use crate::world::Expected;
 use crate::time::Instant;
+use crate::world::Expected;
 use crate::world::Receipt;
 use core::time::Duration;
 

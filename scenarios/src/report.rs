@@ -848,7 +848,10 @@ impl Report {
                 w.slots_verified_before_checkpoint
             );
             if let (Some(lag), Some(bound)) = (w.max_delivery_lag_ms, w.delivery_bound_ms) {
-                s += &format!("  watch    polls {}  delivery lag max {lag:.0} ms (bound {bound} ms)\n", w.polls);
+                s += &format!(
+                    "  watch    polls {}  delivery lag max {lag:.0} ms (bound {bound} ms)\n",
+                    w.polls
+                );
             }
         }
         let c = &self.checkpoints;

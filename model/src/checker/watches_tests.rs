@@ -47,8 +47,11 @@ fn session(start_ms: u64, delivered_ms: &[u64], closed_ms: Option<u64>) -> Watch
 }
 
 fn judge(watch: WatchSession, spans: &[SlotSpan], ended_ms: u64) -> CheckReport {
-    let history =
-        History { watches: vec![watch], ended_at: Some(Instant::from_millis(ended_ms)), ..History::default() };
+    let history = History {
+        watches: vec![watch],
+        ended_at: Some(Instant::from_millis(ended_ms)),
+        ..History::default()
+    };
     let mut r = CheckReport::default();
     delivery(&history, spans, BOUND_MS, &mut r);
     r
@@ -66,7 +69,10 @@ fn an_event_later_than_the_bound_is_caught() {
     let r = judge(session(0, &[1_000, 9_001], None), &spans(&[100, 2_000]), 20_000);
     let [v] = &r.violations[..] else { panic!("{:?}", r.violations) };
     assert_eq!(v.rule(), Rule::WatchDelivery);
-    assert_eq!(*v, Violation::WatchDeliveredLate { watch: 0, sequence: 2, lag_ms: 7_001, bound_ms: BOUND_MS });
+    assert_eq!(
+        *v,
+        Violation::WatchDeliveredLate { watch: 0, sequence: 2, lag_ms: 7_001, bound_ms: BOUND_MS }
+    );
 }
 
 #[test]

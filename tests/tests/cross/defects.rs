@@ -183,7 +183,8 @@ fn a_watcher_without_hints_is_served_by_the_poll_and_one_without_the_poll_is_cau
     assert!(r.passed(), "{:?}", r.violations);
     assert!(r.watch.polls > 0, "the follower learned the tip by polling: {:?}", r.watch);
     assert!(r.watch.events_delivered > 0);
-    let (lag, bound) = (r.watch.max_delivery_lag_ms.expect("judged"), r.watch.delivery_bound_ms.expect("set"));
+    let (lag, bound) =
+        (r.watch.max_delivery_lag_ms.expect("judged"), r.watch.delivery_bound_ms.expect("set"));
     assert!(lag <= bound as f64, "{lag} ms over {bound} ms");
     let defects = Defects { watch_poll_skipped: true, ..Defects::default() };
     let caught = run_scenario(watchpoll, 1, &Overrides { defects, ..Overrides::default() });
