@@ -937,7 +937,7 @@ fn an_ordinary_write_the_queue_would_not_drain_in_time_is_refused_at_once() {
     }
     for _ in 0..4 {
         h.advance_ms(500);
-        h.deliver_until(|op| is_slot_create(op));
+        h.deliver_until(is_slot_create);
         h.deliver();
     }
     let queued = h.replica.queued();
