@@ -11,7 +11,7 @@ heavy := "saturate,open300,watch"
 # The two costliest a seed (compact ~4 s, edges ~6.5 s): fewer seeds each.
 heaviest := "compact,edges"
 # The light scenarios that cost least a seed and inject the most faults: more seeds each.
-cheap := "faults,crash,conflicts"
+cheap := "faults,crash,conflicts,watchpoll"
 
 # Build the simulator and the tests (release: simulations are CPU-bound).
 build:
@@ -24,16 +24,17 @@ sim SCENARIO="single" SEED="1": build
 # The full test suite behind the gates: rustfmt, clippy, rustdoc and cargo-deny (warnings
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
-# simulated GCS over HTTP) and 2,076 seeded runs, at least the 2,000 issue 13 asks. This
+# simulated GCS over HTTP) and 2,484 seeded runs, at least the 2,000 issue 13 asks. This
 # is what CI runs. A fresh-clone CI on d8308d5 (2 cores, 18 min 9 s in all, 2026-12-04): build
 # 7 min 9 s with moto and Azurite installing and cargo-deny building beside it, clippy
 # 44 s, rustdoc 19 s, nextest 842 tests 95 s, then
 #   light     seeds 1..100     7 x 100 =   700 runs   149 s
-#   cheap     seeds 101..500   3 x 400 = 1,200 runs   135 s
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs   135 s (watchpoll since: 0.01 s a run)
 #   heavy     seeds 1..40      3 x  40 =   120 runs    75 s (saturate, open300, watch)
 #   heaviest  seeds 1..20      2 x  20 =    40 runs   108 s (compact, and edges: the rare paths)
 #   collect   seeds 1..12      1 x  12 =    12 runs    10 s (30 virtual hours each:
 #             checkpoints, drops, slot collection, a pause and a stall)
+#   overload  seeds 1..8       1 x   8 =     8 runs    ~11 s (three times what commits, offered)
 #   soak48    seeds 3..6       1 x   4 =     4 runs    12 s (48 virtual hours, every fault)
 #             (since rotation and checkpoint deltas, collect seed 12 is the run that reaches
 #             probe_below_collection: no soak48 seed of 1..24 does)
@@ -69,7 +70,8 @@ test:
     {{slotlog}} sweep {{heavy}} --seeds 1..40 --coverage-file target/coverage.json --json > target/sweep-3.jsonl
     {{slotlog}} sweep {{heaviest}} --seeds 1..20 --coverage-file target/coverage.json --json > target/sweep-4.jsonl
     {{slotlog}} sweep collect --seeds 1..12 --coverage-file target/coverage.json --json > target/sweep-5.jsonl
-    {{slotlog}} sweep soak48 --seeds 3..6 --coverage-file target/coverage.json --require-coverage --json > target/sweep-6.jsonl
+    {{slotlog}} sweep overload --seeds 1..8 --coverage-file target/coverage.json --json > target/sweep-6.jsonl
+    {{slotlog}} sweep soak48 --seeds 3..6 --coverage-file target/coverage.json --require-coverage --json > target/sweep-7.jsonl
 
 # Unit, property and cross-crate tests; the S3 tests skip unless SLOTLOG_S3_ENDPOINT is
 # set (`scripts/with-moto.sh just unit` sets it), the Azure ones unless
@@ -95,7 +97,7 @@ repro SCENARIO SEED: build
 # Long soak: many more seeds than CI runs, every scenario of `sweep all`, each given
 # seeds in inverse proportion to its cost a seed (docs/SIMULATION.md, "Soak"), so each
 # takes a like share of the time and the cheap fault-heavy ones the most seeds. SCALE
-# multiplies every count (SCALE=1: 68,300 runs, about 2.5 hours on 2 cores by the measured
+# multiplies every count (SCALE=1: 70,300 runs, about 2.5 hours on 2 cores by the measured
 # seeds a minute). One JSON line a run goes to target/soak/runs.jsonl, the per-scenario
 # summaries to target/soak/summary.txt, the marks hit summed in target/soak/coverage.json.
 # Not part of `just test`.
@@ -107,7 +109,7 @@ soak SCALE="1": build
     : > target/soak/summary.txt
     rm -f target/soak/coverage.json
     failed=0
-    for mix in conflicts:40000 faults,crash:8000 single,reads,fast2:2000 race,open300:1500 \
+    for mix in conflicts:40000 faults,crash:8000 single,reads,fast2,watchpoll:2000 race,open300:1500 \
         watch,saturate,collect:800 overload:400 compact:300 edges:200; do
         seeds=$(( ${mix##*:} * {{SCALE}} ))
         {{slotlog}} sweep "${mix%%:*}" --seeds "1..$seeds" --json \

@@ -80,6 +80,15 @@ pub struct Config {
     pub watches_max: usize,
     /// Backlog slots the feed keeps decoded for watchers catching up together.
     pub feed_slots_cached_max: usize,
+    /// The feed's slot cache (slots read for subscribers catching up) empties after this
+    /// long without a backlog read, so a watcher that caught up long ago holds no memory
+    /// for it (record: 30 minutes).
+    pub feed_slots_idle: Duration,
+    /// The backstop poll for watchers (record: 5 s, "only while a watcher waits"): a
+    /// replica that has learned no slot for this long while anyone watches probes the tip,
+    /// so its watchers advance without hints, writes or reads. `Duration::ZERO` turns the
+    /// poll off (a replica whose hints are reliable, or a test showing what it is for).
+    pub watch_poll: Duration,
     /// Turns (record: "Found by the dry run ..."): a store that learns a peer lost to it
     /// holds its next create after its next win, so the peer gets a slot. Off only for
     /// comparison runs.
@@ -264,6 +273,9 @@ pub struct Defects {
     /// Admission takes every write, however long the queue (no `Busy`): under overload
     /// writes wait out their deadlines (the admission bound must catch it).
     pub admit_everything: bool,
+    /// The backstop poll for watchers never runs: a watcher on a replica without hints
+    /// waits for good (the watch delivery rule must catch it).
+    pub watch_poll_skipped: bool,
 }
 
 impl Default for Config {
@@ -289,6 +301,8 @@ impl Default for Config {
             ring_events_max: 4_096,
             watches_max: 1_024,
             feed_slots_cached_max: 1_024,
+            feed_slots_idle: Duration::from_secs(30 * 60),
+            watch_poll: Duration::from_secs(5),
             turns: true,
             turn_slots_max: 256,
             hold: Duration::from_millis(300),

@@ -9,8 +9,9 @@ use crate::effect::{Input, WatchEnd};
 use crate::format::{DecodeError, NameRule};
 use crate::ids::RequestId;
 use crate::reply::FailReason;
-use crate::testkit::{is_slot_get, keys, Fate, Harness, MemStore};
+use crate::testkit::{is_slot_get, is_slot_stat, keys, publish, Fate, Harness, MemStore, Peer};
 use crate::time::Instant;
+use crate::world::Expected;
 use crate::world::Receipt;
 use core::time::Duration;
 
@@ -395,4 +396,120 @@ fn a_slot_before_the_checkpoint_its_listing_skipped_is_read_directly_and_served(
     assert!(slot_gets(&h.log[mark..]).contains(&keys().slot(9)));
     assert_eq!(log_lists(&h.log[mark..]), 1, "one listing, then a direct read");
     assert_eq!(h.replica.feed_stats().slots_verified_before_checkpoint, 3);
+}
+
+// The backstop poll (record: 5 s, only while a watcher waits), the slot cache's idle
+// time, and bounded batches.
+
+/// Moves the clock on `step` at a time, `n` times, firing whatever is due and delivering
+/// every call; returns the tip stats sent meanwhile.
+fn idle_for(h: &mut Harness, step: Duration, n: usize) -> usize {
+    let mark = h.log.len();
+    for _ in 0..n {
+        h.advance(step);
+        h.replica.handle_timeout(h.now);
+        h.drain();
+        h.settle();
+    }
+    h.log[mark..].iter().filter(|op| is_slot_stat(op)).count()
+}
+
+#[test]
+fn the_poll_runs_only_while_a_watcher_waits() {
+    let mut h = Harness::opened(Config::default());
+    assert_eq!(idle_for(&mut h, Duration::from_secs(5), 12), 0, "nobody watches: no poll");
+    assert_eq!(h.replica.poll_timeout(), None, "and no wake-up for one");
+    let mark = h.log.len();
+    let w = h.watch(0, 100);
+    h.settle();
+    let at_once = h.log[mark..].iter().filter(|op| is_slot_stat(op)).count();
+    assert_eq!(at_once, 1, "a minute without learning the tip: the first watch polls at once");
+    assert_eq!(idle_for(&mut h, Duration::from_secs(5), 12), 12, "then one probe per 5 s");
+    assert_eq!(h.replica.feed_stats().polls, 13);
+    h.input(Input::Unwatch { id: w });
+    assert_eq!(idle_for(&mut h, Duration::from_secs(5), 12), 0, "unwatched: the poll stops");
+    assert_eq!(h.replica.feed_stats().polls, 13);
+}
+
+#[test]
+fn the_poll_waits_its_interval_after_the_tip_was_last_learned_and_reads_on_to_the_tip() {
+    let mut h = Harness::opened(Config::default());
+    let w = h.watch(0, 100);
+    h.advance_ms(700);
+    // An exact read confirms the tip now: the poll is due 5 s after it, not before.
+    let learned = h.now;
+    let r = h.read(crate::effect::Read::Receipt { op_id: crate::ids::OperationId::from(1), since: None });
+    h.settle();
+    h.read_ok(r);
+    assert_eq!(h.replica.poll_timeout(), Some(learned + Duration::from_secs(5)));
+    // A peer commits two slots and sends no hint.
+    let mut peer = Peer::following(&h);
+    peer.commit(&mut h, &[(50, publish("/p.md", "p", Expected::Any))]);
+    peer.commit(&mut h, &[(51, publish("/q.md", "q", Expected::Any))]);
+    h.now = learned + Duration::from_millis(4_999);
+    h.replica.handle_timeout(h.now);
+    h.drain();
+    assert!(h.pending(is_slot_stat).is_empty(), "not before the interval");
+    h.fire_timer();
+    assert_eq!(h.now, learned + Duration::from_secs(5));
+    assert_eq!(h.pending(is_slot_stat).len(), 1, "the read path's probe, once");
+    h.settle();
+    assert_eq!(sequences(&events(&h, w)), vec![1, 2], "one poll reads on to the tip");
+    assert_eq!(h.replica.feed_stats().polls, 1);
+    // Absent at the next name (the stat sent 1 ms before its answer): the next poll is one
+    // interval after that probe.
+    assert_eq!(h.replica.poll_timeout(), Some(h.now + Duration::from_millis(4_999)));
+}
+
+#[test]
+fn a_zero_poll_interval_turns_the_poll_off() {
+    let mut h = Harness::opened(Config { watch_poll: Duration::ZERO, ..Config::default() });
+    h.watch(0, 100);
+    h.settle();
+    assert_eq!(idle_for(&mut h, Duration::from_secs(5), 6), 0);
+    assert_eq!(h.replica.poll_timeout(), None);
+}
+
+#[test]
+fn the_slot_cache_empties_after_its_idle_time_without_a_backlog_read() {
+    let (store, receipts) = store_with_slots(10);
+    let idle = Duration::from_secs(30 * 60);
+    let config = Config { ring_events_max: 2, watch_poll: Duration::ZERO, ..Config::default() };
+    let mut h = Harness::with_store(config, store, 2);
+    h.settle();
+    let w = h.watch(0, 1_000);
+    h.settle();
+    assert_eq!(events(&h, w), receipts, "caught up from slots");
+    assert!(h.replica.feed_slots_cached() > 0, "the slots read are cached");
+    assert_eq!(h.replica.poll_timeout(), Some(h.now + idle), "a wake-up for the idle end");
+    h.advance(idle - Duration::from_secs(1));
+    h.replica.handle_timeout(h.now);
+    h.drain();
+    assert!(h.replica.feed_slots_cached() > 0, "not before the idle time");
+    h.fire_timer();
+    assert_eq!(h.replica.feed_slots_cached(), 0, "emptied");
+    assert_eq!(h.replica.feed_stats().slot_cache_idled, 1);
+    assert_eq!(h.replica.poll_timeout(), None, "nothing cached, no wake-up");
+    // A later catch-up reads the slots again.
+    let mark = h.log.len();
+    let again = h.watch(0, 1_000);
+    h.settle();
+    assert_eq!(events(&h, again), receipts);
+    assert!(!slot_gets(&h.log[mark..]).is_empty(), "read from the bucket again");
+}
+
+#[test]
+fn catch_up_goes_in_batches_of_at_most_64_kib() {
+    let mut h = Harness::opened(Config::default());
+    let w = h.watch(0, 0);
+    let dir = "x".repeat(200);
+    let ids: Vec<RequestId> = (1..=600).map(|op| h.publish(op, &format!("/{dir}/{op}.md"), "b")).collect();
+    h.settle();
+    let receipts: Vec<Receipt> = ids.iter().map(|id| h.receipt(*id).clone()).collect();
+    let total: usize = receipts.iter().map(crate::feed::event_bytes).sum();
+    assert!(total > 2 * crate::feed::CHANGES_BYTES_MAX, "more than two batches' worth");
+    h.input(Input::WatchCredit { id: w, events: 10_000 });
+    assert_eq!(sequences(&events(&h, w)), (1..=600).collect::<Vec<u64>>(), "all, in order");
+    assert!(h.change_batch_bytes.len() >= 3, "split: {:?}", h.change_batch_bytes);
+    assert!(h.change_batch_bytes.iter().all(|b| *b <= crate::feed::CHANGES_BYTES_MAX));
 }

@@ -64,7 +64,7 @@ pub use committer::CommitterStats;
 pub use compactor::{CompactorStats, LedgerHeld};
 pub use config::{CompactionRole, Config, ConfigError, Defects};
 pub use effect::{Effect, Input, Read, Request, Warning, WatchEnd};
-pub use feed::FeedStats;
+pub use feed::{event_bytes, FeedStats, CHANGES_BYTES_MAX};
 pub use hash::Hash32;
 pub use ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};
 pub use marks::{Mark, Marks};

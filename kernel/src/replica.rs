@@ -164,7 +164,8 @@ impl Replica {
             return Some(Instant::ZERO);
         }
         let compactor = self.snapshot.as_ref().and_then(|sn| self.compactor.next_deadline(sn));
-        [self.io.next_retry(), self.committer.next_deadline(), self.reads.next_deadline(), compactor]
+        let feed = self.snapshot.as_ref().and_then(|sn| self.feed.next_deadline(sn));
+        [self.io.next_retry(), self.committer.next_deadline(), self.reads.next_deadline(), compactor, feed]
             .into_iter()
             .flatten()
             .min()
@@ -307,7 +308,10 @@ impl Replica {
             }
         }
         self.collector.pump(now, &mut self.io);
-        let needs_tip = self.committer.needs_tip_since(sn).is_some();
+        // The backstop poll rides the committer's want of the tip: the same probe, the
+        // same cool-off after a failed flight.
+        let poll = self.feed.poll_wanted(now, sn);
+        let needs_tip = self.committer.needs_tip_since(sn).is_some() || poll;
         let creating = self.committer.creating();
         let owners = (&mut self.bodies, &mut self.history);
         let served = self.reads.serve(now, sn, creating, needs_tip, owners, &mut self.io);
@@ -414,6 +418,11 @@ impl Replica {
     /// The change feed's counters.
     pub fn feed_stats(&self) -> &FeedStats {
         &self.feed.stats
+    }
+
+    /// Backlog slots the change feed holds decoded for watchers catching up.
+    pub fn feed_slots_cached(&self) -> usize {
+        self.feed.slots_cached()
     }
 
     /// Writes waiting in the queue, not yet in a batch.

@@ -167,6 +167,8 @@ pub struct Harness {
     pub read_replies: BTreeMap<RequestId, Result<crate::reply::ReadOk, crate::reply::ReadError>>,
     /// Events each watch received, in order.
     pub changes: BTreeMap<RequestId, Vec<crate::world::Receipt>>,
+    /// The bytes (as the feed counts them) of every `Effect::Changes`, in order.
+    pub change_batch_bytes: Vec<usize>,
     pub ended: BTreeMap<RequestId, crate::effect::WatchEnd>,
     /// Every `Effect::Failed` the replica emitted.
     pub failures: Vec<FailReason>,
@@ -212,6 +214,7 @@ impl Harness {
             committed: Vec::new(),
             read_replies: BTreeMap::new(),
             changes: BTreeMap::new(),
+            change_batch_bytes: Vec::new(),
             ended: BTreeMap::new(),
             failures: Vec::new(),
             warnings: Vec::new(),
@@ -243,7 +246,10 @@ impl Harness {
                 Effect::Reply { id, reply: Reply::Read(r) } => {
                     assert!(self.read_replies.insert(id, r).is_none(), "answered twice");
                 }
-                Effect::Changes { id, events } => self.changes.entry(id).or_default().extend(events),
+                Effect::Changes { id, events } => {
+                    self.change_batch_bytes.push(events.iter().map(crate::feed::event_bytes).sum());
+                    self.changes.entry(id).or_default().extend(events);
+                }
                 Effect::WatchEnded { id, end } => {
                     assert!(self.ended.insert(id, end).is_none(), "ended twice");
                 }

@@ -106,6 +106,12 @@ pub struct WatchSession {
     pub started_at: Instant,
     /// The receipts it received, in order.
     pub events: Vec<Receipt>,
+    /// True time each of `events` reached the subscriber, one per event (the watch
+    /// delivery rule reads them).
+    pub delivered_at: Vec<Instant>,
+    /// True time its subscriber closed it (`SessionEnd::Open`); None if it was open when
+    /// the run ended, or the replica ended it.
+    pub closed_at: Option<Instant>,
     /// How it ended.
     pub end: SessionEnd,
 }
@@ -119,6 +125,9 @@ pub struct History {
     pub reads: Vec<ReadOp>,
     /// Every watch session, in subscribe order.
     pub watches: Vec<WatchSession>,
+    /// True time the run ended (sessions still open were open until then); None when the
+    /// embedder does not say, and the watch delivery rule judges no missing event.
+    pub ended_at: Option<Instant>,
     /// Every create, rewrite and delete the store carried out, by name; `None` when the
     /// embedder does not record them (the name rules then judge nothing).
     pub names: Option<NameHistory>,

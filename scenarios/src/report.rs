@@ -169,6 +169,15 @@ pub struct Watch {
     /// Slots before a cold start's checkpoint, read and verified for watchers resuming
     /// before it.
     pub slots_verified_before_checkpoint: u64,
+    /// Backstop polls the replicas ran for their watchers (no hint, write or read taught
+    /// them the tip for `watch_poll`).
+    pub polls: u64,
+    /// The longest from a slot's creation (or a watch's start) to an event's delivery, and
+    /// the bound the checker held it to: only in runs that judge watch delivery.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_delivery_lag_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery_bound_ms: Option<u64>,
 }
 
 /// Checkpoints the run's replicas wrote and the checker judged.
@@ -647,6 +656,13 @@ impl Report {
                     .iter()
                     .map(|r| r.feed.slots_verified_before_checkpoint)
                     .sum(),
+                polls: result.replicas.iter().map(|r| r.feed.polls).sum(),
+                max_delivery_lag_ms: check.watch_delivery_lag_ms_max,
+                delivery_bound_ms: config
+                    .watchers
+                    .as_ref()
+                    .and_then(|w| w.delivery_slack_ms)
+                    .map(|slack| config.kernel.watch_poll.as_millis() as u64 + slack),
             },
             checkpoints: Checkpoints {
                 in_bucket: result
@@ -831,6 +847,12 @@ impl Report {
                 w.resyncs,
                 w.slots_verified_before_checkpoint
             );
+            if let (Some(lag), Some(bound)) = (w.max_delivery_lag_ms, w.delivery_bound_ms) {
+                s += &format!(
+                    "  watch    polls {}  delivery lag max {lag:.0} ms (bound {bound} ms)\n",
+                    w.polls
+                );
+            }
         }
         let c = &self.checkpoints;
         if c.runs + c.in_bucket > 0 {

@@ -622,7 +622,8 @@ fn run_inner<'a>(
         c.schedule(Instant::ZERO, Event::ReadArrival { exact: false });
     }
     if let Some(w) = &config.watchers {
-        for n in 0..config.nodes() {
+        let first = if w.followers_only { config.replicas } else { 0 };
+        for n in first..config.nodes() {
             for _ in 0..w.per_node {
                 let watcher = c.watchers.len();
                 c.watchers.push(Watcher { node: n, session: None, seen: 0 });
@@ -1094,7 +1095,10 @@ impl Cluster<'_> {
         if self.watchers[watcher].session.is_some() {
             return;
         }
-        let live = self.live(false);
+        let mut live = self.live(false);
+        if load.followers_only {
+            live.retain(|&n| n >= self.config.replicas);
+        }
         let Some(node) = self.pick(&live) else { return };
         let mut cursor = self.watchers[watcher].seen;
         if self.chaos.chance(load.old_cursor_rate) {
@@ -1106,6 +1110,8 @@ impl Cluster<'_> {
             cursor,
             started_at: self.now,
             events: Vec::new(),
+            delivered_at: Vec::new(),
+            closed_at: None,
             end: SessionEnd::Open,
         });
         let id = self.new_request(node, InFlight::Watch { watcher, session });
@@ -1127,6 +1133,7 @@ impl Cluster<'_> {
         let node = self.watchers[watcher].node;
         self.nodes[node].requests.remove(&id);
         self.watchers[watcher].session = None;
+        self.history.watches[session].closed_at = Some(self.now);
         self.input(node, Input::Unwatch { id });
         self.resume_later(watcher);
     }
@@ -1486,7 +1493,9 @@ impl Cluster<'_> {
         if let Some(last) = events.last() {
             self.watchers[watcher].seen = last.sequence;
         }
-        self.history.watches[session].events.extend(events);
+        let session_history = &mut self.history.watches[session];
+        session_history.delivered_at.extend(events.iter().map(|_| self.now));
+        session_history.events.extend(events);
         let load = self.config.watchers.clone().expect("watchers configured");
         let consume = self.chaos.uniform(0.0, load.consume_ms_max as f64);
         self.schedule(self.now + ms(consume), Event::WatchCredit { watcher, session, events: n });
@@ -1557,6 +1566,7 @@ impl Cluster<'_> {
             // A replica still opening when the run ended: the bucket is judged undamaged.
             self.repair_damage(node);
         }
+        self.history.ended_at = Some(self.now);
         let mut replicas = Vec::new();
         for n in &mut self.nodes {
             if let Some(r) = &n.replica {
@@ -1678,4 +1688,6 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.resyncs += fs.resyncs;
     t.slot_reads += fs.slot_reads;
     t.slots_verified_before_checkpoint += fs.slots_verified_before_checkpoint;
+    t.polls += fs.polls;
+    t.slot_cache_idled += fs.slot_cache_idled;
 }

@@ -106,6 +106,13 @@ pub struct WatchLoad {
     pub old_cursor_rate: f64,
     /// See `old_cursor_rate`.
     pub old_cursor_back_max: u64,
+    /// Watchers connect only to the replicas that take no writes (a watch-only follower),
+    /// `per_node` for each of them.
+    pub followers_only: bool,
+    /// When set, the checker holds every watch to the watch delivery rule: each event
+    /// within the kernel's `watch_poll` plus this slack of its slot's creation. The slack
+    /// covers the probe's own calls (a stat and a read per slot found) and delivery.
+    pub delivery_slack_ms: Option<u64>,
 }
 
 /// What the clients write, and when.

@@ -9,6 +9,13 @@
 //! slots, and after a cold start from a checkpoint, the slots before that checkpoint that
 //! `before` lists, reads and verifies along the chain. One whose cursor is older than
 //! that, or whose slots are gone from the bucket, is told to resync.
+//!
+//! Events leave in batches of at most [`CHANGES_BYTES_MAX`], never one unbounded page.
+//! While anyone watches, the feed also keeps the backstop poll (the record's 5 s): when
+//! the replica has learned no slot for `watch_poll`, it asks the read path's probe for
+//! the tip (the feed starts no call of its own for it), so watchers advance without
+//! hints. Nobody watching, no poll. The slot cache empties after `feed_slots_idle`
+//! without a backlog read.
 
 mod before;
 
@@ -24,11 +31,45 @@ use crate::snapshot::{SlotSpan, Snapshot};
 use crate::time::Instant;
 use crate::world::Receipt;
 use before::{Before, Reach};
+use core::time::Duration;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// The most bytes of events one `Effect::Changes` carries (record: catch-up is delivered
+/// in 64 KB batches), counted by [`event_bytes`]. A single event larger than this still
+/// goes, alone.
+pub const CHANGES_BYTES_MAX: usize = 64 * 1024;
+
+/// What one event counts against [`CHANGES_BYTES_MAX`]: its path plus a fixed 48 bytes
+/// for the operation id (16), sequence (8), version (8), kind and framing, about what it
+/// takes on the wire to a watcher.
+pub fn event_bytes(r: &Receipt) -> usize {
+    EVENT_FIXED_BYTES + r.path.as_ref().map_or(0, |p| p.as_str().len())
+}
+
+const EVENT_FIXED_BYTES: usize = 48;
+
+/// How many of `events` (at least one, when any) fit in one batch of [`CHANGES_BYTES_MAX`].
+fn fitting<'a>(events: impl Iterator<Item = &'a Receipt>) -> usize {
+    let mut bytes = 0;
+    let mut n = 0;
+    for r in events {
+        bytes += event_bytes(r);
+        if n > 0 && bytes > CHANGES_BYTES_MAX {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
 
 /// Counters a report reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FeedStats {
+    /// Backstop polls started: rounds of the read path's probe asked for by watchers
+    /// after `watch_poll` without a slot learned.
+    pub polls: u64,
+    /// Times the slot cache was emptied after `feed_slots_idle` without a backlog read.
+    pub slot_cache_idled: u64,
     /// Subscriptions taken.
     pub watches: u64,
     /// Receipts delivered to subscribers.
@@ -97,6 +138,16 @@ pub(crate) struct Feed {
     slot_order: VecDeque<u64>,
     /// Backlog slots asked for and not yet read.
     requested: BTreeSet<u64>,
+    /// The slot cache empties this long after its last backlog read.
+    slots_idle: Duration,
+    /// The last backlog read (a delivery from the slot cache, or a slot kept into it).
+    slots_read_at: Option<Instant>,
+    /// The backstop poll interval; zero is off.
+    poll: Duration,
+    /// A poll round asked for at this instant, until the snapshot is known current since.
+    poll_round: Option<Instant>,
+    /// The `watch_poll_skipped` defect.
+    poll_skipped: bool,
     pub stats: FeedStats,
 }
 
@@ -118,6 +169,11 @@ impl Feed {
             slots: BTreeMap::new(),
             slot_order: VecDeque::new(),
             requested: BTreeSet::new(),
+            slots_idle: config.feed_slots_idle,
+            slots_read_at: None,
+            poll: config.watch_poll,
+            poll_round: None,
+            poll_skipped: config.defects().watch_poll_skipped,
             stats: FeedStats::default(),
         }
     }
@@ -181,6 +237,8 @@ impl Feed {
             self.ring.clear();
             self.slots.clear();
             self.slot_order.clear();
+            self.slots_read_at = None;
+            self.poll_round = None;
             // Reads in flight still land; they are dropped on arrival.
         }
     }
@@ -198,6 +256,7 @@ impl Feed {
         if let Some(before) = self.before.as_mut() {
             before.trim(sn);
         }
+        self.idle_slots(now);
         let ids: Vec<RequestId> = self.subs.keys().copied().collect();
         for id in ids {
             self.deliver_one(now, id, sn, io);
@@ -206,7 +265,7 @@ impl Feed {
         self.fetch_pages(now, io);
     }
 
-    fn deliver_one(&mut self, _now: Instant, id: RequestId, sn: &Snapshot, io: &mut Io) {
+    fn deliver_one(&mut self, now: Instant, id: RequestId, sn: &Snapshot, io: &mut Io) {
         let tip = sn.world.sequence();
         let ring_end = self.ring_start + self.ring.len() as u64;
         let sub = self.subs.get_mut(&id).expect("listed");
@@ -218,6 +277,7 @@ impl Feed {
                 let from = (sub.next - self.ring_start) as usize;
                 sub.behind = false;
                 let n = (sub.credit as usize).min(self.ring.len() - from);
+                let n = fitting(self.ring.range(from..from + n));
                 let events: Vec<Receipt> = self.ring.range(from..from + n).cloned().collect();
                 sub.next += n as u64;
                 sub.credit -= n as u64;
@@ -273,13 +333,10 @@ impl Feed {
                     }
                     break;
                 };
-                let take: Vec<Receipt> = events
-                    .iter()
-                    .filter(|r| r.sequence >= sub.next)
-                    .take(sub.credit as usize)
-                    .cloned()
-                    .collect();
+                let due = || events.iter().filter(|r| r.sequence >= sub.next).take(sub.credit as usize);
+                let take: Vec<Receipt> = due().take(fitting(due())).cloned().collect();
                 if !take.is_empty() {
+                    self.slots_read_at = Some(now);
                     sub.next = take.last().expect("non-empty").sequence + 1;
                     sub.credit -= take.len() as u64;
                     self.stats.events_delivered += take.len() as u64;
@@ -301,6 +358,63 @@ impl Feed {
                 return;
             }
         }
+    }
+
+    /// Empties the slot cache once no backlog read touched it for `feed_slots_idle`.
+    fn idle_slots(&mut self, now: Instant) {
+        let Some(at) = self.slots_read_at else { return };
+        if now.saturating_since(at) >= self.slots_idle {
+            if !self.slots.is_empty() {
+                self.stats.slot_cache_idled += 1;
+            }
+            self.slots.clear();
+            self.slot_order.clear();
+            self.slots_read_at = None;
+        }
+    }
+
+    /// Slot events the feed holds decoded (the slot cache).
+    pub fn slots_cached(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the backstop poll wants the tip probed now: someone watches, and the
+    /// replica has learned nothing of the tip for `watch_poll` (the latest of the last
+    /// confirmation and the last install). A round lasts until the snapshot is known
+    /// current since it began, so a poll that finds slots reads on until the tip.
+    pub fn poll_wanted(&mut self, now: Instant, sn: &Snapshot) -> bool {
+        if self.subs.is_empty() || self.poll.is_zero() || self.poll_skipped {
+            self.poll_round = None;
+            return false;
+        }
+        if let Some(at) = self.poll_round {
+            if !sn.current_since(at) {
+                return true;
+            }
+            self.poll_round = None;
+        }
+        if self.next_poll(sn).is_some_and(|t| t <= now) {
+            self.stats.polls += 1;
+            self.poll_round = Some(now);
+            return true;
+        }
+        false
+    }
+
+    /// When the feed next needs a wake-up: the next poll while anyone watches, and the
+    /// slot cache's idle end while it holds anything.
+    pub fn next_deadline(&self, sn: &Snapshot) -> Option<Instant> {
+        let idle = self.slots_read_at.filter(|_| !self.slots.is_empty()).map(|t| t + self.slots_idle);
+        let poll = if self.poll_round.is_some() { None } else { self.next_poll(sn) };
+        idle.into_iter().chain(poll).min()
+    }
+
+    fn next_poll(&self, sn: &Snapshot) -> Option<Instant> {
+        if self.subs.is_empty() || self.poll.is_zero() || self.poll_skipped {
+            return None;
+        }
+        let installed = sn.recent.newest(1).next().map(|s| s.installed_at);
+        Some(installed.map_or(sn.confirmed_at, |t| t.max(sn.confirmed_at)) + self.poll)
     }
 
     /// Lists and reads the slots before the checkpoint towards the oldest subscriber
@@ -385,18 +499,19 @@ impl Feed {
         for (sequence, events) in before.verify(now)? {
             self.stats.slots_verified_before_checkpoint += 1;
             marks.hit(Mark::FeedVerifiedBeforeCheckpoint);
-            self.keep(sequence, events);
+            self.keep(now, sequence, events);
         }
         Ok(())
     }
 
     /// Keeps a slot's events for the pages reading it; the oldest kept go first.
-    fn keep(&mut self, sequence: u64, events: Vec<Receipt>) {
+    fn keep(&mut self, now: Instant, sequence: u64, events: Vec<Receipt>) {
         if self.subs.is_empty() || self.slots.contains_key(&sequence) {
             return;
         }
         self.slots.insert(sequence, events);
         self.slot_order.push_back(sequence);
+        self.slots_read_at = Some(self.slots_read_at.map_or(now, |t| t.max(now)));
         while self.slot_order.len() > self.slots_cached_max {
             let old = self.slot_order.pop_front().expect("non-empty");
             self.slots.remove(&old);
@@ -422,7 +537,7 @@ impl Feed {
                 }
                 let slot =
                     Slot::decode_at(sequence, &bytes).map_err(|error| FailReason::Decode { key, error })?;
-                self.keep(sequence, slot.members.into_iter().map(|m| m.receipt).collect());
+                self.keep(now, sequence, slot.members.into_iter().map(|m| m.receipt).collect());
             }
             Err(BlobError::NotFound) => match self.before.as_mut() {
                 // Before the checkpoint, a slot read once may since have been collected:

@@ -21,6 +21,8 @@ mod reads;
 mod reads_tests;
 mod violation;
 mod watches;
+#[cfg(test)]
+mod watches_tests;
 
 pub use violation::{CheckpointField, MemberDiff, Rule, Violation};
 
@@ -79,6 +81,9 @@ pub struct CheckReport {
     pub watch_events: u64,
     /// Watch sessions that ended in a resync.
     pub watch_resyncs: u64,
+    /// The longest from a slot's creation (or a watch's start) to an event's delivery, in
+    /// any watch; None unless the run set a watch delivery bound.
+    pub watch_delivery_lag_ms_max: Option<f64>,
     /// Full checkpoints judged (every object under `checkpoints/` but checkpoint zero).
     pub checkpoints_judged: u64,
     /// Full checkpoints with at least one violation.
@@ -117,6 +122,10 @@ pub struct CheckOptions {
     /// ...and the most delta entries in all, per mille of the checkpoint's documents (or
     /// one full delta, whichever is more).
     pub checkpoint_delta_entries_per_mille_max: u64,
+    /// The watch delivery rule: every event reaches every watch within this many
+    /// milliseconds of its slot's creation (or of the watch's start). None judges nothing;
+    /// a run sets it from its replicas' poll interval plus a slack it states.
+    pub watch_delivery_bound_ms: Option<u64>,
 }
 
 impl Default for CheckOptions {
@@ -128,6 +137,7 @@ impl Default for CheckOptions {
             slot_retention_ms: 86_400_000,
             checkpoint_deltas_max: 32,
             checkpoint_delta_entries_per_mille_max: 64,
+            watch_delivery_bound_ms: None,
         }
     }
 }

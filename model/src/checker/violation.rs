@@ -73,6 +73,10 @@ pub enum Rule {
     WatchEvents,
     /// A watch resyncs only at its cursor and only when the cursor is out of the index.
     WatchResync,
+    /// A watch receives every event within the delivery bound of the slot's creation (or
+    /// of its subscription, for events before it), hints or no hints: the backstop poll's
+    /// interval plus the stated slack (judged only when the run sets a bound).
+    WatchDelivery,
     /// A slot name holds one set of bytes for the whole run: created again only with
     /// the same bytes, never rewritten to others (issue 10's fork).
     SlotFork,
@@ -990,6 +994,32 @@ pub enum Violation {
         /// The replica's tip it named.
         tip: u64,
     },
+    /// A watch received an event later than the delivery bound after its slot was
+    /// created (or after the watch began, for a slot created before).
+    #[error("watch {watch}: sequence {sequence} delivered {lag_ms} ms after it was due from, over the {bound_ms} ms watch delivery bound")]
+    WatchDeliveredLate {
+        /// Index of the watch session in the history.
+        watch: usize,
+        /// The event's sequence.
+        sequence: u64,
+        /// From the slot's creation (or the watch's start) to the delivery.
+        lag_ms: u64,
+        /// The bound the run set.
+        bound_ms: u64,
+    },
+    /// A watch open at the end of the run never received an event whose slot was created
+    /// longer than the delivery bound before the end.
+    #[error("watch {watch}: sequence {sequence} never delivered, {waited_ms} ms after it was due from, over the {bound_ms} ms watch delivery bound")]
+    WatchNeverDelivered {
+        /// Index of the watch session in the history.
+        watch: usize,
+        /// The first sequence it did not receive.
+        sequence: u64,
+        /// From the slot's creation (or the watch's start) to the end of the run.
+        waited_ms: u64,
+        /// The bound the run set.
+        bound_ms: u64,
+    },
 }
 
 impl Violation {
@@ -1086,6 +1116,7 @@ impl Violation {
             V::WatchResyncCursor { .. } | V::WatchResyncOutsideLog { .. } | V::WatchResyncEarly { .. } => {
                 Rule::WatchResync
             }
+            V::WatchDeliveredLate { .. } | V::WatchNeverDelivered { .. } => Rule::WatchDelivery,
         }
     }
 }

@@ -1,9 +1,12 @@
 //! Judging watches: each session must receive the log's changes after its cursor, in
 //! order, none missing, none twice; and a resync only when its cursor was further back
-//! than the replica's index of newest slots.
+//! than the replica's index of newest slots. When the run sets a delivery bound, every
+//! event reaches every watch within it: from the slot's creation in the store (or the
+//! watch's start, for a slot created before), hints or none.
 
 use super::{holding, CheckOptions, CheckReport, SlotSpan, Violation};
 use crate::history::{History, SessionEnd};
+use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::Receipt;
 use slotlog_kernel::WatchEnd;
 
@@ -14,6 +17,9 @@ pub(super) fn check(
     options: CheckOptions,
     r: &mut CheckReport,
 ) {
+    if let Some(bound_ms) = options.watch_delivery_bound_ms {
+        delivery(history, spans, bound_ms, r);
+    }
     for (i, w) in history.watches.iter().enumerate() {
         r.watch_sessions += 1;
         r.watch_events += w.events.len() as u64;
@@ -63,4 +69,40 @@ pub(super) fn check(
             }
         }
     }
+}
+
+/// The watch delivery rule: each event within `bound_ms` of when it was due from (its
+/// slot's creation, or the watch's start if later); a watch its replica did not end owes
+/// every event due from more than `bound_ms` before its subscriber closed it, or before
+/// the run ended.
+pub(super) fn delivery(history: &History, spans: &[SlotSpan], bound_ms: u64, r: &mut CheckReport) {
+    let bound_us = bound_ms.saturating_mul(1_000);
+    let mut lag_us_max = 0u64;
+    let due_from = |w: &crate::history::WatchSession, sequence: u64| -> Option<Instant> {
+        holding(spans, sequence).map(|s| s.created_at.max(w.started_at))
+    };
+    for (i, w) in history.watches.iter().enumerate() {
+        for (k, at) in w.delivered_at.iter().enumerate() {
+            let sequence = w.cursor + 1 + k as u64;
+            let Some(from) = due_from(w, sequence) else { continue }; // WatchEvents judges it
+            let lag_us = at.as_micros().saturating_sub(from.as_micros());
+            lag_us_max = lag_us_max.max(lag_us);
+            if lag_us > bound_us {
+                let lag_ms = lag_us / 1_000;
+                r.violation(Violation::WatchDeliveredLate { watch: i, sequence, lag_ms, bound_ms });
+                break;
+            }
+        }
+        let (SessionEnd::Open, Some(end)) = (&w.end, w.closed_at.or(history.ended_at)) else { continue };
+        let next = w.cursor + 1 + w.events.len() as u64;
+        if let Some(from) = due_from(w, next) {
+            let waited_us = end.as_micros().saturating_sub(from.as_micros());
+            if waited_us > bound_us {
+                lag_us_max = lag_us_max.max(waited_us);
+                let waited_ms = waited_us / 1_000;
+                r.violation(Violation::WatchNeverDelivered { watch: i, sequence: next, waited_ms, bound_ms });
+            }
+        }
+    }
+    r.watch_delivery_lag_ms_max = Some(lag_us_max as f64 / 1_000.0);
 }

@@ -173,3 +173,22 @@ fn an_overloaded_world_refuses_at_once_and_one_that_admits_everything_is_caught(
     assert_eq!(caught.admission.busy, 0);
     assert!(caught.rules.iter().any(|r| r == "AdmissionBound"), "rules: {:?}", caught.rules);
 }
+
+/// Watches without hints (issue 19): the watch-only follower's watcher sees every event
+/// within the poll plus the stated slack; a kernel whose poll never runs leaves it
+/// waiting for good, and the watch delivery rule names it.
+#[test]
+fn a_watcher_without_hints_is_served_by_the_poll_and_one_without_the_poll_is_caught() {
+    let watchpoll = Scenario::find("watchpoll").expect("a scenario");
+    let r = run_scenario(watchpoll, 1, &Overrides::default());
+    assert!(r.passed(), "{:?}", r.violations);
+    assert!(r.watch.polls > 0, "the follower learned the tip by polling: {:?}", r.watch);
+    assert!(r.watch.events_delivered > 0);
+    let (lag, bound) =
+        (r.watch.max_delivery_lag_ms.expect("judged"), r.watch.delivery_bound_ms.expect("set"));
+    assert!(lag <= bound as f64, "{lag} ms over {bound} ms");
+    let defects = Defects { watch_poll_skipped: true, ..Defects::default() };
+    let caught = run_scenario(watchpoll, 1, &Overrides { defects, ..Overrides::default() });
+    assert_eq!(caught.watch.polls, 0);
+    assert!(caught.rules.iter().any(|r| r == "WatchDelivery"), "rules: {:?}", caught.rules);
+}
