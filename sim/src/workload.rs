@@ -312,7 +312,8 @@ impl Generator {
                     Some((nonce, len)) => {
                         let hash = slotlog_kernel::Hash32::of(&Generator::body(nonce, len));
                         // Every other one after a prefix of a path holding it.
-                        let start_after = path.len().is_multiple_of(2).then(|| path[..path.len() / 2].to_string());
+                        let start_after =
+                            path.len().is_multiple_of(2).then(|| path[..path.len() / 2].to_string());
                         Read::HashLookup { hash, start_after, limit: 20 }
                     }
                     None => Read::List { directory: "/".into(), start_after: None, limit: 50 },
