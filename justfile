@@ -25,9 +25,9 @@ sim SCENARIO="single" SEED="1": build
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
 # simulated GCS over HTTP) and 2,498 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on d8308d5 (2 cores, 18 min 9 s in all, 2026-12-04): build
-# 7 min 9 s with moto and Azurite installing and cargo-deny building beside it, clippy
-# 44 s, rustdoc 19 s, nextest 842 tests 95 s, then
+# is what CI runs. A fresh-clone CI on 062e2d7 (2 cores, 17 min 27 s in all,
+# 2026-12-04): build 7 min 10 s with moto and Azurite installing and cargo-deny building
+# beside it, clippy 43 s, rustdoc 19 s, nextest 869 tests 92 s, then
 #   light     seeds 1..100     7 x 100 =   700 runs   149 s
 #   cheap     seeds 101..500   4 x 400 = 1,600 runs   135 s (watchpoll since: 0.01 s a run)
 #   heavy     seeds 1..40      3 x  40 =   120 runs    75 s (saturate, open300, watch)
