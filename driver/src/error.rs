@@ -75,6 +75,14 @@ pub enum Error {
         /// What the file system said.
         reason: String,
     },
+    /// `World::view_for`: the caller holds `WorldConfig::views_per_caller_max` views
+    /// already; nothing was pinned. Drop one first.
+    Views {
+        /// The caller, as the embedder named it.
+        caller: String,
+        /// Views it holds.
+        views: usize,
+    },
 }
 
 /// What kind of error an [`Error`] is: what a caller branches on.
@@ -100,7 +108,8 @@ pub enum ErrorKind {
     Unavailable,
     /// A write may or may not have committed: its receipt settles it.
     Uncertain,
-    /// A watch's cursor is too old: read the world and watch again from its tip.
+    /// A watch's cursor, or a view, is too old: read the world again from its tip (watch
+    /// again from there, or open a new view).
     Resync,
     /// The bucket holds something the world cannot trust (an object that does not
     /// decode, a chain that does not continue): the replica failed closed and stays so.
@@ -151,6 +160,7 @@ impl Error {
                     ErrorKind::Unavailable
                 }
                 ReadError::Failed(_) => ErrorKind::Corruption,
+                ReadError::ViewExpired => ErrorKind::Resync,
                 _ => ErrorKind::Unavailable,
             },
             Error::Watch(e) => match e {
@@ -166,7 +176,9 @@ impl Error {
             | Error::PeerHints { .. }
             | Error::LocalCache { .. } => ErrorKind::Configuration,
             Error::Closed => ErrorKind::Closed,
-            Error::Busy | Error::OpenDeadline { .. } | Error::Reloads { .. } => ErrorKind::Unavailable,
+            Error::Busy | Error::OpenDeadline { .. } | Error::Reloads { .. } | Error::Views { .. } => {
+                ErrorKind::Unavailable
+            }
             Error::Store(e) => e.kind.error_kind(),
         }
     }
@@ -198,6 +210,7 @@ impl fmt::Display for Error {
             ),
             Error::PeerHints { listen, reason } => write!(f, "peer hints on {listen}: {reason}"),
             Error::LocalCache { dir, reason } => write!(f, "the local cache at {}: {reason}", dir.display()),
+            Error::Views { caller, views } => write!(f, "{caller} holds {views} views already"),
         }
     }
 }
@@ -220,7 +233,8 @@ impl std::error::Error for Error {
             | Error::Prefix(_)
             | Error::UncheckedStore(_)
             | Error::PeerHints { .. }
-            | Error::LocalCache { .. } => None,
+            | Error::LocalCache { .. }
+            | Error::Views { .. } => None,
         }
     }
 }

@@ -143,6 +143,7 @@ pub(crate) mod runtime;
 #[cfg(feature = "object-store")]
 pub mod store_url;
 pub(crate) mod sync;
+pub mod view;
 pub mod watch;
 pub mod world;
 
@@ -176,5 +177,6 @@ pub use store_url::gcs_store;
 pub use store_url::s3_store;
 #[cfg(feature = "object-store")]
 pub use store_url::{open_store, parse_store_url, StoreLocation, StoreOptions, StoreUrlError};
+pub use view::View;
 pub use watch::Watch;
 pub use world::{new_op_id, World, WorldConfig};

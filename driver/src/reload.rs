@@ -45,6 +45,8 @@ pub struct WorldStats {
     pub compactor: CompactorStats,
     /// What the collectors did: drops, deletes, freshens.
     pub collector: CollectorStats,
+    /// The current replica's views: pinned, expired, refused, and what pins hold now.
+    pub views: slotlog_kernel::ViewStats,
 }
 
 impl WorldStats {

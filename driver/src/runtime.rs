@@ -29,6 +29,7 @@ pub(crate) enum Command {
     WatchCredit { id: RequestId, events: u32 },
     Unwatch { id: RequestId },
     Follow(u64),
+    ViewRelease(slotlog_kernel::ViewId),
     Stats(oneshot::Sender<WorldStats>),
     Close(oneshot::Sender<()>),
 }
@@ -146,6 +147,7 @@ impl Loop {
         let mut stats = self.past.clone();
         let r = &self.replica;
         stats.add_replica(&r.stats(), r.compactor_stats(), r.collector_stats());
+        stats.views = r.view_stats();
         if let Some(plan) = &self.hints_plan {
             stats.hints = plan.counters.snapshot();
         }
@@ -385,6 +387,7 @@ impl Loop {
                             self.replica.handle(now, Input::Unwatch { id });
                         }
                         Command::Follow(sequence) => self.replica.handle(now, Input::Follow { sequence }),
+                        Command::ViewRelease(view) => self.replica.handle(now, Input::ViewRelease { view }),
                         Command::Stats(tx) => {
                             let _ = tx.send(self.stats());
                         }

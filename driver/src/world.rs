@@ -8,13 +8,15 @@ use crate::error::{validate_prefix, Error};
 use crate::hints::{HintCounters, HintsPlan, Peers};
 use crate::reload::{Reloads, WorldStats};
 use crate::runtime::{Command, Loop, Stopped};
+use crate::view::{Callers, View};
 use crate::watch::Watch;
 use bytes::Bytes;
 use slotlog_kernel::hash::Hash32;
+use slotlog_kernel::ids::ViewId;
 use slotlog_kernel::ids::{OperationId, StoreId, WorldId};
 use slotlog_kernel::world::{Expected, Mutation, PolicyBody, Write};
 use slotlog_kernel::{Config, Identity, Read, ReadOk, Replica, Reply, Request, WriteOk};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -73,6 +75,9 @@ pub struct WorldConfig {
     /// A verified cache of the world's content objects on local disk, so a restart does
     /// not download them all again (`local_cache`). None (the default): no cache.
     pub local_cache: Option<crate::local_cache::LocalCache>,
+    /// Views one caller of [`World::view_for`] may hold at once; past it, `Error::Views`.
+    /// The world's own bound over every caller is `kernel.views_max`.
+    pub views_per_caller_max: usize,
 }
 
 impl Default for WorldConfig {
@@ -89,6 +94,7 @@ impl Default for WorldConfig {
             peers: Peers::Unknown,
             hints_in_process: true,
             local_cache: None,
+            views_per_caller_max: 64,
         }
     }
 }
@@ -102,6 +108,10 @@ struct Inner {
     closed: AtomicBool,
     watch_buffer_events: u32,
     world_id: WorldId,
+    /// The next view's id: unique for the handle's life, so over every replica it runs.
+    next_view: AtomicU64,
+    callers: Arc<Callers>,
+    views_per_caller_max: usize,
 }
 
 /// An open world. Clone it freely: clones share one driver loop.
@@ -271,6 +281,9 @@ impl World {
             closed: AtomicBool::new(false),
             watch_buffer_events: config.watch_buffer_events,
             world_id,
+            next_view: AtomicU64::new(1),
+            callers: Arc::default(),
+            views_per_caller_max: config.views_per_caller_max,
         };
         Ok(World { inner: Arc::new(inner) })
     }
@@ -285,7 +298,11 @@ impl World {
         gone(&self.inner.stopped)
     }
 
-    async fn request(&self, request: Request) -> Result<Reply, Error> {
+    pub(crate) fn commands(&self) -> &mpsc::Sender<Command> {
+        &self.inner.commands
+    }
+
+    pub(crate) async fn request(&self, request: Request) -> Result<Reply, Error> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
@@ -427,6 +444,24 @@ impl World {
             slotlog_kernel::Answer::IsDirectory(is) => Ok(is),
             other => unreachable!("an IsDirectory read answers IsDirectory, not {other:?}"),
         }
+    }
+
+    /// A view: reads that all see the state its first read answered from (see
+    /// [`View`]). Pins nothing until that read; dropping it lets the pin go.
+    pub fn view(&self) -> View {
+        View::new(self.clone(), self.next_view_id(), None)
+    }
+
+    /// A view counted against `caller`: at most `WorldConfig::views_per_caller_max` held
+    /// at once (`Error::Views` past it), so one caller cannot take every pin of the world.
+    pub fn view_for(&self, caller: &str) -> Result<View, Error> {
+        View::for_caller(&self.inner.callers, caller, self.inner.views_per_caller_max)?;
+        let held = (caller.to_string(), self.inner.callers.clone());
+        Ok(View::new(self.clone(), self.next_view_id(), Some(held)))
+    }
+
+    fn next_view_id(&self) -> ViewId {
+        ViewId(self.inner.next_view.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Every change after `cursor`, in order, exactly once (or a `Resync`).

@@ -78,6 +78,13 @@ pub struct Config {
     pub ring_events_max: usize,
     /// Watches beyond which a new one is refused with `Busy`.
     pub watches_max: usize,
+    /// Views one replica keeps pinned at once (the record: "a view pins its snapshot at
+    /// its first read"); past it a view's first read is refused with `ViewsExhausted`.
+    /// A pin costs the documents changed since its sequence, shared by pins there.
+    pub views_max: usize,
+    /// The longest a view stays pinned: older, it answers `ViewExpired`. At most the
+    /// checkpoint grace, so a view never needs what collection may delete.
+    pub view_age_max: Duration,
     /// Backlog slots the feed keeps decoded for watchers catching up together.
     pub feed_slots_cached_max: usize,
     /// The feed's slot cache (slots read for subscribers catching up) empties after this
@@ -300,6 +307,8 @@ impl Default for Config {
             recent_slots_max: 16_384,
             ring_events_max: 4_096,
             watches_max: 1_024,
+            views_max: 1_024,
+            view_age_max: CHECKPOINT_GRACE_MIN,
             feed_slots_cached_max: 1_024,
             feed_slots_idle: Duration::from_secs(30 * 60),
             watch_poll: Duration::from_secs(5),
@@ -389,6 +398,9 @@ pub enum ConfigError {
          collect_deletes_in_flight_max > 0"
     )]
     Collection,
+    /// `view_age_max` is zero or past `checkpoint_grace`.
+    #[error("view_age_max above zero and at most checkpoint_grace")]
+    Views,
     /// `checkpoint_step_docs_max` is under a slot's most members.
     #[error("checkpoint_step_docs_max {found} under a slot's most members ({min})")]
     StepDocs {
@@ -455,6 +467,9 @@ impl Config {
         {
             return Err(ConfigError::Collection);
         }
+        if self.view_age_max.is_zero() || self.view_age_max > self.checkpoint_grace {
+            return Err(ConfigError::Views);
+        }
         Ok(())
     }
 
@@ -486,6 +501,21 @@ mod tests {
         let c =
             Config { checkpoint_grace: CHECKPOINT_GRACE_MIN - Duration::from_millis(1), ..Config::default() };
         assert_eq!(c.validate(), Err(ConfigError::Collection));
+    }
+
+    #[test]
+    fn a_view_age_past_the_grace_or_zero_is_refused() {
+        let past =
+            Config { view_age_max: CHECKPOINT_GRACE_MIN + Duration::from_millis(1), ..Config::default() };
+        assert_eq!(past.validate(), Err(ConfigError::Views));
+        let zero = Config { view_age_max: Duration::ZERO, ..Config::default() };
+        assert_eq!(zero.validate(), Err(ConfigError::Views));
+        let longer = Config {
+            checkpoint_grace: 2 * CHECKPOINT_GRACE_MIN,
+            view_age_max: 2 * CHECKPOINT_GRACE_MIN,
+            ..Config::default()
+        };
+        assert_eq!(longer.validate(), Ok(()), "a longer grace allows longer views");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use crate::blob::{BlobOp, BlobResult};
 use crate::hash::Hash32;
-use crate::ids::{BlobOpId, OperationId, RequestId};
+use crate::ids::{BlobOpId, OperationId, RequestId, ViewId};
 use crate::reply::{FailReason, Reply};
 use crate::world::{Receipt, Write};
 
@@ -91,6 +91,18 @@ pub enum Request {
     Write(Write),
     /// A read, answered from a snapshot fresh enough for its kind.
     Read(Read),
+    /// A read of a view: the view's first read (`pinned` None) is served like any read
+    /// and pins the state it answered from; every later one (`pinned`: the sequence the
+    /// first answered at) answers from that state, or `ViewExpired`. Release the view
+    /// with `Input::ViewRelease`.
+    ViewRead {
+        /// The view.
+        view: ViewId,
+        /// The sequence the view's first read answered at, once one has.
+        pinned: Option<u64>,
+        /// The read.
+        read: Read,
+    },
     /// Every change after `cursor`, in sequence order, exactly once. `credit` is how many
     /// events the subscriber can take before it sends `Input::WatchCredit`. The request's
     /// id names the subscription.
@@ -135,6 +147,11 @@ pub enum Input {
     Unwatch {
         /// The watch's request id.
         id: RequestId,
+    },
+    /// The view's holder is done with it: its pin goes.
+    ViewRelease {
+        /// The view.
+        view: ViewId,
     },
 }
 

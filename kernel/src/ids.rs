@@ -36,6 +36,10 @@ impl PartialOrd for OperationId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RequestId(pub u64);
 
+/// The embedder's name for one view (`Request::ViewRead`): reads naming it see one state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ViewId(pub u64);
+
 /// The kernel's id for one blob operation it emitted; the completion carries it back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BlobOpId(pub u64);

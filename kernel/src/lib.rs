@@ -45,6 +45,7 @@ pub mod reply;
 pub(crate) mod snapshot;
 pub(crate) mod store_clock;
 pub mod time;
+pub(crate) mod views;
 pub mod world;
 
 #[cfg(test)]
@@ -57,6 +58,8 @@ mod open_tests;
 mod reads_tests;
 #[cfg(test)]
 mod testkit;
+#[cfg(test)]
+mod views_tests;
 
 pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
 pub use collector::{Collected, CollectorStats};
@@ -66,7 +69,7 @@ pub use config::{CompactionRole, Config, ConfigError, Defects};
 pub use effect::{Effect, Input, Read, Request, Warning, WatchEnd};
 pub use feed::{event_bytes, FeedStats, CHANGES_BYTES_MAX};
 pub use hash::Hash32;
-pub use ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};
+pub use ids::{BlobOpId, OperationId, RequestId, StoreId, ViewId, WorldId};
 pub use marks::{Mark, Marks};
 pub use reads::{ReadStats, READ_LIMIT_MAX};
 pub use replica::{Identity, Replica};
@@ -74,3 +77,4 @@ pub use reply::{
     Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply, SkippedCheckpoint, WriteError, WriteOk,
 };
 pub use time::Instant;
+pub use views::ViewStats;

@@ -146,6 +146,10 @@ marks! {
     ReadAwaitsHistory = "read_awaits_history",
     /// A fetch waited for its body to be read from the bucket.
     ReadAwaitsBody = "read_awaits_body",
+    /// A view's read answered from its pin after slots installed past it.
+    ViewReadBehindTip = "view_read_behind_tip",
+    /// A view's read found its pin too old, or not held: answered `ViewExpired`.
+    ViewExpired = "view_expired",
 
     // The change feed (SPEC 9).
 

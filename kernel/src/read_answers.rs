@@ -5,7 +5,8 @@
 use crate::hash::Hash32;
 use crate::history::History;
 use crate::reply::{Answer, CheckpointProblem};
-use crate::world::{IndexEntry, Path, VersionAt, VersionRecord, WorldState};
+use crate::views::ReadWorld;
+use crate::world::{IndexEntry, Path, VersionAt, VersionRecord};
 
 /// Why a read has no record in hand.
 pub(crate) enum Found {
@@ -20,7 +21,7 @@ pub(crate) enum Found {
 }
 
 pub(crate) fn fetch(
-    world: &WorldState,
+    world: &dyn ReadWorld,
     path: &Path,
     version: Option<u64>,
     history: &History,
@@ -93,7 +94,7 @@ pub(crate) fn retained_versions(
 /// subdirectory's contents with one range seek. Children come in name order, which is the
 /// order of their first paths.
 pub(crate) fn list(
-    world: &WorldState,
+    world: &dyn ReadWorld,
     directory: Option<&Path>,
     start_after: Option<&str>,
     limit: usize,

@@ -24,13 +24,14 @@ use crate::effect::{Effect, Read};
 use crate::format::{Keys, Slot};
 use crate::hash::Hash32;
 use crate::history::History;
-use crate::ids::{OperationId, RequestId};
+use crate::ids::{OperationId, RequestId, ViewId};
 use crate::io::{Call, Io, Purpose};
 use crate::marks::Mark;
 use crate::read_answers::{fetch, list, retained_versions, Found};
 use crate::reply::{Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
+use crate::views::{PinProblem, ReadWorld};
 use crate::world::{IndexEntry, Path, VersionRecord};
 use bytes::Bytes;
 use core::time::Duration;
@@ -116,6 +117,9 @@ struct PendingRead {
     deadline: Instant,
     /// A snapshot was already fresh enough for it: it waited only for a history block.
     fresh: bool,
+    /// The view it reads, and whether the view's pin must already be held (a later
+    /// read of the view) rather than made (its first).
+    view: Option<(ViewId, bool)>,
 }
 
 struct AwaitingBody {
@@ -210,6 +214,42 @@ impl Reads {
     }
 
     pub fn submit(&mut self, now: Instant, id: RequestId, read: &Read, io: &mut Io) {
+        self.submit_in(now, id, read, None, io);
+    }
+
+    /// A read of `view`. A later read of the view (`pinned`: the sequence its first read
+    /// answered at) is answered from the pin at once, or `ViewExpired` when the pin is
+    /// not held at that sequence or is too old; a first read waits for freshness like any.
+    pub fn submit_view(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        (view, pinned): (ViewId, Option<u64>),
+        read: &Read,
+        sn: Option<&mut Snapshot>,
+        io: &mut Io,
+    ) {
+        if let (Some(expected), None) = (pinned, &self.failed) {
+            let held = sn.as_ref().and_then(|sn| sn.views.pinned(view, now));
+            if held != Some(expected) {
+                if let Some(sn) = sn {
+                    sn.views.expired(view);
+                }
+                io.marks.hit(Mark::ViewExpired);
+                return reply(io, id, Err(ReadError::ViewExpired));
+            }
+        }
+        self.submit_in(now, id, read, Some((view, pinned.is_some())), io);
+    }
+
+    fn submit_in(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        read: &Read,
+        view: Option<(ViewId, bool)>,
+        io: &mut Io,
+    ) {
         if let Some(reason) = &self.failed {
             return reply(io, id, Err(ReadError::Failed(reason.clone())));
         }
@@ -223,7 +263,9 @@ impl Reads {
         }
         let deadline = now + self.deadline;
         self.deadlines.insert((deadline, id));
-        self.pending.insert(id, PendingRead { read, arrived: now, deadline, fresh: false });
+        // A later read of a view needs no newer tip: its state is pinned.
+        let fresh = view.is_some_and(|(_, later)| later);
+        self.pending.insert(id, PendingRead { read, arrived: now, deadline, fresh, view });
     }
 
     /// The next read deadline, or the end of a cool-off after a failed flight.
@@ -288,8 +330,9 @@ impl Reads {
         self.failed = Some(reason);
     }
 
-    fn fresh_enough(&self, sn: &Snapshot, r: &PendingRead) -> bool {
-        if r.fresh {
+    fn fresh_enough(&self, now: Instant, sn: &Snapshot, r: &PendingRead) -> bool {
+        // A view's first read racing another that pinned it reads the pin.
+        if r.fresh || r.view.is_some_and(|(view, _)| sn.views.pinned(view, now).is_some()) {
             true
         } else if r.read.is_exact() {
             self.defects.exact_read_skips_probe || sn.current_since(r.arrived)
@@ -315,11 +358,23 @@ impl Reads {
         if self.failed.is_some() {
             return Ok(());
         }
+        sn.views.expire(now);
         let ready: Vec<RequestId> =
-            self.pending.iter().filter(|(_, r)| self.fresh_enough(sn, r)).map(|(id, _)| *id).collect();
+            self.pending.iter().filter(|(_, r)| self.fresh_enough(now, sn, r)).map(|(id, _)| *id).collect();
         for id in ready {
             let r = self.pending.remove(&id).expect("listed");
-            match self.answer(now, id, &r, sn, bodies, history, io) {
+            let at_view = match r.view {
+                None => None,
+                Some((view, later)) => match view_to_read(now, view, later, sn, io) {
+                    Ok(view) => Some(view),
+                    Err(error) => {
+                        self.deadlines.remove(&(r.deadline, id));
+                        reply(io, id, Err(error));
+                        continue;
+                    }
+                },
+            };
+            match self.answer(now, id, &r, (sn, at_view), bodies, history, io) {
                 Answered::Yes => {
                     self.deadlines.remove(&(r.deadline, id));
                 }
@@ -483,14 +538,21 @@ impl Reads {
         now: Instant,
         id: RequestId,
         pending: &PendingRead,
-        sn: &Snapshot,
+        (sn, at_view): (&Snapshot, Option<ViewId>),
         bodies: &mut Bodies,
         history: &mut History,
         io: &mut Io,
     ) -> Answered {
         let read = &pending.read;
-        let world = &sn.world;
+        let pinned = at_view.and_then(|view| sn.views.world(view, &sn.world));
+        let world: &dyn ReadWorld = match &pinned {
+            Some(at_pin) => at_pin,
+            None => &sn.world,
+        };
         let at_sequence = world.sequence();
+        if at_sequence < sn.world.sequence() {
+            io.marks.hit(Mark::ViewReadBehindTip);
+        }
         if read.is_exact() {
             self.stats.exact += 1;
         } else {
@@ -541,9 +603,8 @@ impl Reads {
                 list(world, directory.as_ref(), start_after.as_deref(), *limit)
             }
             ValidRead::HashLookup { hash, start_after, limit } => {
-                let after = |p: &&Path| start_after.as_deref().is_none_or(|a| p.as_str() > a);
                 let mut paths: Vec<Path> =
-                    world.paths_with_body(hash).filter(after).take(limit + 1).cloned().collect();
+                    world.paths_with_body(hash, start_after.as_deref()).take(limit + 1).cloned().collect();
                 let more = paths.len() > *limit;
                 paths.truncate(*limit);
                 Answer::Paths { paths, more }
@@ -558,6 +619,30 @@ impl Reads {
         };
         reply(io, id, Ok(ReadOk { at_sequence, answer }));
         Answered::Yes
+    }
+}
+
+/// The view a read answers from, pinning it on its first read; or why it cannot.
+fn view_to_read(
+    now: Instant,
+    view: ViewId,
+    later: bool,
+    sn: &mut Snapshot,
+    io: &mut Io,
+) -> Result<ViewId, ReadError> {
+    if sn.views.pinned(view, now).is_some() {
+        return Ok(view);
+    }
+    if later {
+        // Pinned when the read came, gone since: too old now.
+        sn.views.expired(view);
+        io.marks.hit(Mark::ViewExpired);
+        return Err(ReadError::ViewExpired);
+    }
+    match sn.views.pin(view, &sn.world, now) {
+        Ok(_) => Ok(view),
+        Err(PinProblem::Exhausted { views }) => Err(ReadError::ViewsExhausted { views }),
+        Err(PinProblem::Expired) => Err(ReadError::ViewExpired),
     }
 }
 

@@ -135,6 +135,11 @@ impl Replica {
                 self.early_watches.retain(|w| w.0 != id);
                 self.feed.unwatch(id);
             }
+            Input::ViewRelease { view } => {
+                if let Some(sn) = self.snapshot.as_mut() {
+                    sn.views.release(view);
+                }
+            }
         }
         self.settle(now);
     }
@@ -181,6 +186,9 @@ impl Replica {
                 Ok(valid) => self.committer.submit(now, id, w.op_id, valid, &mut self.io),
             },
             Request::Read(read) => self.reads.submit(now, id, &read, &mut self.io),
+            Request::ViewRead { view, pinned, read } => {
+                self.reads.submit_view(now, id, (view, pinned), &read, self.snapshot.as_mut(), &mut self.io)
+            }
             Request::Watch { cursor, credit } => {
                 if let Some(reason) = &self.failed {
                     let end = WatchEnd::Failed(reason.clone());
@@ -413,6 +421,11 @@ impl Replica {
     /// The read path's counters.
     pub fn read_stats(&self) -> &ReadStats {
         &self.reads.stats
+    }
+
+    /// The views' counters, and what is pinned now (none until open).
+    pub fn view_stats(&self) -> crate::views::ViewStats {
+        self.snapshot.as_ref().map_or_else(Default::default, |s| s.views.stats())
     }
 
     /// The change feed's counters.

@@ -346,6 +346,16 @@ pub enum ReadError {
         /// The store's error.
         error: BlobError,
     },
+    /// The view is older than `view_age_max`, or its pin is gone (its replica
+    /// restarted): nothing was read. Open a new view.
+    #[error("the view expired; open a new one")]
+    ViewExpired,
+    /// `views_max` views are pinned already; nothing was pinned or read.
+    #[error("{views} views are pinned already")]
+    ViewsExhausted {
+        /// Views pinned.
+        views: usize,
+    },
     /// The replica failed closed.
     #[error("the replica failed closed")]
     Failed(#[source] FailReason),

@@ -9,6 +9,7 @@ use crate::format::Slot;
 use crate::hash::Hash32;
 use crate::ids::StoreId;
 use crate::time::Instant;
+use crate::views::Views;
 use crate::world::{ApplyError, Receipt, WorldState};
 use std::collections::VecDeque;
 
@@ -101,11 +102,19 @@ pub(crate) struct Snapshot {
     /// What a checkpoint step needs since the newest checkpoint (SPEC 10.11): every slot
     /// installed goes through it first.
     pub ledger: Ledger,
+    /// The views pinned on this snapshot: every slot installed goes through them first.
+    pub views: Views,
 }
 
 impl Snapshot {
-    pub fn new(world: WorldState, recent_slots_max: usize, current_since: Instant) -> Snapshot {
+    pub fn new(
+        world: WorldState,
+        recent_slots_max: usize,
+        (views_max, view_age_max): (usize, core::time::Duration),
+        current_since: Instant,
+    ) -> Snapshot {
         Snapshot {
+            views: Views::new(views_max, view_age_max),
             ledger: Ledger::new(&world),
             world,
             recent: RecentSlots::new(recent_slots_max),
@@ -128,6 +137,8 @@ impl Snapshot {
             };
         }
         let recorded = self.ledger.record(&self.world, slot, hash);
+        // Images of documents as they are before the slot: true even if it does not apply.
+        self.views.record(&self.world, slot);
         if let Err(e) = self.world.apply_slot(slot, hash) {
             self.ledger.undo(recorded);
             return Err(e);

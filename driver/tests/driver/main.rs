@@ -13,3 +13,4 @@ mod metrics_facade;
 mod moto_errors;
 mod reload;
 mod store_url_hostile;
+mod views;

@@ -55,6 +55,8 @@ pub(crate) struct Opening {
     replay_gets_max: usize,
     list_page_max: u32,
     recent_slots_max: usize,
+    /// The bounds of the views the opened snapshot pins.
+    views: (usize, core::time::Duration),
     world: Option<Snapshot>,
     /// The log past the checkpoint, once the checkpoint is known.
     replay: Option<Replay>,
@@ -140,6 +142,7 @@ impl Opening {
             replay_gets_max: config.replay_gets_max,
             list_page_max: config.list_page_max,
             recent_slots_max: config.recent_slots_max,
+            views: (config.views_max, config.view_age_max),
             world: None,
             replay: None,
         }
@@ -314,7 +317,7 @@ impl Opening {
                         let load = self.load.take().expect("loading");
                         let next_sequence = load.next_sequence();
                         let previous_hash = load.previous_hash();
-                        self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
+                        self.world = Some(Snapshot::new(world, self.recent_slots_max, self.views, now));
                         let (names, layers) = (load.names, load.layers);
                         self.loaded = Some(Loaded { next_sequence, previous_hash, names, layers });
                         self.list_next(now, io);
@@ -333,7 +336,7 @@ impl Opening {
     fn genesis(&mut self, world_id: WorldId, marker_hash: Hash32, now: Instant) {
         self.anchor = Some((world_id, marker_hash));
         let world = WorldState::genesis(world_id, marker_hash);
-        self.world = Some(Snapshot::new(world, self.recent_slots_max, now));
+        self.world = Some(Snapshot::new(world, self.recent_slots_max, self.views, now));
     }
 
     fn list_checkpoints(&mut self, now: Instant, io: &mut Io) {

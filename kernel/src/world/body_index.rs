@@ -61,6 +61,24 @@ impl BodyIndex {
         };
         one.into_iter().chain(many.into_iter().flatten())
     }
+
+    /// The same, after `start_after` only: a seek into the hash's documents, so a page
+    /// deep into a hash held by many costs its own length.
+    pub fn paths_after<'a>(
+        &'a self,
+        hash: &Hash32,
+        start_after: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Path> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = start_after.map_or(Unbounded, Excluded);
+        let after = move |p: &&Path| start_after.is_none_or(|a| p.as_str() > a);
+        let (one, many) = match self.by_hash.get(hash) {
+            Some(Holders::One(path)) => (Some(path).filter(after), None),
+            Some(Holders::Many(set)) => (None, Some(set.range::<str, _>((from, Unbounded)))),
+            None => (None, None),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
 }
 
 impl Holders {
@@ -115,6 +133,11 @@ mod tests {
         assert_eq!(paths(&index, 1), vec!["/a", "/c"]);
         assert_eq!(paths(&index, 2), vec!["/b"]);
         assert!(paths(&index, 3).is_empty());
+        let after = |a| index.paths_after(&Hash32([1; 32]), a).map(Path::as_str).collect::<Vec<_>>();
+        assert_eq!(after(Some("/a")), vec!["/c"]);
+        assert_eq!(after(Some("/b")), vec!["/c"]);
+        assert!(after(Some("/c")).is_empty());
+        assert!(index.paths_after(&Hash32([2; 32]), Some("/b")).next().is_none());
         index.insert(Hash32([2; 32]), p("/a"));
         index.insert(Hash32([2; 32]), p("/b"));
         assert_eq!(paths(&index, 2), vec!["/a", "/b"]);

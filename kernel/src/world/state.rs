@@ -266,6 +266,15 @@ impl WorldState {
         self.bodies.paths(hash)
     }
 
+    /// The same, after `start_after` only, found by a seek.
+    pub fn paths_with_body_after<'a>(
+        &'a self,
+        hash: &Hash32,
+        start_after: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Path> {
+        self.bodies.paths_after(hash, start_after)
+    }
+
     /// Verifies `slot` continues this state's chain and applies every member.
     pub fn apply_slot(&mut self, slot: &Slot, slot_hash: Hash32) -> Result<(), ApplyError> {
         if slot.world_id != self.world_id {
