@@ -5,7 +5,7 @@
 export CARGO_TERM_COLOR := "never"
 
 slotlog := "target/release/slotlog"
-light := "single,race,fast2,faults,crash,reads,conflicts"
+light := "single,race,fast2,faults,crash,reads,views,conflicts"
 # saturate commits ~2,900 writes/s since slots carry bodies (issue 11): a heavy run now.
 heavy := "saturate,open300,watch"
 # The two costliest a seed (compact ~4 s, edges ~6.5 s): fewer seeds each.

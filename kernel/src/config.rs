@@ -283,6 +283,9 @@ pub struct Defects {
     /// The backstop poll for watchers never runs: a watcher on a replica without hints
     /// waits for good (the watch delivery rule must catch it).
     pub watch_poll_skipped: bool,
+    /// A view's later reads answer from the served world, not its pin (the view
+    /// snapshot rule must catch it).
+    pub view_reads_tip: bool,
 }
 
 impl Default for Config {

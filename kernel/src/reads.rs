@@ -544,6 +544,7 @@ impl Reads {
         io: &mut Io,
     ) -> Answered {
         let read = &pending.read;
+        let at_view = at_view.filter(|_| !self.defects.view_reads_tip);
         let pinned = at_view.and_then(|view| sn.views.world(view, &sn.world));
         let world: &dyn ReadWorld = match &pinned {
             Some(at_pin) => at_pin,

@@ -82,6 +82,8 @@ pub struct ReadOp {
     pub invoked_at: Instant,
     /// How it came out.
     pub outcome: ReadOutcome,
+    /// The view it read, if any: every read of one view must answer at one state.
+    pub view: Option<usize>,
 }
 
 /// How a watch session ended.

@@ -158,6 +158,22 @@ pub struct Reads {
     pub unavailable: u64,
 }
 
+/// Views (`World::view`): reads pinned to the state their view's first read answered from.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Views {
+    /// Views pinned, answered `ViewExpired`, refused for `views_max`, and released.
+    pub pinned: u64,
+    pub expired: u64,
+    pub refused: u64,
+    pub released: u64,
+    /// Reads of views the checker judged, and of them those answered from a pin behind
+    /// a write acknowledged before they began.
+    pub reads: u64,
+    pub reads_behind_tip: u64,
+    /// The most documents one replica held as they were at its pins.
+    pub images_held_max: usize,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Watch {
     pub sessions: u64,
@@ -350,6 +366,7 @@ pub struct Report {
     pub slots_per_s: f64,
     pub per_replica: Vec<PerReplica>,
     pub reads: Reads,
+    pub views: Views,
     pub watch: Watch,
     pub checkpoints: Checkpoints,
     pub collection: Collection,
@@ -644,6 +661,15 @@ impl Report {
                 deadlines: result.replicas.iter().map(|r| r.reads.deadlines).sum(),
                 unavailable: result.replicas.iter().map(|r| r.reads.unavailable).sum(),
             },
+            views: Views {
+                pinned: result.replicas.iter().map(|r| r.views.pinned).sum(),
+                expired: result.replicas.iter().map(|r| r.views.expired).sum(),
+                refused: result.replicas.iter().map(|r| r.views.refused).sum(),
+                released: result.replicas.iter().map(|r| r.views.released).sum(),
+                reads: check.reads_view,
+                reads_behind_tip: check.reads_view_behind,
+                images_held_max: result.replicas.iter().map(|r| r.views.images_held).max().unwrap_or(0),
+            },
             watch: Watch {
                 sessions: check.watch_sessions,
                 events_delivered: result.replicas.iter().map(|r| r.feed.events_delivered).sum(),
@@ -834,6 +860,13 @@ impl Report {
             s += &format!(
                 "  reads    exact {}  catalog {}  catalog lag max {:.0} ms  stale exact {}  probes {}  slots followed {}\n",
                 rd.exact, rd.catalog, rd.catalog_lag_ms_max, rd.stale_exact, rd.probes, rd.slots_followed
+            );
+        }
+        let v = &self.views;
+        if v.pinned > 0 {
+            s += &format!(
+                "  views    pinned {}  reads {} ({} behind the tip)  expired {}  refused {}  released {}  images held max {}\n",
+                v.pinned, v.reads, v.reads_behind_tip, v.expired, v.refused, v.released, v.images_held_max
             );
         }
         let w = &self.watch;

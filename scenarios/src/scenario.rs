@@ -7,7 +7,7 @@ use slotlog_model::CheckOptions;
 use slotlog_sim::gcs::{Faults, GcsConfig, Listings, ProfileKind, VersionTokens};
 use slotlog_sim::{
     Arrivals, Bursts, ClusterConfig, Crashes, DamagedObject, Gone, Mix, Pause, ReadLoad, Stall, StallAt,
-    TraceEvent, WatchLoad, Workload,
+    TraceEvent, ViewLoad, WatchLoad, Workload,
 };
 use std::time::Duration;
 
@@ -64,6 +64,7 @@ pub const DEFECT_NAMES: &[&str] = &[
     "catch-up-keeps-installed-gap",
     "admit-everything",
     "watch-poll-skipped",
+    "view-reads-tip",
 ];
 
 /// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
@@ -79,6 +80,7 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
         "catch-up-keeps-installed-gap" => &mut defects.catch_up_keeps_installed_gap,
         "admit-everything" => &mut defects.admit_everything,
         "watch-poll-skipped" => &mut defects.watch_poll_skipped,
+        "view-reads-tip" => &mut defects.view_reads_tip,
         _ => return false,
     };
     *flag = true;
@@ -96,6 +98,8 @@ fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
         d.timer_never_cleared,
         d.catch_up_keeps_installed_gap,
         d.admit_everything,
+        d.watch_poll_skipped,
+        d.view_reads_tip,
     ];
     DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }
@@ -281,6 +285,12 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "reads",
         about: "3 stores writing 250 writes/s in total, readers of both classes on each; a follower without hints serving catalog reads",
         build: reads,
+        in_all: true,
+    },
+    Scenario {
+        name: "views",
+        about: "3 stores writing 250 writes/s in total with crashes and faults, and clients opening 40 views a second that each read up to 8 times over up to 2.5 s, views aging out at 1.5 s",
+        build: views,
         in_all: true,
     },
     Scenario {
@@ -517,6 +527,7 @@ pub fn run_scenario_traced(
             .as_ref()
             .and_then(|w| w.delivery_slack_ms)
             .map(|slack| millis(config.kernel.watch_poll) + slack),
+        view_age_max_ms: millis(config.kernel.view_age_max),
     };
     let check =
         slotlog_model::check(&result.history, &result.objects, &result.keys, result.world_id, options);
@@ -816,6 +827,20 @@ fn reads(seed: u64) -> ClusterConfig {
     c.hints.loss_rate = 0.05;
     c.hints.follower_loss_rate = 1.0;
     c.hints.delay_ms_max = 20;
+    c
+}
+
+fn views(seed: u64) -> ClusterConfig {
+    let workload = Workload::new(Arrivals::Open { rate_per_s: 250.0 }, Mix::creates_and_blind_updates());
+    // The profile's own faults (a few 429s, 5xx and timeouts) besides the crashes.
+    let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
+    c.followers = 1;
+    c.duration_ms = 10_000;
+    c.preload_documents = 2_000;
+    c.views = Some(ViewLoad { per_s: 40.0, reads_max: 8, gap_ms_max: 300 });
+    // Short enough that views reading on past it are refused, long enough that most end first.
+    c.kernel.view_age_max = core::time::Duration::from_millis(1_500);
+    c.crashes = Some(Crashes { mean_interval_ms: 3_000, down_ms_min: 200, down_ms_max: 2_000 });
     c
 }
 

@@ -12,13 +12,13 @@ use crate::gcs::{AtRestDamage, GcsConfig, PlannedReply, SimGcs, StoreStats};
 use crate::liveness::{LivenessBudget, LivenessWatch, NotLive};
 use crate::pause::{Gone, Pause, Paused, Stall, StallAt};
 use crate::rng::SimRng;
-use crate::workload::{Arrivals, Generator, ReadLoad, WatchLoad, Workload};
+use crate::workload::{Arrivals, Generator, ReadLoad, ViewLoad, WatchLoad, Workload};
 use bytes::Bytes;
 use slotlog_kernel::blob::{BlobOp, BlobResult};
 use slotlog_kernel::checkpoint::fold;
 use slotlog_kernel::format::{encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
 use slotlog_kernel::hash::Hash32;
-use slotlog_kernel::ids::{BlobOpId, RequestId, StoreId, WorldId};
+use slotlog_kernel::ids::{BlobOpId, RequestId, StoreId, ViewId, WorldId};
 use slotlog_kernel::reply::{FailReason, Reply};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{evaluate, validate, Evaluation, WorldState, Write};
@@ -113,6 +113,8 @@ pub struct ClusterConfig {
     pub workload: Workload,
     /// Readers, if any, and how fast they read.
     pub reads: Option<ReadLoad>,
+    /// Views, if any: clients pinning one state and reading it several times.
+    pub views: Option<ViewLoad>,
     /// Watchers, if any, and how they come and go.
     pub watchers: Option<WatchLoad>,
     /// How commit hints travel between replicas.
@@ -174,6 +176,7 @@ impl ClusterConfig {
             kernel: Config::default(),
             workload,
             reads: None,
+            views: None,
             watchers: None,
             hints: Hints::default(),
             duration_ms: 10_000,
@@ -206,6 +209,8 @@ pub struct ReplicaReport {
     pub stats: CommitterStats,
     /// The reads' counters.
     pub reads: ReadStats,
+    /// The views' counters, summed over incarnations (`images_held` the most one held).
+    pub views: slotlog_kernel::ViewStats,
     /// The change feed's counters.
     pub feed: FeedStats,
     /// Times the replica crashed.
@@ -313,6 +318,12 @@ enum Event {
     ReadArrival {
         exact: bool,
     },
+    /// A client opens a view and makes its first read.
+    ViewStart,
+    /// A view's next read, or its release once it has made them all.
+    ViewNext {
+        view: usize,
+    },
     Apply {
         ticket: u64,
     },
@@ -373,6 +384,16 @@ struct Ticket {
     applying: bool,
     /// The reply is still to come.
     replying: bool,
+}
+
+/// A client's view: the replica it reads, the state its first read pinned, and the
+/// reads it has left to make.
+#[derive(Debug)]
+struct SimView {
+    node: usize,
+    incarnation: u32,
+    pinned: Option<u64>,
+    reads_left: u64,
 }
 
 /// A request in flight at a replica, by what it is.
@@ -440,6 +461,7 @@ struct Cluster<'a> {
     writer_node: Vec<usize>,
     request_writer: BTreeMap<RequestId, usize>,
     watchers: Vec<Watcher>,
+    views: Vec<SimView>,
     next_request: u64,
     trace: TraceHasher,
     /// Where each traced event also goes, when the caller asked to see them.
@@ -577,6 +599,7 @@ fn run_inner<'a>(
         writer_node: Vec::new(),
         request_writer: BTreeMap::new(),
         watchers: Vec::new(),
+        views: Vec::new(),
         next_request: 0,
         trace: TraceHasher::default(),
         trace_sink,
@@ -620,6 +643,9 @@ fn run_inner<'a>(
     if config.reads.is_some() {
         c.schedule(Instant::ZERO, Event::ReadArrival { exact: true });
         c.schedule(Instant::ZERO, Event::ReadArrival { exact: false });
+    }
+    if config.views.is_some() {
+        c.schedule(Instant::ZERO, Event::ViewStart);
     }
     if let Some(w) = &config.watchers {
         let first = if w.followers_only { config.replicas } else { 0 };
@@ -893,6 +919,8 @@ impl Cluster<'_> {
         match event {
             Event::Arrival { writer } => self.arrival(writer),
             Event::ReadArrival { exact } => self.read_arrival(exact),
+            Event::ViewStart => self.view_start(),
+            Event::ViewNext { view } => self.view_next(view),
             Event::Apply { ticket } => {
                 let t = self.tickets.get_mut(&ticket).expect("ticket");
                 let result = self.gcs.apply(self.now, &t.op);
@@ -1078,16 +1106,62 @@ impl Cluster<'_> {
         let live = self.live(exact && !load.exact_on_followers);
         let Some(node) = self.pick(&live) else { return };
         let read = self.generator.next_read(exact);
+        self.send_read(node, read, None);
+    }
+
+    /// Sends `read` to `node`, as a read of view `view` if one is given.
+    fn send_read(&mut self, node: usize, read: slotlog_kernel::Read, view: Option<usize>) {
         let index = self.history.reads.len();
         self.history.reads.push(ReadOp {
             replica: node,
             read: read.clone(),
             invoked_at: self.now,
             outcome: ReadOutcome::Unanswered,
+            view,
         });
-        let request = self.new_request(node, InFlight::Read(index));
-        self.trace(&[12, node as u64, request.0], "");
-        self.input(node, Input::Request { id: request, request: Request::Read(read) });
+        let id = self.new_request(node, InFlight::Read(index));
+        self.trace(&[12, node as u64, id.0], "");
+        let request = match view {
+            None => Request::Read(read),
+            Some(v) => {
+                let view = ViewId(v as u64 + 1);
+                Request::ViewRead { view, pinned: self.views[v].pinned, read }
+            }
+        };
+        self.input(node, Input::Request { id, request });
+    }
+
+    fn view_start(&mut self) {
+        if self.now >= self.workload_end {
+            return;
+        }
+        let load = self.config.views.clone().expect("views configured");
+        let gap = self.chaos.exponential(1_000.0 / load.per_s);
+        self.schedule(self.now + ms(gap), Event::ViewStart);
+        let live = self.live(false);
+        let Some(node) = self.pick(&live) else { return };
+        let reads_left = 1 + self.chaos.below(load.reads_max.max(1));
+        let incarnation = self.nodes[node].incarnation;
+        let view = self.views.len();
+        self.views.push(SimView { node, incarnation, pinned: None, reads_left });
+        self.view_next(view);
+    }
+
+    /// The view's next read; once it has made them all, its release. A view ends with its
+    /// replica's incarnation: a client whose replica restarted opens a new one.
+    fn view_next(&mut self, view: usize) {
+        let v = &self.views[view];
+        let node = v.node;
+        if self.nodes[node].incarnation != v.incarnation || self.nodes[node].replica.is_none() {
+            return;
+        }
+        if v.reads_left == 0 {
+            self.trace(&[20, node as u64, view as u64], "release");
+            return self.input(node, Input::ViewRelease { view: ViewId(view as u64 + 1) });
+        }
+        self.views[view].reads_left -= 1;
+        let read = self.generator.next_view_read();
+        self.send_read(node, read, Some(view));
     }
 
     fn watch_start(&mut self, watcher: usize) {
@@ -1436,6 +1510,14 @@ impl Cluster<'_> {
                     Err(_) => (u64::MAX, std::mem::discriminant(&slotlog_kernel::Answer::NotFound)),
                 };
                 self.trace_fmt(&[14, node as u64, request.0, at], format_args!("{kind:?}"));
+                if let Some(view) = self.history.reads[index].view {
+                    if let Ok(ok) = &result {
+                        self.views[view].pinned.get_or_insert(ok.at_sequence);
+                    }
+                    let gap = self.config.views.as_ref().map_or(0, |l| l.gap_ms_max);
+                    let at = self.now + ms(self.chaos.uniform(0.0, gap as f64));
+                    self.schedule(at, Event::ViewNext { view });
+                }
                 self.history.reads[index].outcome = ReadOutcome::Answered { at: self.now, result };
             }
             (what, reply) => panic!("replica {node} answered {what:?} with {reply:?}"),
@@ -1680,6 +1762,12 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.refused_busy += rs.refused_busy;
     t.deadlines += rs.deadlines;
     t.unavailable += rs.unavailable;
+    let (vs, t) = (r.view_stats(), &mut into.views);
+    t.pinned += vs.pinned;
+    t.expired += vs.expired;
+    t.refused += vs.refused;
+    t.released += vs.released;
+    t.images_held = t.images_held.max(vs.images_held);
     let (fs, t) = (r.feed_stats(), &mut into.feed);
     t.watches += fs.watches;
     t.events_delivered += fs.events_delivered;

@@ -20,4 +20,4 @@ pub use cluster::{
 };
 pub use liveness::{LivenessBudget, NotLive};
 pub use pause::{Gone, Pause, Stall, StallAt};
-pub use workload::{Arrivals, Bursts, Generator, Mix, ReadLoad, WatchLoad, Workload};
+pub use workload::{Arrivals, Bursts, Generator, Mix, ReadLoad, ViewLoad, WatchLoad, Workload};

@@ -87,6 +87,17 @@ pub struct ReadLoad {
     pub exact_on_followers: bool,
 }
 
+/// Views: clients that pin one state and read it several times (`World::view`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewLoad {
+    /// Poisson rate of new views, per second in total.
+    pub per_s: f64,
+    /// Reads one view makes: between 1 and this many, drawn uniformly.
+    pub reads_max: u64,
+    /// The longest wait between one read's answer and the next read, drawn uniformly.
+    pub gap_ms_max: u64,
+}
+
 /// Watchers: subscribers that connect, take events, disconnect and resume from cursors.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WatchLoad {
@@ -319,6 +330,20 @@ impl Generator {
                     None => Read::List { directory: "/".into(), start_after: None, limit: 50 },
                 },
             }
+        }
+    }
+
+    /// A read of a view: either class, of what clients know. No receipt read: a view's
+    /// receipts are answered from the served window (see `views.rs`), which the model's
+    /// window at the pin need not match.
+    pub fn next_view_read(&mut self) -> slotlog_kernel::Read {
+        let exact = self.rng.chance(0.5);
+        match self.next_read(exact) {
+            slotlog_kernel::Read::Receipt { .. } => {
+                let path = self.known_path();
+                slotlog_kernel::Read::Versions { path }
+            }
+            read => read,
         }
     }
 

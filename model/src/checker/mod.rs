@@ -71,6 +71,11 @@ pub struct CheckReport {
     pub reads_exact: u64,
     /// Catalog reads judged.
     pub reads_catalog: u64,
+    /// Reads of views judged (of the exact and catalog reads above), and of them those
+    /// answered from a pin behind the tip at the read's start.
+    pub reads_view: u64,
+    /// See `reads_view`.
+    pub reads_view_behind: u64,
     /// Exact reads whose state missed a write acknowledged before the read began.
     pub stale_exact: u64,
     /// How far a catalog read's state trailed the tip at the read's start.
@@ -126,6 +131,8 @@ pub struct CheckOptions {
     /// milliseconds of its slot's creation (or of the watch's start). None judges nothing;
     /// a run sets it from its replicas' poll interval plus a slack it states.
     pub watch_delivery_bound_ms: Option<u64>,
+    /// The kernel's `view_age_max`: a view answers `ViewExpired` only past it.
+    pub view_age_max_ms: u64,
 }
 
 impl Default for CheckOptions {
@@ -138,6 +145,7 @@ impl Default for CheckOptions {
             checkpoint_deltas_max: 32,
             checkpoint_delta_entries_per_mille_max: 64,
             watch_delivery_bound_ms: None,
+            view_age_max_ms: 900_000,
         }
     }
 }
@@ -406,6 +414,7 @@ pub fn check(
         }
     }
     let read_judge = reads::Judge::new(history, &spans, options);
+    read_judge.judge_view_expiries(&mut r);
 
     // 3. Replay the log through the model, judging each answer at the state it names.
     let mut model = ModelWorld::new();

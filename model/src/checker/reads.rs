@@ -10,13 +10,31 @@ use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::ReceiptAnswer;
 use slotlog_kernel::world::{IndexEntry, VersionKind, VersionRecord};
 use slotlog_kernel::Read;
+use std::collections::BTreeMap;
 
 pub(super) struct Judge<'a> {
     history: &'a History,
     spans: &'a [SlotSpan],
     staleness_us: u64,
+    view_age_max_us: u64,
     /// Acknowledged commits by answer time, with the largest sequence acknowledged so far.
     acked: Vec<(Instant, u64)>,
+    /// Each view's pin, by view.
+    views: BTreeMap<usize, ViewPin>,
+}
+
+/// What a view's reads say of its pin. A view's reads are sequential, so history order is
+/// time order. The pin is made by the first read the replica answers from a state, which
+/// may be one whose answer never reached the client (a body read past the deadline): so
+/// the pinned state must be fresh enough for some read of the view up to the first
+/// answered one, the loosest of their bounds.
+struct ViewPin {
+    /// The view's first read.
+    first: usize,
+    /// Its first read answered with a state, and that state.
+    pinning: Option<(usize, u64)>,
+    /// The earliest instant the pinned state may have been the tip at.
+    earliest: Instant,
 }
 
 impl<'a> Judge<'a> {
@@ -35,7 +53,46 @@ impl<'a> Judge<'a> {
             max = max.max(a.1);
             a.1 = max;
         }
-        Judge { history, spans, staleness_us: options.catalog_staleness_ms * 1_000, acked }
+        let staleness_us = options.catalog_staleness_ms * 1_000;
+        let mut views: BTreeMap<usize, ViewPin> = BTreeMap::new();
+        for (i, op) in history.reads.iter().enumerate() {
+            let Some(view) = op.view else { continue };
+            let pin =
+                views.entry(view).or_insert(ViewPin { first: i, pinning: None, earliest: Instant::MAX });
+            if pin.pinning.is_some() {
+                continue;
+            }
+            pin.earliest = pin.earliest.min(earliest(op, staleness_us));
+            if let ReadOutcome::Answered { result: Ok(ok), .. } = &op.outcome {
+                pin.pinning = Some((i, ok.at_sequence));
+            }
+        }
+        let view_age_max_us = options.view_age_max_ms * 1_000;
+        Judge { history, spans, staleness_us, view_age_max_us, acked, views }
+    }
+
+    /// Rule `ViewSnapshot`: a view answers `ViewExpired` only once older than the age.
+    pub fn judge_view_expiries(&self, r: &mut CheckReport) {
+        for (i, op) in self.history.reads.iter().enumerate() {
+            let ReadOutcome::Answered { at, result: Err(ReadError::ViewExpired) } = &op.outcome else {
+                continue;
+            };
+            let Some(view) = op.view else {
+                r.violation(Violation::ViewExpiredEarly {
+                    read: i,
+                    view: usize::MAX,
+                    age_ms: 0,
+                    age_max_ms: 0,
+                });
+                continue;
+            };
+            let first = self.history.reads[self.views[&view].first].invoked_at;
+            let age_us = at.saturating_since(first).as_micros() as u64;
+            if age_us < self.view_age_max_us {
+                let (age_ms, age_max_ms) = (age_us / 1_000, self.view_age_max_us / 1_000);
+                r.violation(Violation::ViewExpiredEarly { read: i, view, age_ms, age_max_ms });
+            }
+        }
     }
 
     /// The largest sequence acknowledged strictly before `t`.
@@ -54,23 +111,45 @@ impl<'a> Judge<'a> {
         let ReadOutcome::Answered { at: answered, result: Ok(ok) } = &op.outcome else { return };
         let exact = op.read.is_exact();
         let (from, until) = tip_interval(self.spans, at);
-        let earliest = if exact {
-            op.invoked_at
-        } else {
-            Instant::from_micros(op.invoked_at.as_micros().saturating_sub(self.staleness_us))
-        };
+        let mut earliest = earliest(op, self.staleness_us);
+        let mut answered = *answered;
+        // A later read of a view: judged against its pin, and left out of the lag figures.
+        let mut later = false;
+        if let Some(view) = op.view {
+            r.reads_view += 1;
+            let pin = &self.views[&view];
+            let (pinning, pinned) = pin.pinning.expect("a view with an answer has a pinning one");
+            if pinning != i {
+                later = true;
+                if at != pinned {
+                    r.violation(Violation::ViewMoved { read: i, view, at, pinned });
+                }
+                if self.acked_before(op.invoked_at) > at {
+                    r.reads_view_behind += 1;
+                }
+                // Fresh enough for the read that pinned it, not for this one.
+                let ReadOutcome::Answered { at: pinned_answered, .. } = &self.history.reads[pinning].outcome
+                else {
+                    unreachable!("the pinning read was answered")
+                };
+                answered = *pinned_answered;
+            }
+            earliest = pin.earliest;
+        }
         let lag = op.invoked_at.saturating_since(until);
         let lag_ms = lag.as_secs_f64() * 1_000.0;
         if exact {
             r.reads_exact += 1;
-            if self.acked_before(op.invoked_at) > at {
+            if !later && self.acked_before(op.invoked_at) > at {
                 r.stale_exact += 1;
             }
         } else {
             r.reads_catalog += 1;
-            r.catalog_lag_ms_max = r.catalog_lag_ms_max.max(lag_ms);
+            if !later {
+                r.catalog_lag_ms_max = r.catalog_lag_ms_max.max(lag_ms);
+            }
         }
-        if from > *answered || until < earliest {
+        if from > answered || until < earliest {
             let (read, replica, lag_us) = (i, op.replica, lag.as_micros() as u64);
             r.violation(if exact {
                 Violation::ExactReadStale { read, replica, at, lag_us }
@@ -102,6 +181,16 @@ pub(super) fn judge_error(i: usize, op: &ReadOp, e: &ReadError, r: &mut CheckRep
     };
     if normalize_path(raw).err() != Some(super::path_problem_to_model(problem)) {
         r.violation(Violation::ReadRefusalDisagrees { read: i, problem: *problem, raw: raw.clone() });
+    }
+}
+
+/// The earliest instant a read's state may have been the tip at: its start for an exact
+/// read, the staleness bound before it for a catalog read.
+fn earliest(op: &ReadOp, staleness_us: u64) -> Instant {
+    if op.read.is_exact() {
+        op.invoked_at
+    } else {
+        Instant::from_micros(op.invoked_at.as_micros().saturating_sub(staleness_us))
     }
 }
 

@@ -1,11 +1,13 @@
 //! The checker's receipt rules (SPEC 10.13): "absent" is judged against the model's own
 //! receipt window, so a kernel that answers absent for an expired operation is caught.
 
-use super::reads::receipt_absence;
-use super::{Rule, Violation};
+use super::reads::{receipt_absence, Judge};
+use super::{CheckOptions, CheckReport, Rule, Violation};
+use crate::history::{History, ReadOp, ReadOutcome};
 use crate::{ModelReceiptAnswer, ModelWorld};
 use slotlog_kernel::ids::OperationId;
 use slotlog_kernel::reply::Answer;
+use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{Expected, Mutation, ReceiptAnswer};
 use slotlog_kernel::Read;
 
@@ -60,4 +62,33 @@ fn absent_since_inside_the_window_passes() {
     assert_eq!(receipt_absence(&model, 0, &never, &ABSENT, at), None);
     let young = Read::Receipt { op_id: op(u64::MAX), since: None };
     assert_eq!(receipt_absence(&ModelWorld::new(), 0, &young, &ABSENT, 0), None);
+}
+
+/// A fetch of view 3 that reached its replica at `invoked_ms` and was answered with
+/// `result` 10 ms later.
+fn view_read(invoked_ms: u64, result: Result<slotlog_kernel::ReadOk, slotlog_kernel::ReadError>) -> ReadOp {
+    let at = Instant::from_millis(invoked_ms + 10);
+    ReadOp {
+        replica: 0,
+        read: Read::Fetch { path: "/a".into(), version: None },
+        invoked_at: Instant::from_millis(invoked_ms),
+        outcome: ReadOutcome::Answered { at, result },
+        view: Some(3),
+    }
+}
+
+#[test]
+fn a_view_expired_before_its_age_is_caught_and_one_past_it_passes() {
+    let pinned = slotlog_kernel::ReadOk { at_sequence: 0, answer: Answer::NotFound };
+    let expired = Err(slotlog_kernel::ReadError::ViewExpired);
+    let history = History {
+        reads: vec![view_read(0, Ok(pinned)), view_read(500, expired.clone()), view_read(1_500, expired)],
+        ..History::default()
+    };
+    let options = CheckOptions { view_age_max_ms: 1_000, ..CheckOptions::default() };
+    let mut r = CheckReport::default();
+    Judge::new(&history, &[], options).judge_view_expiries(&mut r);
+    let early = Violation::ViewExpiredEarly { read: 1, view: 3, age_ms: 510, age_max_ms: 1_000 };
+    assert_eq!(early.rule(), Rule::ViewSnapshot);
+    assert_eq!(r.violations, vec![early], "the one at 1,510 ms is past the age");
 }

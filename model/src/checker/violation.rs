@@ -77,6 +77,10 @@ pub enum Rule {
     /// of its subscription, for events before it), hints or no hints: the backstop poll's
     /// interval plus the stated slack (judged only when the run sets a bound).
     WatchDelivery,
+    /// Every read of a view answers at the state the view's first read pinned, fresh
+    /// enough for the read that pinned it, and a view expires only once its age is past
+    /// the kernel's `view_age_max`.
+    ViewSnapshot,
     /// A slot name holds one set of bytes for the whole run: created again only with
     /// the same bytes, never rewritten to others (issue 10's fork).
     SlotFork,
@@ -1007,6 +1011,30 @@ pub enum Violation {
         /// The bound the run set.
         bound_ms: u64,
     },
+    /// A read of a view answered at another state than the view's first answer.
+    #[error("read {read} of view {view} answered at sequence {at}, where the view is pinned at {pinned}")]
+    ViewMoved {
+        /// Index of the read in the history.
+        read: usize,
+        /// The view.
+        view: usize,
+        /// The sequence it answered at.
+        at: u64,
+        /// The sequence the view's first answer named.
+        pinned: u64,
+    },
+    /// A read of a view was answered `ViewExpired` before the view was that old.
+    #[error("read {read} of view {view} answered ViewExpired {age_ms} ms after the view's first read, under the {age_max_ms} ms age")]
+    ViewExpiredEarly {
+        /// Index of the read in the history.
+        read: usize,
+        /// The view.
+        view: usize,
+        /// From the view's first read reaching its replica to this answer.
+        age_ms: u64,
+        /// The kernel's `view_age_max`.
+        age_max_ms: u64,
+    },
     /// A watch open at the end of the run never received an event whose slot was created
     /// longer than the delivery bound before the end.
     #[error("watch {watch}: sequence {sequence} never delivered, {waited_ms} ms after it was due from, over the {bound_ms} ms watch delivery bound")]
@@ -1117,6 +1145,7 @@ impl Violation {
                 Rule::WatchResync
             }
             V::WatchDeliveredLate { .. } | V::WatchNeverDelivered { .. } => Rule::WatchDelivery,
+            V::ViewMoved { .. } | V::ViewExpiredEarly { .. } => Rule::ViewSnapshot,
         }
     }
 }
