@@ -101,7 +101,8 @@ pub enum ErrorKind {
     Configuration,
     /// The store refused the credentials (401) or what they may do (403).
     Permission,
-    /// The bucket or container does not exist.
+    /// The bucket or container does not exist, or (a read-only replica) no world is under
+    /// the prefix.
     NotFound,
     /// Worth trying again later: a queue was full, a deadline passed with nothing
     /// applied, the store kept failing or did not answer.
@@ -152,6 +153,7 @@ impl Error {
                 WriteError::Busy { .. } | WriteError::Expired { .. } => ErrorKind::Unavailable,
                 WriteError::Uncertain { .. } => ErrorKind::Uncertain,
                 WriteError::Failed(_) => ErrorKind::Corruption,
+                WriteError::ReadOnlyReplica => ErrorKind::Configuration,
                 _ => ErrorKind::Unavailable,
             },
             Error::Read(e) => match e {
@@ -169,6 +171,7 @@ impl Error {
                 WatchEnd::Failed(_) => ErrorKind::Corruption,
                 _ => ErrorKind::Unavailable,
             },
+            Error::Failed(FailReason::NoWorld { .. }) => ErrorKind::NotFound,
             Error::Failed(_) => ErrorKind::Corruption,
             Error::Config(_)
             | Error::Prefix(_)

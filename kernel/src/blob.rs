@@ -53,6 +53,12 @@ pub enum BlobOp {
 }
 
 impl BlobOp {
+    /// Whether the call changes the store (a create, rewrite or delete): what a
+    /// read-only replica never sends.
+    pub fn changes_store(&self) -> bool {
+        matches!(self, BlobOp::Create { .. } | BlobOp::Rewrite { .. } | BlobOp::Delete { .. })
+    }
+
     /// The key the operation addresses (the prefix for a listing).
     pub fn key(&self) -> &str {
         match self {

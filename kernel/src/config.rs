@@ -78,6 +78,12 @@ pub struct Config {
     pub ring_events_max: usize,
     /// Watches beyond which a new one is refused with `Busy`.
     pub watches_max: usize,
+    /// A read-only replica (issue 19): it never creates, rewrites or deletes anything.
+    /// It opens only a world that exists (no genesis, no checkpoint zero), writes no
+    /// checkpoint (whatever `compaction` says) and so collects nothing, and answers every
+    /// write `WriteError::ReadOnlyReplica`. Reads, views and watches work as on any
+    /// replica; read-only credentials suffice.
+    pub read_only: bool,
     /// Views one replica keeps pinned at once (the record: "a view pins its snapshot at
     /// its first read"); past it a view's first read is refused with `ViewsExhausted`.
     /// A pin costs the documents changed since its sequence, shared by pins there.
@@ -310,6 +316,7 @@ impl Default for Config {
             recent_slots_max: 16_384,
             ring_events_max: 4_096,
             watches_max: 1_024,
+            read_only: false,
             views_max: 1_024,
             view_age_max: CHECKPOINT_GRACE_MIN,
             feed_slots_cached_max: 1_024,

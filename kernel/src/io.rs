@@ -75,6 +75,8 @@ pub(crate) struct Io {
     pub store_clock: crate::store_clock::StoreClock,
     /// Rare branches taken; counted only, never read by the kernel.
     pub marks: Marks,
+    /// A read-only replica's: no call that changes the store may go out.
+    pub read_only: bool,
 }
 
 impl Io {
@@ -94,10 +96,12 @@ impl Io {
             hedges_sent: 0,
             store_clock: Default::default(),
             marks: Marks::default(),
+            read_only: false,
         }
     }
 
     pub fn issue(&mut self, now: Instant, purpose: Purpose, op: BlobOp, attempt: u32) {
+        assert!(!(self.read_only && op.changes_store()), "a read-only replica sent {op:?}");
         let l = self.next_logical;
         self.next_logical += 1;
         let hedge_at = (!self.policy.hedge_after.is_zero()).then(|| now + self.policy.hedge_after);

@@ -55,6 +55,8 @@ mod history_tests;
 #[cfg(test)]
 mod open_tests;
 #[cfg(test)]
+mod read_only_tests;
+#[cfg(test)]
 mod reads_tests;
 #[cfg(test)]
 mod testkit;

@@ -146,6 +146,9 @@ marks! {
     ReadAwaitsHistory = "read_awaits_history",
     /// A fetch waited for its body to be read from the bucket.
     ReadAwaitsBody = "read_awaits_body",
+    /// A read-only replica opened a world whose genesis stopped before checkpoint zero,
+    /// from the marker's genesis, without making it.
+    OpenReadOnlyWithoutZero = "open_read_only_without_zero",
     /// A view's read answered from its pin after slots installed past it.
     ViewReadBehindTip = "view_read_behind_tip",
     /// A view's read found its pin too old, or not held: answered `ViewExpired`.

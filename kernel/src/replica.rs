@@ -77,6 +77,12 @@ impl Replica {
             io.rng.fill_bytes(&mut id);
             WorldId(id)
         };
+        io.read_only = config.read_only;
+        let config = match config.read_only {
+            // It writes no checkpoint, so it collects nothing either.
+            true => Config { compaction: crate::config::CompactionRole::Off, ..config },
+            false => config,
+        };
         let opening = Opening::start(
             &config,
             keys.clone(),
@@ -178,6 +184,10 @@ impl Replica {
 
     fn request(&mut self, now: Instant, id: RequestId, request: Request) {
         match request {
+            Request::Write(_) if self.io.read_only => {
+                let reply = Reply::Write(Err(WriteError::ReadOnlyReplica));
+                self.io.effects.push_back(Effect::Reply { id, reply });
+            }
             Request::Write(w) => match validate(&w.mutation) {
                 Err(invalid) => {
                     let reply = Reply::Write(Err(WriteError::Invalid(invalid)));

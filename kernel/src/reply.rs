@@ -68,6 +68,11 @@ pub enum WriteError {
         /// The first sequence the write could commit at.
         since: u64,
     },
+    /// The replica is read-only (`Config::read_only`); never queued, never applied.
+    /// (Not `Rejection::ReadOnly`, a policy's read-only prefix, which refuses a write on
+    /// any replica.)
+    #[error("this replica is read-only")]
+    ReadOnlyReplica,
     /// The replica failed closed; nothing more is applied through it.
     #[error("the replica failed closed")]
     Failed(#[source] FailReason),
@@ -93,6 +98,12 @@ pub enum FailReason {
     #[error("{key} is under the prefix, but no marker is")]
     ForeignObjects {
         /// The first object found under the prefix.
+        key: String,
+    },
+    /// A read-only replica found no world under its prefix: it makes none.
+    #[error("no world under the prefix (no {key}), and a read-only replica makes none")]
+    NoWorld {
+        /// The marker's name.
         key: String,
     },
     /// A slot did not continue the chain this replica holds.

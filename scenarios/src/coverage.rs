@@ -56,6 +56,10 @@ pub const NOT_REQUIRED: &[(Mark, &str)] = &[
         "needs a freshen (or a rewrite) of an object between a drop's listing and its delete; neither collect's 10 seeds nor soak48's 1..6 have one (kernel test a_shard_freshened_after_the_listing_survives_its_delete)",
     ),
     (Mark::CollectionOff, "needs a backend that cannot condition a delete; the simulated store always can"),
+    (
+        Mark::OpenReadOnlyWithoutZero,
+        "needs a read-only replica opening a world whose genesis stopped between its marker and checkpoint zero; no scenario runs read-only replicas (kernel test a_read_only_replica_opens_a_world_without_checkpoint_zero_and_makes_none)",
+    ),
 ];
 
 /// Marks only a soak reaches (measured: `soak48` seeds 3..6 hit each, no other scenario

@@ -11,6 +11,7 @@ mod hints;
 mod local_cache;
 mod metrics_facade;
 mod moto_errors;
+mod read_only;
 mod reload;
 mod store_url_hostile;
 mod views;

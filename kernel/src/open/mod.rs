@@ -55,6 +55,8 @@ pub(crate) struct Opening {
     replay_gets_max: usize,
     list_page_max: u32,
     recent_slots_max: usize,
+    /// A read-only replica's: it makes no world and no checkpoint zero.
+    read_only: bool,
     /// The bounds of the views the opened snapshot pins.
     views: (usize, core::time::Duration),
     world: Option<Snapshot>,
@@ -143,6 +145,7 @@ impl Opening {
             list_page_max: config.list_page_max,
             recent_slots_max: config.recent_slots_max,
             views: (config.views_max, config.view_age_max),
+            read_only: config.read_only,
             world: None,
             replay: None,
         }
@@ -204,6 +207,9 @@ impl Opening {
             (OpenCall::MarkerGet, Err(BlobError::NotFound)) if self.marker_recheck => {
                 // Objects under the prefix, still no marker: not ours to make a world in.
                 return Err(FailReason::ForeignObjects { key: self.keys.root().to_string() });
+            }
+            (OpenCall::MarkerGet, Err(BlobError::NotFound)) if self.read_only => {
+                return Err(FailReason::NoWorld { key: self.keys.marker() });
             }
             (OpenCall::MarkerGet, Err(BlobError::NotFound)) => {
                 let op = BlobOp::List { prefix: self.keys.root().to_string(), start_after: None, limit: 1 };
@@ -351,6 +357,12 @@ impl Opening {
     /// Checkpoint zero is a function of the marker alone, so every opener that makes it
     /// sends the same bytes and any one of their creates is as good as ours.
     fn create_checkpoint_zero(&mut self, now: Instant, io: &mut Io) {
+        if self.read_only {
+            // A genesis stopped before checkpoint zero: its world is the marker's genesis,
+            // which this opening already holds. Read on without making it.
+            io.marks.hit(Mark::OpenReadOnlyWithoutZero);
+            return self.list_next(now, io);
+        }
         let (world_id, marker_hash) = self.anchor.expect("the marker before its checkpoint");
         let bytes = Bytes::from(Checkpoint::zero(world_id, marker_hash).encode());
         let op = BlobOp::Create { key: self.keys.checkpoint(1), bytes };
