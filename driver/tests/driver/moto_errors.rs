@@ -3,8 +3,9 @@
 //!
 //! moto's shared server accepts any credentials, so the bad-credentials test starts a
 //! second moto of its own with authentication on (`INITIAL_NO_AUTH_ACTION_COUNT=0`), which
-//! answers an unknown key as S3 does: 403 `InvalidAccessKeyId`. Not covered here, since
-//! moto will not produce them: `PermissionDenied` (a known key without the right policy),
+//! answers an unknown key as S3 does: 403 `InvalidAccessKeyId` (and a known key as its
+//! policy says: `read_only.rs` runs a read-only replica on one). Not covered here, since
+//! moto will not produce them:
 //! `Rejected` (a wrong region; moto serves every region), `Unsupported` (moto does
 //! conditional puts); `driver/tests/driver/bounded_open.rs` covers those against a loopback server
 //! that answers with the status.
@@ -18,7 +19,7 @@ use object_store::ObjectStore;
 use slotlog::{open_store, Error, ErrorKind, PrefixRule, StoreErrorKind, StoreOptions, World, WorldConfig};
 
 /// moto's endpoint and bucket, or None (and a SKIPPED line) outside `scripts/with-moto.sh`.
-fn moto(test: &str) -> Option<(String, String)> {
+pub(crate) fn moto(test: &str) -> Option<(String, String)> {
     match (std::env::var("SLOTLOG_S3_ENDPOINT"), std::env::var("SLOTLOG_S3_BUCKET")) {
         (Ok(endpoint), Ok(bucket)) => Some((endpoint, bucket)),
         _ => {
@@ -81,9 +82,9 @@ async fn moto_a_prefix_that_breaks_a_rule_is_refused_and_nothing_is_written() {
 }
 
 /// A moto server of this test's own, with authentication on, ended when dropped.
-struct AuthMoto {
+pub(crate) struct AuthMoto {
     child: Child,
-    endpoint: String,
+    pub(crate) endpoint: String,
 }
 
 impl Drop for AuthMoto {
@@ -93,15 +94,16 @@ impl Drop for AuthMoto {
     }
 }
 
-fn start_auth_moto() -> AuthMoto {
+/// Authentication is on after the first `no_auth_actions` requests (the setup's).
+pub(crate) fn start_auth_moto(no_auth_actions: u32) -> AuthMoto {
     let python = std::env::var("SLOTLOG_MOTO_PYTHON").expect("scripts/moto.sh exports SLOTLOG_MOTO_PYTHON");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/moto_serialized.py");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let child = Command::new(python)
         .args([script, "127.0.0.1", &port.to_string()])
-        // Every request is checked against moto's IAM, which knows no key: an unknown key
-        // is refused as S3 refuses it.
-        .env("INITIAL_NO_AUTH_ACTION_COUNT", "0")
+        // Every request past the setup's is checked against moto's IAM: an unknown key is
+        // refused as S3 refuses it, a known one as its policy says.
+        .env("INITIAL_NO_AUTH_ACTION_COUNT", no_auth_actions.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -118,7 +120,7 @@ fn start_auth_moto() -> AuthMoto {
 #[real_tokio::test(flavor = "multi_thread")]
 async fn moto_bad_credentials_are_refused_at_once_as_unauthenticated() {
     let Some(_) = moto("moto_bad_credentials_are_refused_at_once_as_unauthenticated") else { return };
-    let server = start_auth_moto();
+    let server = start_auth_moto(0);
     let mut options = StoreOptions::default();
     options.s3_endpoint = Some(server.endpoint.clone());
     options.s3_access_key_id = Some("AKIAWRONGWRONGWRONG0".into());

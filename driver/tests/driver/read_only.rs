@@ -4,6 +4,7 @@
 //! empty prefix it makes no world.
 
 use object_store::memory::InMemory;
+use object_store::ObjectStore;
 use slotlog::object_store_blobs::{Backend, ObjectStoreBlobs};
 use slotlog::{
     Answer, BlobFuture, Blobs, CallFailure, Error, ErrorKind, Expected, ExplainedFuture, FailReason,
@@ -105,4 +106,57 @@ async fn a_read_only_replica_makes_no_world_in_an_empty_prefix() {
     assert!(matches!(error, Error::Failed(FailReason::NoWorld { .. })), "{error:?}");
     assert_eq!(error.kind(), ErrorKind::NotFound);
     assert_eq!(blobs.refused.load(Ordering::Acquire), 0);
+}
+
+/// A moto with authentication on, and its reader's and writer's keys.
+fn moto_with_users(bucket: &str) -> (super::moto_errors::AuthMoto, [String; 4]) {
+    // The setup's seven calls (a bucket, two users with a policy and a key each) go
+    // unauthenticated; every later one is checked.
+    let server = super::moto_errors::start_auth_moto(7);
+    let python = std::env::var("SLOTLOG_MOTO_PYTHON").expect("scripts/moto.sh exports SLOTLOG_MOTO_PYTHON");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/moto_read_only_users.py");
+    let out = std::process::Command::new(python).args([script, &server.endpoint, bucket]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
+    (server, lines.try_into().expect("four lines"))
+}
+
+fn s3_options(endpoint: &str, (id, secret): (&str, &str)) -> slotlog::StoreOptions {
+    let mut options = slotlog::StoreOptions::default();
+    options.s3_endpoint = Some(endpoint.to_string());
+    options.s3_access_key_id = Some(id.to_string());
+    options.s3_secret_access_key = Some(secret.to_string());
+    options.allow_http = true;
+    options
+}
+
+#[real_tokio::test(flavor = "multi_thread")]
+async fn moto_a_read_only_replica_works_with_credentials_that_may_only_read() {
+    let test = "moto_a_read_only_replica_works_with_credentials_that_may_only_read";
+    let Some(_) = super::moto_errors::moto(test) else { return };
+    let (server, [reader_id, reader_secret, writer_id, writer_secret]) = moto_with_users("slotlog-read-only");
+    let url = "s3://slotlog-read-only/w";
+    let writer_options = s3_options(&server.endpoint, (&writer_id, &writer_secret));
+    let (store, backend, prefix) = slotlog::open_store(url, &writer_options).unwrap();
+    let writer = World::open_with(store, backend, &prefix, WorldConfig::default()).await.unwrap();
+    for i in 0..5 {
+        writer.publish(&format!("/d/{i}.md"), "x", Expected::Absent).await.unwrap();
+    }
+    let reader_options = s3_options(&server.endpoint, (&reader_id, &reader_secret));
+    let (store, backend, prefix) = slotlog::open_store(url, &reader_options).unwrap();
+    // The policy is enforced: these credentials cannot write.
+    let denied = store.put_opts(&"w/probe".into(), "x".into(), Default::default()).await;
+    assert!(denied.is_err(), "the reader's key wrote: {denied:?}");
+    let reader = World::open_with(store, backend, &prefix, read_only()).await.unwrap();
+    let Answer::Listing { documents, .. } = reader.list("/d", None, 0).await.unwrap().answer else {
+        panic!("a listing")
+    };
+    assert_eq!(documents.len(), 5);
+    writer.publish("/d/5.md", "x", Expected::Absent).await.unwrap();
+    reader.follow(6);
+    assert!(matches!(reader.fetch("/d/5.md", None).await.unwrap().answer, Answer::Document { .. }));
+    let refused = reader.publish("/e.md", "x", Expected::Absent).await.unwrap_err();
+    assert_eq!(refused, Error::Write(WriteError::ReadOnlyReplica));
+    reader.close().await;
+    writer.close().await;
 }
