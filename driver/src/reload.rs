@@ -45,6 +45,8 @@ pub struct WorldStats {
     pub compactor: CompactorStats,
     /// What the collectors did: drops, deletes, freshens.
     pub collector: CollectorStats,
+    /// Writes timed, slow writes, samples dropped (docs/OPERATIONS.md, "Telemetry").
+    pub telemetry: crate::telemetry::TelemetryStats,
 }
 
 impl WorldStats {

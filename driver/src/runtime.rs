@@ -30,6 +30,8 @@ pub(crate) enum Command {
     Unwatch { id: RequestId },
     Follow(u64),
     Stats(oneshot::Sender<WorldStats>),
+    Health(oneshot::Sender<crate::health::Health>),
+    Telemetry(oneshot::Sender<crate::telemetry::Telemetry>),
     Close(oneshot::Sender<()>),
 }
 
@@ -98,6 +100,10 @@ pub(crate) struct Loop {
     pub hints_plan: Option<HintsPlan>,
     /// ...and how they are.
     pub hints: Option<Hints>,
+    /// Samples of slow writes, warnings and errors, bounded (`telemetry`).
+    pub telemetry: crate::telemetry::Samples,
+    /// Recent store failures and the compactor's last problem (`health`).
+    pub health: crate::health::HealthLog,
 }
 
 /// What the driver does with a failed call.
@@ -124,13 +130,21 @@ impl Loop {
             message: failure.message.clone(),
             attempts,
         };
+        let at = self.base.elapsed();
+        let status = failure.status;
         if let Some(kind) = failure.permanent {
+            let told = crate::health::store_failure(call.op, &call.key, &kind, status);
+            self.health.store_failed(at, told.clone());
+            self.telemetry.error(at, told);
             return Verdict::Stop(error(kind, 1));
         }
         if !failure.error.is_transient() {
             self.budget.answered(call);
             return Verdict::Kernel(failure.error);
         }
+        let told = crate::health::store_failure(call.op, &call.key, &failure.error, status);
+        self.health.store_failed(at, told.clone());
+        self.telemetry.warning(at, told);
         let (attempts, over) = self.budget.failed(call);
         let transient = error(StoreErrorKind::Transient(failure.error), attempts);
         *last = Some(transient.clone());
@@ -152,7 +166,22 @@ impl Loop {
         if let Some(hints) = &self.hints {
             stats.hints = hints.counters().snapshot();
         }
+        stats.telemetry = self.telemetry.stats.clone();
         stats
+    }
+
+    /// The world's health now.
+    fn health(&self) -> crate::health::Health {
+        let facts = crate::health::LoopFacts {
+            now: self.base.elapsed(),
+            world_id: self.identity.world_id,
+            opening: self.opened.is_some(),
+            committed_through: *self.committed.borrow(),
+            commands_waiting: self.commands.len(),
+            reloads: self.past.reloads,
+            log: &self.health,
+        };
+        crate::health::report(&self.replica.health(self.now()), facts)
     }
 
     /// Replaces the failed replica with a new one that opens from the newest checkpoint.
@@ -188,6 +217,8 @@ impl Loop {
         self.replica = Replica::new(self.kernel.clone(), identity, self.now()).expect("validated at open");
         self.incarnation += 1;
         tracing::warn!(%reason, in_a_row, reloads = self.past.reloads, ?store_id, "reloading from the newest checkpoint");
+        self.telemetry
+            .warning(self.base.elapsed(), format!("reloading from the newest checkpoint: {reason}"));
     }
 
     pub async fn run(mut self) {
@@ -207,6 +238,8 @@ impl Loop {
         let mut closing: Option<Closing> = None;
         // The replica's commit totals at the last look: metrics report what changed.
         let mut totals_seen = (0, 0, 0);
+        // Writes answered in this drain of effects, to name their phases.
+        let mut answered: crate::telemetry::Answered = Vec::new();
         loop {
             // Carry out every effect, then sleep until the next input or wake-up.
             while let Some(effect) = self.replica.poll_effect() {
@@ -244,6 +277,9 @@ impl Loop {
                             self.reloads.progress();
                         }
                         if let Some(w) = waiting.remove(&id) {
+                            if let Some((op_id, _)) = w.op_id {
+                                answered.push((id, op_id));
+                            }
                             let _ = w.reply.send(reply);
                         }
                     }
@@ -269,9 +305,16 @@ impl Loop {
                     }
                     Effect::Failed(reason) => {
                         tracing::error!(?reason, "the world failed closed");
+                        self.telemetry
+                            .error(self.base.elapsed(), format!("the world failed closed: {reason}"));
                         failed = Some(reason);
                     }
-                    Effect::Warning(warning) => tracing::warn!(%warning, "worked around"),
+                    Effect::Warning(warning) => {
+                        tracing::warn!(%warning, "worked around");
+                        let at = self.base.elapsed();
+                        self.health.compactor_problem(at, warning.to_string());
+                        self.telemetry.warning(at, warning.to_string());
+                    }
                     Effect::Changes { id, events } => {
                         let alive =
                             watches.get(&id).is_some_and(|w| w.try_send(WatchItem::Changes(events)).is_ok());
@@ -287,6 +330,12 @@ impl Loop {
                     }
                 }
             }
+            while let Some(phases) = self.replica.poll_write_phases() {
+                if let Some((_, op_id)) = answered.iter().find(|(id, _)| *id == phases.request) {
+                    self.telemetry.write_answered(*op_id, &phases);
+                }
+            }
+            answered.clear();
             let totals = self.replica.commit_totals();
             if totals != totals_seen {
                 metrics::slots(totals.0 - totals_seen.0, totals.1 - totals_seen.1, totals.2 - totals_seen.2);
@@ -387,6 +436,12 @@ impl Loop {
                         Command::Follow(sequence) => self.replica.handle(now, Input::Follow { sequence }),
                         Command::Stats(tx) => {
                             let _ = tx.send(self.stats());
+                        }
+                        Command::Health(tx) => {
+                            let _ = tx.send(self.health());
+                        }
+                        Command::Telemetry(tx) => {
+                            let _ = tx.send(self.telemetry.take());
                         }
                         Command::Close(done) => {
                             // Watches end now; writes already taken drain (above).

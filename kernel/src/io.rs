@@ -75,6 +75,9 @@ pub(crate) struct Io {
     pub store_clock: crate::store_clock::StoreClock,
     /// Rare branches taken; counted only, never read by the kernel.
     pub marks: Marks,
+    /// When each write answered from its batch passed its phases, for the embedder to
+    /// take; the newest `PHASES_KEPT_MAX`.
+    pub phases: VecDeque<crate::committer::WritePhases>,
 }
 
 impl Io {
@@ -94,7 +97,17 @@ impl Io {
             hedges_sent: 0,
             store_clock: Default::default(),
             marks: Marks::default(),
+            phases: VecDeque::new(),
         }
+    }
+
+    /// Keeps a write's phases, dropping the oldest past `PHASES_KEPT_MAX`: an embedder
+    /// that never takes them costs a bounded buffer, never a stall.
+    pub fn keep_phases(&mut self, phases: crate::committer::WritePhases) {
+        if self.phases.len() == crate::committer::PHASES_KEPT_MAX {
+            self.phases.pop_front();
+        }
+        self.phases.push_back(phases);
     }
 
     pub fn issue(&mut self, now: Instant, purpose: Purpose, op: BlobOp, attempt: u32) {
