@@ -65,6 +65,8 @@ struct Closing {
 struct Waiting {
     reply: oneshot::Sender<Reply>,
     op_id: Option<(OperationId, u64)>,
+    /// For a read, whether it is exact, and when it was handed in: telemetry times it.
+    read: Option<(bool, KernelInstant)>,
 }
 
 /// A finished blob call: the incarnation of the replica that sent it, its id, the call as
@@ -239,7 +241,7 @@ impl Loop {
         // The replica's commit totals at the last look: metrics report what changed.
         let mut totals_seen = (0, 0, 0);
         // Writes answered in this drain of effects, to name their phases.
-        let mut answered: crate::telemetry::Answered = Vec::new();
+        let mut answered = crate::telemetry::Answered::new();
         loop {
             // Carry out every effect, then sleep until the next input or wake-up.
             while let Some(effect) = self.replica.poll_effect() {
@@ -278,7 +280,10 @@ impl Loop {
                         }
                         if let Some(w) = waiting.remove(&id) {
                             if let Some((op_id, _)) = w.op_id {
-                                answered.push((id, op_id));
+                                answered.insert(id, op_id);
+                            }
+                            if let Some((exact, queued)) = w.read {
+                                self.telemetry.read_answered(exact, queued, self.now());
                             }
                             let _ = w.reply.send(reply);
                         }
@@ -331,7 +336,7 @@ impl Loop {
                 }
             }
             while let Some(phases) = self.replica.poll_write_phases() {
-                if let Some((_, op_id)) = answered.iter().find(|(id, _)| *id == phases.request) {
+                if let Some(op_id) = answered.get(&phases.request) {
                     self.telemetry.write_answered(*op_id, &phases);
                 }
             }
@@ -417,7 +422,11 @@ impl Loop {
                                 Request::Write(w) => Some((w.op_id, since)),
                                 _ => None,
                             };
-                            waiting.insert(id, Waiting { reply, op_id });
+                            let read = match &request {
+                                Request::Read(r) => Some((r.is_exact(), now)),
+                                _ => None,
+                            };
+                            waiting.insert(id, Waiting { reply, op_id, read });
                             self.replica.handle(now, Input::Request { id, request });
                         }
                         Command::Watch { cursor, credit, sink } => {

@@ -1,5 +1,5 @@
 //! Bounded telemetry: when each write passed its phases (queued, built, sent, created,
-//! confirmed), samples of slow writes, and the warnings and errors the driver loop met,
+//! confirmed), samples of slow writes and reads, and the warnings and errors the driver loop met,
 //! kept in a queue of fixed capacity that drops (and counts) what does not fit instead of
 //! ever holding up the loop. The last quarter of the queue is reserved for warnings and
 //! errors, so a flood of slow writes cannot crowd out the sample that says why.
@@ -10,7 +10,7 @@
 use slotlog_kernel::ids::{OperationId, RequestId};
 use slotlog_kernel::time::Instant as KernelInstant;
 use slotlog_kernel::WritePhases;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 /// Samples the queue holds at most, by default: 256 (at about 300 bytes each, under
@@ -48,9 +48,19 @@ impl WriteTimings {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SampleKind {
-    /// A write that took longer than `WorldConfig::slow_write_after` from queued to
+    /// A write that took longer than `WorldConfig::slow_request_after` from queued to
     /// confirmed.
     SlowWrite(WriteTimings),
+    /// A read that took longer than `WorldConfig::slow_request_after` from handed in to
+    /// answered.
+    SlowRead {
+        /// An exact read (it checks the tip), or a catalog read.
+        exact: bool,
+        /// When it was handed in (since the world was opened on this handle).
+        queued: Duration,
+        /// From handed in to answered.
+        took: Duration,
+    },
     /// Something that cost time but not correctness (a transient store failure, a
     /// checkpoint skipped, a reload).
     Warning(String),
@@ -70,7 +80,7 @@ pub struct Sample {
 
 impl Sample {
     fn reserved(&self) -> bool {
-        !matches!(self.kind, SampleKind::SlowWrite(_))
+        matches!(self.kind, SampleKind::Warning(_) | SampleKind::Error(_))
     }
 }
 
@@ -80,8 +90,10 @@ impl Sample {
 pub struct TelemetryStats {
     /// Writes whose phases were timed.
     pub writes_timed: u64,
-    /// Of those, slower than `slow_write_after`.
+    /// Of those, slower than `slow_request_after`.
     pub slow_writes: u64,
+    /// Reads answered slower than `slow_request_after`.
+    pub slow_reads: u64,
     /// Warnings sampled...
     pub warnings: u64,
     /// ...and errors.
@@ -103,7 +115,7 @@ pub struct Telemetry {
     pub stats: TelemetryStats,
 }
 
-/// A queue of at most `capacity` samples; slow writes may fill only the part outside the
+/// A queue of at most `capacity` samples; slow writes and reads may fill only the part outside the
 /// reserve (its last quarter), warnings and errors all of it. Full: the new sample is
 /// dropped and counted, never an old one moved or the caller made to wait.
 pub(crate) struct Samples {
@@ -176,10 +188,24 @@ impl Samples {
         tracing::warn!(%op_id, built_ms, ?created_ms, confirmed_ms, "slow write");
         self.push(Sample { at: timings.confirmed, kind: SampleKind::SlowWrite(timings) });
     }
+
+    /// A read answered: sampled, and logged at `warn`, when slower than `slow_after`.
+    pub fn read_answered(&mut self, exact: bool, queued: KernelInstant, answered: KernelInstant) {
+        let took = answered.saturating_since(queued);
+        if took <= self.slow_after {
+            return;
+        }
+        self.stats.slow_reads += 1;
+        let took_ms = took.as_secs_f64() * 1e3;
+        tracing::warn!(exact, took_ms, "slow read");
+        let queued = Duration::from_micros(queued.as_micros());
+        let at = Duration::from_micros(answered.as_micros());
+        self.push(Sample { at, kind: SampleKind::SlowRead { exact, queued, took } });
+    }
 }
 
 /// Operation ids of the writes answered in one drain of effects, to name their phases.
-pub(crate) type Answered = Vec<(RequestId, OperationId)>;
+pub(crate) type Answered = BTreeMap<RequestId, OperationId>;
 
 #[cfg(test)]
 mod tests {
@@ -239,6 +265,23 @@ mod tests {
         assert!(again.samples.is_empty());
         assert_eq!(again.stats.samples_dropped, 2);
         assert!(samples.push(slow(6)), "room again once taken");
+    }
+
+    #[test]
+    fn a_read_slower_than_the_bound_is_sampled_outside_the_reserve() {
+        let mut samples = Samples::new(4, Duration::from_millis(50));
+        let at = KernelInstant::from_millis;
+        samples.read_answered(true, at(0), at(10));
+        for _ in 0..4 {
+            samples.read_answered(false, at(0), at(100));
+        }
+        let taken = samples.take();
+        assert_eq!(taken.stats.slow_reads, 4);
+        assert_eq!((taken.samples.len(), taken.stats.samples_dropped), (3, 1), "the reserve is kept");
+        let took = Duration::from_millis(100);
+        assert!(
+            matches!(taken.samples[0].kind, SampleKind::SlowRead { exact: false, took: t, .. } if t == took)
+        );
     }
 
     #[test]

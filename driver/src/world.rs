@@ -75,10 +75,11 @@ pub struct WorldConfig {
     /// A verified cache of the world's content objects on local disk, so a restart does
     /// not download them all again (`local_cache`). None (the default): no cache.
     pub local_cache: Option<crate::local_cache::LocalCache>,
-    /// A write slower than this from queued to confirmed is sampled in
-    /// [`World::telemetry`] and logged at `warn` (docs/OPERATIONS.md, "Telemetry"). 1 s:
-    /// ten times a store's create on a quiet day, well under the 10 s request deadline.
-    pub slow_write_after: Duration,
+    /// A write slower than this from queued to confirmed, or a read from handed in to
+    /// answered, is sampled in [`World::telemetry`] and logged at `warn`
+    /// (docs/OPERATIONS.md, "Telemetry"). 1 s: ten times a store's create on a quiet day,
+    /// well under the 10 s request deadline.
+    pub slow_request_after: Duration,
     /// Samples [`World::telemetry`] holds at most until taken; the last quarter only for
     /// warnings and errors. Past it, new samples are dropped and counted.
     pub telemetry_samples_max: usize,
@@ -101,7 +102,7 @@ impl Default for WorldConfig {
             peers: Peers::Unknown,
             hints_in_process: true,
             local_cache: None,
-            slow_write_after: Duration::from_secs(1),
+            slow_request_after: Duration::from_secs(1),
             telemetry_samples_max: crate::telemetry::TELEMETRY_SAMPLES_MAX,
             degraded_window: Duration::from_secs(60),
         }
@@ -272,7 +273,10 @@ impl World {
             incarnation: 0,
             hints_plan: Some(hints),
             hints: None,
-            telemetry: crate::telemetry::Samples::new(config.telemetry_samples_max, config.slow_write_after),
+            telemetry: crate::telemetry::Samples::new(
+                config.telemetry_samples_max,
+                config.slow_request_after,
+            ),
             health: crate::health::HealthLog::new(config.degraded_window),
         };
         tokio::spawn(run.run());

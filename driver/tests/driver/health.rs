@@ -126,7 +126,7 @@ async fn a_closed_world_is_closed() {
 async fn a_writes_phases_come_back_in_order() {
     let mut config = WorldConfig::default();
     // Every write is slow by this bound: each is sampled with its phases.
-    config.slow_write_after = Duration::ZERO;
+    config.slow_request_after = Duration::ZERO;
     let world = World::open_on(turnable(), "w", config).await.unwrap();
     let op_id = slotlog::new_op_id();
     let mutation =

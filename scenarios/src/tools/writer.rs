@@ -232,6 +232,7 @@ pub fn health_json(health: &Health, telemetry: &TelemetryStats) -> serde_json::V
         "telemetry": {
             "writes_timed": telemetry.writes_timed,
             "slow_writes": telemetry.slow_writes,
+            "slow_reads": telemetry.slow_reads,
             "warnings": telemetry.warnings,
             "errors": telemetry.errors,
             "samples_dropped": telemetry.samples_dropped,
