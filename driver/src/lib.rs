@@ -117,6 +117,10 @@
 //!
 //! # Observing it
 //!
+//! [`World::health`] says whether the world is serving, degraded or failed closed and how
+//! fresh its snapshot is; [`World::telemetry`] hands back samples of slow writes (each
+//! write's phases: queued, built, sent, created, confirmed), warnings and errors, from a
+//! bounded queue that drops before it could stall the loop.
 //! [`World::stats`] returns the world's counters; every store call runs in a `tracing`
 //! span naming its kind and key; and the driver reports through the `metrics` facade
 //! (store calls by kind and outcome with their times, writes by result, the sequence
@@ -133,6 +137,7 @@ pub(crate) mod budget;
 #[cfg(feature = "object-store")]
 pub mod builder;
 pub mod error;
+pub mod health;
 pub mod hints;
 pub mod local_cache;
 pub(crate) mod metrics;
@@ -143,6 +148,7 @@ pub(crate) mod runtime;
 #[cfg(feature = "object-store")]
 pub mod store_url;
 pub(crate) mod sync;
+pub mod telemetry;
 pub mod view;
 pub mod watch;
 pub mod world;
@@ -153,6 +159,7 @@ pub use builder::WorldBuilder;
 pub use error::{
     validate_prefix, Error, ErrorKind, PrefixError, PrefixRule, StoreError, StoreErrorKind, UncheckedStore,
 };
+pub use health::{Health, HealthState};
 pub use hints::{decode_hint, encode_hint, HintStats, PeerHints, Peers};
 pub use local_cache::{CacheStats, CachedBlobs, LocalCache};
 #[cfg(feature = "object-store")]
@@ -177,6 +184,7 @@ pub use store_url::gcs_store;
 pub use store_url::s3_store;
 #[cfg(feature = "object-store")]
 pub use store_url::{open_store, parse_store_url, StoreLocation, StoreOptions, StoreUrlError};
+pub use telemetry::{Sample, SampleKind, Telemetry, TelemetryStats, WriteTimings};
 pub use view::View;
 pub use watch::Watch;
 pub use world::{new_op_id, World, WorldConfig};

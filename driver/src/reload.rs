@@ -47,6 +47,8 @@ pub struct WorldStats {
     pub collector: CollectorStats,
     /// The current replica's views: pinned, expired, refused, and what pins hold now.
     pub views: slotlog_kernel::ViewStats,
+    /// Writes timed, slow writes, samples dropped (docs/OPERATIONS.md, "Telemetry").
+    pub telemetry: crate::telemetry::TelemetryStats,
 }
 
 impl WorldStats {

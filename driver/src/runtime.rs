@@ -31,6 +31,8 @@ pub(crate) enum Command {
     Follow(u64),
     ViewRelease(slotlog_kernel::ViewId),
     Stats(oneshot::Sender<WorldStats>),
+    Health(oneshot::Sender<crate::health::Health>),
+    Telemetry(oneshot::Sender<crate::telemetry::Telemetry>),
     Close(oneshot::Sender<()>),
 }
 
@@ -64,6 +66,8 @@ struct Closing {
 struct Waiting {
     reply: oneshot::Sender<Reply>,
     op_id: Option<(OperationId, u64)>,
+    /// For a read, whether it is exact, and when it was handed in: telemetry times it.
+    read: Option<(bool, KernelInstant)>,
 }
 
 /// A finished blob call: the incarnation of the replica that sent it, its id, the call as
@@ -99,6 +103,10 @@ pub(crate) struct Loop {
     pub hints_plan: Option<HintsPlan>,
     /// ...and how they are.
     pub hints: Option<Hints>,
+    /// Samples of slow writes, warnings and errors, bounded (`telemetry`).
+    pub telemetry: crate::telemetry::Samples,
+    /// Recent store failures and the compactor's last problem (`health`).
+    pub health: crate::health::HealthLog,
 }
 
 /// What the driver does with a failed call.
@@ -125,13 +133,21 @@ impl Loop {
             message: failure.message.clone(),
             attempts,
         };
+        let at = self.base.elapsed();
+        let status = failure.status;
         if let Some(kind) = failure.permanent {
+            let told = crate::health::store_failure(call.op, &call.key, &kind, status);
+            self.health.store_failed(at, told.clone());
+            self.telemetry.error(at, told);
             return Verdict::Stop(error(kind, 1));
         }
         if !failure.error.is_transient() {
             self.budget.answered(call);
             return Verdict::Kernel(failure.error);
         }
+        let told = crate::health::store_failure(call.op, &call.key, &failure.error, status);
+        self.health.store_failed(at, told.clone());
+        self.telemetry.warning(at, told);
         let (attempts, over) = self.budget.failed(call);
         let transient = error(StoreErrorKind::Transient(failure.error), attempts);
         *last = Some(transient.clone());
@@ -154,7 +170,22 @@ impl Loop {
         if let Some(hints) = &self.hints {
             stats.hints = hints.counters().snapshot();
         }
+        stats.telemetry = self.telemetry.stats.clone();
         stats
+    }
+
+    /// The world's health now.
+    fn health(&self) -> crate::health::Health {
+        let facts = crate::health::LoopFacts {
+            now: self.base.elapsed(),
+            world_id: self.identity.world_id,
+            opening: self.opened.is_some(),
+            committed_through: *self.committed.borrow(),
+            commands_waiting: self.commands.len(),
+            reloads: self.past.reloads,
+            log: &self.health,
+        };
+        crate::health::report(&self.replica.health(self.now()), facts)
     }
 
     /// Replaces the failed replica with a new one that opens from the newest checkpoint.
@@ -190,6 +221,8 @@ impl Loop {
         self.replica = Replica::new(self.kernel.clone(), identity, self.now()).expect("validated at open");
         self.incarnation += 1;
         tracing::warn!(%reason, in_a_row, reloads = self.past.reloads, ?store_id, "reloading from the newest checkpoint");
+        self.telemetry
+            .warning(self.base.elapsed(), format!("reloading from the newest checkpoint: {reason}"));
     }
 
     pub async fn run(mut self) {
@@ -209,6 +242,8 @@ impl Loop {
         let mut closing: Option<Closing> = None;
         // The replica's commit totals at the last look: metrics report what changed.
         let mut totals_seen = (0, 0, 0);
+        // Writes answered in this drain of effects, to name their phases.
+        let mut answered = crate::telemetry::Answered::new();
         loop {
             // Carry out every effect, then sleep until the next input or wake-up.
             while let Some(effect) = self.replica.poll_effect() {
@@ -246,6 +281,12 @@ impl Loop {
                             self.reloads.progress();
                         }
                         if let Some(w) = waiting.remove(&id) {
+                            if let Some((op_id, _)) = w.op_id {
+                                answered.insert(id, op_id);
+                            }
+                            if let Some((exact, queued)) = w.read {
+                                self.telemetry.read_answered(exact, queued, self.now());
+                            }
                             let _ = w.reply.send(reply);
                         }
                     }
@@ -271,9 +312,16 @@ impl Loop {
                     }
                     Effect::Failed(reason) => {
                         tracing::error!(?reason, "the world failed closed");
+                        self.telemetry
+                            .error(self.base.elapsed(), format!("the world failed closed: {reason}"));
                         failed = Some(reason);
                     }
-                    Effect::Warning(warning) => tracing::warn!(%warning, "worked around"),
+                    Effect::Warning(warning) => {
+                        tracing::warn!(%warning, "worked around");
+                        let at = self.base.elapsed();
+                        self.health.compactor_problem(at, warning.to_string());
+                        self.telemetry.warning(at, warning.to_string());
+                    }
                     Effect::Changes { id, events } => {
                         let alive =
                             watches.get(&id).is_some_and(|w| w.try_send(WatchItem::Changes(events)).is_ok());
@@ -289,6 +337,12 @@ impl Loop {
                     }
                 }
             }
+            while let Some(phases) = self.replica.poll_write_phases() {
+                if let Some(op_id) = answered.get(&phases.request) {
+                    self.telemetry.write_answered(*op_id, &phases);
+                }
+            }
+            answered.clear();
             let totals = self.replica.commit_totals();
             if totals != totals_seen {
                 metrics::slots(totals.0 - totals_seen.0, totals.1 - totals_seen.1, totals.2 - totals_seen.2);
@@ -370,7 +424,11 @@ impl Loop {
                                 Request::Write(w) => Some((w.op_id, since)),
                                 _ => None,
                             };
-                            waiting.insert(id, Waiting { reply, op_id });
+                            let read = match &request {
+                                Request::Read(r) => Some((r.is_exact(), now)),
+                                _ => None,
+                            };
+                            waiting.insert(id, Waiting { reply, op_id, read });
                             self.replica.handle(now, Input::Request { id, request });
                         }
                         Command::Watch { cursor, credit, sink } => {
@@ -390,6 +448,12 @@ impl Loop {
                         Command::ViewRelease(view) => self.replica.handle(now, Input::ViewRelease { view }),
                         Command::Stats(tx) => {
                             let _ = tx.send(self.stats());
+                        }
+                        Command::Health(tx) => {
+                            let _ = tx.send(self.health());
+                        }
+                        Command::Telemetry(tx) => {
+                            let _ = tx.send(self.telemetry.take());
                         }
                         Command::Close(done) => {
                             // Watches end now; writes already taken drain (above).

@@ -5,9 +5,11 @@
 use crate::blobs::Blobs;
 use crate::budget::RetryBudget;
 use crate::error::{validate_prefix, Error};
+use crate::health::Health;
 use crate::hints::{HintCounters, HintsPlan, Peers};
 use crate::reload::{Reloads, WorldStats};
 use crate::runtime::{Command, Loop, Stopped};
+use crate::telemetry::Telemetry;
 use crate::view::{Callers, View};
 use crate::watch::Watch;
 use bytes::Bytes;
@@ -78,6 +80,17 @@ pub struct WorldConfig {
     /// Views one caller of [`World::view_for`] may hold at once; past it, `Error::Views`.
     /// The world's own bound over every caller is `kernel.views_max`.
     pub views_per_caller_max: usize,
+    /// A write slower than this from queued to confirmed, or a read from handed in to
+    /// answered, is sampled in [`World::telemetry`] and logged at `warn`
+    /// (docs/OPERATIONS.md, "Telemetry"). 1 s: ten times a store's create on a quiet day,
+    /// well under the 10 s request deadline.
+    pub slow_request_after: Duration,
+    /// Samples [`World::telemetry`] holds at most until taken; the last quarter only for
+    /// warnings and errors. Past it, new samples are dropped and counted.
+    pub telemetry_samples_max: usize,
+    /// Store calls failed within this long make [`World::health`] `Degraded`. 60 s: long
+    /// enough to see a flapping store between two polls of a health check.
+    pub degraded_window: Duration,
 }
 
 impl Default for WorldConfig {
@@ -95,6 +108,9 @@ impl Default for WorldConfig {
             hints_in_process: true,
             local_cache: None,
             views_per_caller_max: 64,
+            slow_request_after: Duration::from_secs(1),
+            telemetry_samples_max: crate::telemetry::TELEMETRY_SAMPLES_MAX,
+            degraded_window: Duration::from_secs(60),
         }
     }
 }
@@ -267,6 +283,11 @@ impl World {
             incarnation: 0,
             hints_plan: Some(hints),
             hints: None,
+            telemetry: crate::telemetry::Samples::new(
+                config.telemetry_samples_max,
+                config.slow_request_after,
+            ),
+            health: crate::health::HealthLog::new(config.degraded_window),
         };
         tokio::spawn(run.run());
         let world_id = match opened_rx.await {
@@ -510,6 +531,46 @@ impl World {
         }
         let (tx, rx) = oneshot::channel();
         self.inner.commands.try_send(Command::Stats(tx)).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => Error::Busy,
+            mpsc::error::TrySendError::Closed(_) => self.gone(),
+        })?;
+        rx.await.map_err(|_| self.gone())
+    }
+
+    /// The world's health apart from liveness: opening, serving, degraded, failed closed
+    /// or closed, with how fresh the served snapshot is and what the background work and
+    /// the store have been doing (docs/OPERATIONS.md, "Health"). Always answers, from the
+    /// driver loop while it runs and from the handle once it is gone; never holds
+    /// credentials.
+    pub async fn health(&self) -> Health {
+        let world_id = self.inner.world_id;
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Health::gone(None, world_id);
+        }
+        if let Some(stopped) = self.inner.stopped.get() {
+            return Health::gone(Some(stopped), world_id);
+        }
+        let (tx, rx) = oneshot::channel();
+        match self.inner.commands.try_send(Command::Health(tx)) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                return Health::busy(world_id, self.inner.commands.max_capacity())
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                return Health::gone(self.inner.stopped.get(), world_id)
+            }
+        }
+        rx.await.unwrap_or_else(|_| Health::gone(self.inner.stopped.get(), world_id))
+    }
+
+    /// Takes the telemetry samples held since the last call (slow writes with their
+    /// phases, warnings, errors), with the counters (docs/OPERATIONS.md, "Telemetry").
+    pub async fn telemetry(&self) -> Result<Telemetry, Error> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let (tx, rx) = oneshot::channel();
+        self.inner.commands.try_send(Command::Telemetry(tx)).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => Error::Busy,
             mpsc::error::TrySendError::Closed(_) => self.gone(),
         })?;

@@ -77,6 +77,9 @@ pub(crate) struct Io {
     pub marks: Marks,
     /// A read-only replica's: no call that changes the store may go out.
     pub read_only: bool,
+    /// When each write answered from its batch passed its phases, for the embedder to
+    /// take; the newest `PHASES_KEPT_MAX`.
+    pub phases: VecDeque<crate::committer::WritePhases>,
 }
 
 impl Io {
@@ -97,7 +100,17 @@ impl Io {
             store_clock: Default::default(),
             marks: Marks::default(),
             read_only: false,
+            phases: VecDeque::new(),
         }
+    }
+
+    /// Keeps a write's phases, dropping the oldest past `PHASES_KEPT_MAX`: an embedder
+    /// that never takes them costs a bounded buffer, never a stall.
+    pub fn keep_phases(&mut self, phases: crate::committer::WritePhases) {
+        if self.phases.len() == crate::committer::PHASES_KEPT_MAX {
+            self.phases.pop_front();
+        }
+        self.phases.push_back(phases);
     }
 
     pub fn issue(&mut self, now: Instant, purpose: Purpose, op: BlobOp, attempt: u32) {

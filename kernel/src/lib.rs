@@ -65,7 +65,7 @@ mod views_tests;
 
 pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
 pub use collector::{Collected, CollectorStats};
-pub use committer::CommitterStats;
+pub use committer::{CommitterStats, WritePhases};
 pub use compactor::{CompactorStats, LedgerHeld};
 pub use config::{CompactionRole, Config, ConfigError, Defects};
 pub use effect::{Effect, Input, Read, Request, Warning, WatchEnd};
@@ -74,7 +74,7 @@ pub use hash::Hash32;
 pub use ids::{BlobOpId, OperationId, RequestId, StoreId, ViewId, WorldId};
 pub use marks::{Mark, Marks};
 pub use reads::{ReadStats, READ_LIMIT_MAX};
-pub use replica::{Identity, Replica};
+pub use replica::{Identity, Replica, ReplicaHealth};
 pub use reply::{
     Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply, SkippedCheckpoint, WriteError, WriteOk,
 };

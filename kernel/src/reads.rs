@@ -193,6 +193,11 @@ pub(crate) struct Reads {
 }
 
 impl Reads {
+    /// Probe flights failed since a probe call last succeeded.
+    pub fn flights_failed_in_row(&self) -> u32 {
+        self.flights_failed_in_row
+    }
+
     pub fn new(config: &Config, keys: Keys) -> Reads {
         Reads {
             keys,

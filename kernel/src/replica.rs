@@ -38,6 +38,40 @@ pub struct Identity {
     pub rng_seed: u64,
 }
 
+/// What a health report reads of a replica at one instant: facts, no judgement (the
+/// embedder decides what is degraded). Ages are on the replica's own clock, the one its
+/// inputs carry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaHealth {
+    /// It holds a confirmed state (it opened).
+    pub open: bool,
+    /// Why it failed closed, once it has.
+    pub failed: Option<FailReason>,
+    /// The served snapshot's last sequence, once open.
+    pub sequence: Option<u64>,
+    /// Since the served state (or an older one of it) was last known to be the tip: the
+    /// age the reload rule bounds (SPEC 10.15).
+    pub unconfirmed: Option<core::time::Duration>,
+    /// The newest slot installed, first and last sequence, and how long ago.
+    pub newest_slot: Option<(u64, u64, core::time::Duration)>,
+    /// Probe flights failed since a probe call last succeeded...
+    pub probe_failures_in_row: u32,
+    /// ...and in all.
+    pub probe_failures: u64,
+    /// A checkpoint is being written.
+    pub checkpointing: bool,
+    /// A drop is under way.
+    pub collecting: bool,
+    /// The backend cannot condition a delete, so nothing is collected.
+    pub collection_off: bool,
+    /// The last drop given up: how long ago, and the store's error if one ended it.
+    pub collector_last_abandoned: Option<(core::time::Duration, Option<crate::blob::BlobError>)>,
+    /// Writes waiting in the queue, not yet in a batch.
+    pub queued: usize,
+    /// Blob calls in flight.
+    pub calls_in_flight: usize,
+}
+
 /// One replica. Feed it inputs with `now`; after each, drain [`Replica::poll_effect`] until
 /// it returns None and schedule a wake-up at [`Replica::poll_timeout`].
 pub struct Replica {
@@ -162,6 +196,37 @@ impl Replica {
     /// The next effect to carry out, oldest first; None when drained.
     pub fn poll_effect(&mut self) -> Option<Effect> {
         self.io.effects.pop_front()
+    }
+
+    /// The next write phases kept, oldest first; None when taken. Only the newest 1,024
+    /// are kept: take them after each drain of effects, or not at all.
+    pub fn poll_write_phases(&mut self) -> Option<crate::committer::WritePhases> {
+        self.io.phases.pop_front()
+    }
+
+    /// The replica's health facts at `now`. Reads only.
+    pub fn health(&self, now: Instant) -> ReplicaHealth {
+        let sn = self.snapshot.as_ref();
+        ReplicaHealth {
+            open: sn.is_some(),
+            failed: self.failed.clone(),
+            sequence: sn.map(|s| s.world.sequence()),
+            unconfirmed: sn.map(|s| now.saturating_since(s.confirmed_at)),
+            newest_slot: sn
+                .and_then(|s| s.recent.newest(1).next())
+                .map(|span| (span.first, span.last, now.saturating_since(span.installed_at))),
+            probe_failures_in_row: self.reads.flights_failed_in_row(),
+            probe_failures: self.reads.stats.flights_failed,
+            checkpointing: self.compactor.is_running(),
+            collecting: self.collector.is_running(),
+            collection_off: self.collector.stats.off,
+            collector_last_abandoned: self
+                .collector
+                .last_abandoned
+                .map(|(at, error)| (now.saturating_since(at), error)),
+            queued: self.committer.queued(),
+            calls_in_flight: self.io.in_flight_len(),
+        }
     }
 
     /// The next instant the replica needs [`Replica::handle_timeout`].

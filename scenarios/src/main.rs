@@ -309,6 +309,13 @@ enum Command {
         /// Write a checkpoint every this many slots (default: the kernel's 8,192).
         #[arg(long, value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
         checkpoint_slots: Option<u64>,
+        /// Print the world's health (state, snapshot age, background work, store
+        /// failures) and telemetry counters on stdout at the end of the run.
+        #[arg(long)]
+        health: bool,
+        /// With --health: print it as one JSON object.
+        #[arg(long, requires = "health")]
+        json: bool,
     },
     /// Read a world back and check every write the writers logged: prints lost=N.
     Verify {
@@ -581,7 +588,10 @@ fn main() -> ExitCode {
             listen,
             peers,
             checkpoint_slots,
+            health,
+            json,
         } => {
+            use slotlog_scenarios::tools::writer::HealthFormat;
             let args = slotlog_scenarios::tools::writer::WriterArgs {
                 url: store,
                 prefix,
@@ -592,6 +602,7 @@ fn main() -> ExitCode {
                 listen,
                 peers,
                 checkpoint_slots,
+                health: health.then_some(if json { HealthFormat::Json } else { HealthFormat::Text }),
             };
             tool_exit(block_on(slotlog_scenarios::tools::writer::run(args)))
         }

@@ -208,6 +208,9 @@ pub(crate) struct Collector {
     list_page_max: u32,
     drop: Option<Drop>,
     pub stats: CollectorStats,
+    /// The last drop given up: when, and the store's error if one ended it (a health
+    /// report's "last error").
+    pub last_abandoned: Option<(Instant, Option<BlobError>)>,
 }
 
 impl Collector {
@@ -221,6 +224,7 @@ impl Collector {
             list_page_max: config.list_page_max,
             drop: None,
             stats: CollectorStats::default(),
+            last_abandoned: None,
         }
     }
 
@@ -314,6 +318,14 @@ impl Collector {
         if self.drop.is_none() {
             return;
         }
+        let (abandoned, error) = (self.stats.drops_abandoned, result.as_ref().err().copied());
+        self.take_done(now, what, call, result, io);
+        if self.stats.drops_abandoned > abandoned {
+            self.last_abandoned = Some((now, error));
+        }
+    }
+
+    fn take_done(&mut self, now: Instant, what: CollectCall, call: Call, result: BlobResult, io: &mut Io) {
         match (what, result) {
             (_, Err(e)) if e.is_transient() => io.retry_later(now, call),
             (CollectCall::List(stage), Ok(BlobOutcome::Listed { entries, more })) => {

@@ -2,7 +2,7 @@
 //! the batch builds on (the confirmed state plus every batch ahead of it), encoding the
 //! slot, and answering members once their slot is confirmed.
 
-use super::{reply, Committer, Pending};
+use super::{reply, Committer, Pending, WritePhases};
 use crate::bodies::Bodies;
 use crate::format::Slot;
 use crate::hash::Hash32;
@@ -38,6 +38,8 @@ pub(super) struct Built {
     pub judged: Judged,
     /// The last sequence of the state it was judged against.
     pub at_sequence: u64,
+    /// When it was judged.
+    pub built_at: Instant,
 }
 
 #[derive(Clone, Debug)]
@@ -70,6 +72,8 @@ pub(super) struct Batch {
     pub full: bool,
     /// When this batch's first slot create was sent.
     pub first_create_at: Option<Instant>,
+    /// When its slot was known to have landed.
+    pub created_at: Option<Instant>,
     /// The newest store time this replica had seen when it was sent: a store time no
     /// later than the send, whatever the replica's own clock did meanwhile.
     pub sent_store_us: Option<u64>,
@@ -90,6 +94,7 @@ impl Batch {
             sealed: false,
             full: false,
             first_create_at: None,
+            created_at: None,
             sent_store_us: None,
         }
     }
@@ -275,7 +280,7 @@ impl Committer {
                 Evaluation::Duplicate(r) => Judged::Duplicate(r),
                 Evaluation::Rejected(r) => Judged::Rejected(r),
             };
-            batch.built.push(Built { pending: p, judged, at_sequence });
+            batch.built.push(Built { pending: p, judged, at_sequence, built_at: now });
         }
     }
 
@@ -306,8 +311,14 @@ impl Committer {
     }
 }
 
-/// Answers every member of a batch that has not been answered.
-pub(super) fn answer_batch(batch: &mut Batch, deadlines: &mut BTreeSet<(Instant, RequestId)>, io: &mut Io) {
+/// Answers every member of a batch that has not been answered, and keeps when each
+/// passed its phases.
+pub(super) fn answer_batch(
+    now: Instant,
+    batch: &mut Batch,
+    deadlines: &mut BTreeSet<(Instant, RequestId)>,
+    io: &mut Io,
+) {
     let mut slot_index = 0;
     for b in &mut batch.built {
         let outcome = match &b.judged {
@@ -329,6 +340,15 @@ pub(super) fn answer_batch(batch: &mut Batch, deadlines: &mut BTreeSet<(Instant,
             b.pending.answered = true;
             deadlines.remove(&(b.pending.deadline, b.pending.request));
             reply(io, b.pending.request, outcome);
+            let member = matches!(b.judged, Judged::Member);
+            io.keep_phases(WritePhases {
+                request: b.pending.request,
+                queued: b.pending.arrived,
+                built: b.built_at,
+                sent: batch.first_create_at.filter(|_| member),
+                created: batch.created_at.filter(|_| member),
+                confirmed: now,
+            });
         }
     }
 }

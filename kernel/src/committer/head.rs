@@ -51,7 +51,7 @@ impl Committer {
             }
             if sn.current_since(head.latest_arrival()) {
                 let mut head = self.pipeline.pop_front().expect("head");
-                answer_batch(&mut head, &mut self.deadlines, io);
+                answer_batch(now, &mut head, &mut self.deadlines, io);
                 return true;
             }
             return false;
@@ -72,7 +72,7 @@ impl Committer {
         io.issue(now, Purpose::Commit(CommitCall::SlotCreate { sequence }), op, 0);
         if self.config.defects().ack_before_confirm {
             let head = self.pipeline.front_mut().expect("head");
-            answer_batch(head, &mut self.deadlines, io);
+            answer_batch(now, head, &mut self.deadlines, io);
         }
         false
     }
@@ -90,6 +90,9 @@ impl Committer {
         debug_assert_eq!(self.head_sequence(), Some(sequence));
         if matches!(result, Ok(_) | Err(BlobError::AlreadyExists)) {
             self.turns.on_create_answered(now.saturating_since(call.issued_at));
+        }
+        if let (Ok(_), Some(head)) = (&result, self.pipeline.front_mut()) {
+            head.created_at.get_or_insert(now);
         }
         match result {
             Ok(BlobOutcome::Created(Written { created_at_us: None, generation, .. }))
@@ -244,6 +247,7 @@ impl Committer {
             self.check_not_below_collection(sn, landed_us, io)?;
         }
         let mut head = self.pipeline.pop_front().expect("a head to commit");
+        head.created_at.get_or_insert(now);
         let enc = head.slot.as_ref().expect("a committed head has a slot");
         match sn.install(&enc.slot, enc.hash, now) {
             // The slot landed after its first create was sent; then the world was exactly
@@ -263,7 +267,7 @@ impl Committer {
         if let Some(landed_us) = landed_us {
             sn.note_created(first, landed_us);
         }
-        answer_batch(&mut head, &mut self.deadlines, io);
+        answer_batch(now, &mut head, &mut self.deadlines, io);
         io.effects.push_back(Effect::Committed { sequence: last });
         Ok(())
     }

@@ -76,6 +76,31 @@ pub(crate) struct Pending {
 /// Recoveries remembered for a report (newest kept).
 const RECOVERIES_REMEMBERED_MAX: usize = 4_096;
 
+/// Write phases kept for the embedder to take ([`Replica::poll_write_phases`]), newest
+/// kept: one that never takes them (the simulator) holds at most this many.
+///
+/// [`Replica::poll_write_phases`]: crate::Replica::poll_write_phases
+pub(crate) const PHASES_KEPT_MAX: usize = 1_024;
+
+/// When a write answered from its batch passed each phase of the write path, on the
+/// replica's clock: queued ≤ built ≤ sent ≤ created ≤ confirmed. A write answered with no
+/// slot (unchanged, a duplicate, rejected) has no `sent` or `created`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WritePhases {
+    /// The write's request.
+    pub request: RequestId,
+    /// Handed to the replica.
+    pub queued: Instant,
+    /// Judged into its batch (the last time, when a lost race requeued it).
+    pub built: Instant,
+    /// Its slot's first create sent.
+    pub sent: Option<Instant>,
+    /// Its slot known to have landed (the create's answer, or the read that settled it).
+    pub created: Option<Instant>,
+    /// Its slot installed and the write answered.
+    pub confirmed: Instant,
+}
+
 /// Counters a report reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommitterStats {

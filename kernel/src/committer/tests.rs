@@ -1214,3 +1214,55 @@ fn stat_landing_a_day_late_is_refused_uncertain(h: &mut Harness, r: RequestId) {
     assert!(matches!(h.failures[..], [FailReason::CreateBelowCollection { .. }]), "{:?}", h.failures);
     assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
 }
+
+// Phases: what an embedder's telemetry reads of each write.
+
+#[test]
+fn an_answered_write_keeps_its_phases_in_order() {
+    let mut h = Harness::opened(Config::default());
+    h.advance_ms(1);
+    let (r, _) = one_write_at_its_slot_create(&mut h);
+    h.advance_ms(7);
+    h.run();
+    assert!(matches!(h.reply(r), Some(Ok(WriteOk::Committed(_)))));
+    let phases = h.replica.poll_write_phases().expect("kept for the embedder");
+    assert_eq!(phases.request, r);
+    let (sent, created) = (phases.sent.expect("a slot was sent"), phases.created.expect("and created"));
+    assert!(phases.queued <= phases.built, "{phases:?}");
+    assert!(phases.built <= sent, "{phases:?}");
+    assert!(sent <= created, "{phases:?}");
+    assert!(created <= phases.confirmed, "{phases:?}");
+    assert!(
+        created.saturating_since(sent) >= Duration::from_millis(7),
+        "the create was held 7 ms: {phases:?}"
+    );
+    assert_eq!(h.replica.poll_write_phases(), None, "taken once");
+}
+
+#[test]
+fn a_write_answered_without_a_slot_has_no_create_phases() {
+    let mut h = Harness::opened(Config::default());
+    h.publish(1, "/a.md", "hello");
+    h.run();
+    while h.replica.poll_write_phases().is_some() {}
+    let again = h.publish(1, "/a.md", "hello");
+    h.run();
+    assert!(matches!(h.reply(again), Some(Ok(WriteOk::Duplicate { .. }))), "{:?}", h.reply(again));
+    let phases = h.replica.poll_write_phases().expect("kept for the embedder");
+    assert_eq!((phases.request, phases.sent, phases.created), (again, None, None));
+}
+
+#[test]
+fn phases_nobody_takes_stay_bounded() {
+    let mut h = Harness::opened(Config::default());
+    let writes = super::PHASES_KEPT_MAX as u128 + 8;
+    for op in 1..=writes {
+        h.publish(op, &format!("/{op}.md"), "x");
+        if op % 64 == 0 {
+            h.run();
+        }
+    }
+    h.run();
+    let kept = std::iter::from_fn(|| h.replica.poll_write_phases()).count();
+    assert_eq!(kept, super::PHASES_KEPT_MAX, "the oldest dropped, the newest kept");
+}

@@ -122,6 +122,7 @@ mod tests {
             listen: None,
             peers: Vec::new(),
             checkpoint_slots: Some(8),
+            health: None,
         };
         assert_eq!(super::super::writer::run(args).await, Ok(true));
         (url, "w".to_string())

@@ -241,6 +241,7 @@ mod tests {
             listen: None,
             peers: Vec::new(),
             checkpoint_slots: None,
+            health: None,
         };
         assert_eq!(super::super::writer::run(args).await, Ok(true));
         let (store, _, prefix) = super::super::store(&url, "w", false).expect("the directory");

@@ -12,7 +12,7 @@
 use bytes::Bytes;
 use indicatif::{ProgressBar, ProgressStyle};
 use slotlog::object_store_blobs::ObjectStoreBlobs;
-use slotlog::{new_op_id, Error, PeerHints, Peers, World, WorldConfig};
+use slotlog::{new_op_id, Error, Health, PeerHints, Peers, TelemetryStats, World, WorldConfig};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::{Expected, Mutation, Write};
 use slotlog_kernel::{WriteError, WriteOk};
@@ -40,6 +40,18 @@ pub struct WriterArgs {
     pub peers: Vec<u16>,
     /// Checkpoint after this many slots (the kernel's default when None).
     pub checkpoint_slots: Option<u64>,
+    /// Print the world's health and telemetry counters on stdout at the end of the run,
+    /// before it closes (docs/OPERATIONS.md, "Health").
+    pub health: Option<HealthFormat>,
+}
+
+/// How `--health` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HealthFormat {
+    /// One `key=value` line a field.
+    Text,
+    /// One JSON object (`--json`).
+    Json,
 }
 
 /// What the writers saw, shared between them.
@@ -155,6 +167,15 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
         }
     }
     progress.abort();
+    if let Some(format) = args.health {
+        let health = world.health().await;
+        let telemetry = world.stats().await.map(|s| s.telemetry).unwrap_or_default();
+        let value = health_json(&health, &telemetry);
+        match format {
+            HealthFormat::Json => println!("{value}"),
+            HealthFormat::Text => print_text(&value),
+        }
+    }
     world.close().await;
     let (acked, uncertain, failed) = (
         tally.acked.load(Ordering::Relaxed),
@@ -176,6 +197,66 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
         });
     }
     Ok(true)
+}
+
+/// A world's health and telemetry counters as one JSON object: durations in ms, the
+/// world id in hex, absent facts as null. Holds no credentials (`Health` has none).
+pub fn health_json(health: &Health, telemetry: &TelemetryStats) -> serde_json::Value {
+    let ms = |d: Duration| d.as_micros() as f64 / 1e3;
+    let ago = |e: &Option<(Duration, String)>| {
+        e.as_ref().map(|(ago, what)| serde_json::json!({ "ago_ms": ms(*ago), "what": what }))
+    };
+    serde_json::json!({
+        "state": health.state.as_str(),
+        "reason": health.reason,
+        "world_id": health.world_id.map(|w| w.to_string()),
+        "sequence": health.sequence,
+        "unconfirmed_ms": health.unconfirmed.map(ms),
+        "newest_slot": health.newest_slot.map(|(first, last, age)| {
+            serde_json::json!({ "first": first, "last": last, "age_ms": ms(age) })
+        }),
+        "committed_through": health.committed_through,
+        "checkpointing": health.checkpointing,
+        "compactor_last_error": ago(&health.compactor_last_error),
+        "collecting": health.collecting,
+        "collection_off": health.collection_off,
+        "collector_last_error": ago(&health.collector_last_error),
+        "probe_failures_in_row": health.probe_failures_in_row,
+        "probe_failures": health.probe_failures,
+        "store_failures_recent": health.store_failures_recent,
+        "store_last_error": ago(&health.store_last_error),
+        "queued": health.queued,
+        "commands_waiting": health.commands_waiting,
+        "calls_in_flight": health.calls_in_flight,
+        "reloads": health.reloads,
+        "telemetry": {
+            "writes_timed": telemetry.writes_timed,
+            "slow_writes": telemetry.slow_writes,
+            "slow_reads": telemetry.slow_reads,
+            "warnings": telemetry.warnings,
+            "errors": telemetry.errors,
+            "samples_dropped": telemetry.samples_dropped,
+            "write_ms_max": telemetry.write_us_max as f64 / 1e3,
+        },
+    })
+}
+
+/// One `health.key=value` line a field, nested objects flattened with dots.
+fn print_text(value: &serde_json::Value) {
+    fn lines(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(fields) => {
+                for (key, field) in fields {
+                    lines(&format!("{prefix}.{key}"), field, out);
+                }
+            }
+            serde_json::Value::String(s) => out.push(format!("{prefix}={s}")),
+            other => out.push(format!("{prefix}={other}")),
+        }
+    }
+    let mut out = Vec::new();
+    lines("health", value, &mut out);
+    println!("{}", out.join("\n"));
 }
 
 /// Progress while the writers write: on a terminal a bar with the rate and the time left;

@@ -17,6 +17,7 @@ async fn written(name: &str) -> (Keys, Vec<Object>) {
         listen: None,
         peers: Vec::new(),
         checkpoint_slots: Some(4),
+        health: None,
     };
     assert_eq!(write(args).await, Ok(true));
     let (store, _, prefix) = super::super::store(&url, "w", false).expect("the directory");
