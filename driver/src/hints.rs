@@ -271,6 +271,7 @@ pub fn judge_packet(packet: &[u8], world: WorldId, key: Option<&HintKey>) -> Hea
 
 /// The highest counter heard from each signing sender: a packet at or below it is a
 /// replay. At most [`SENDERS_MAX`] senders; past it the one heard from longest ago goes.
+#[cfg(not(madsim))]
 #[derive(Debug, Default)]
 pub(crate) struct Senders {
     /// Sender, to its highest counter and when (in packets taken) it was last heard.
@@ -278,6 +279,7 @@ pub(crate) struct Senders {
     taken: u64,
 }
 
+#[cfg(not(madsim))]
 impl Senders {
     /// Whether packet `counter` of `sender` is new (and remembers it), or a replay.
     pub fn take(&mut self, sender: u64, counter: u64) -> bool {
