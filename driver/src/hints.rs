@@ -227,6 +227,7 @@ pub fn encode_signed_hint(
 
 /// What a heard packet is, to a handle of one world with or without a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Heard {
     /// A hint of this world: unsigned (no key), or signed with a hash that checks.
     Hint {
