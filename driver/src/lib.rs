@@ -160,7 +160,9 @@ pub use error::{
     validate_prefix, Error, ErrorKind, PrefixError, PrefixRule, StoreError, StoreErrorKind, UncheckedStore,
 };
 pub use health::{Health, HealthState};
-pub use hints::{decode_hint, encode_hint, HintStats, PeerHints, Peers};
+pub use hints::{
+    decode_hint, encode_hint, encode_signed_hint, judge_packet, Heard, HintKey, HintStats, PeerHints, Peers,
+};
 pub use local_cache::{CacheStats, CachedBlobs, LocalCache};
 #[cfg(feature = "object-store")]
 pub use object_store_blobs::{detect_backend, Backend, ObjectStoreBlobs};

@@ -62,8 +62,8 @@ pub const S3_REGION_DEFAULT: &str = "us-east-1";
 
 /// Options for [`open_store`]; each applies to the schemes named on it. A cloud store
 /// starts from object_store's `from_env()`; a field set here overrides what the
-/// environment says.
-#[derive(Clone, Debug)]
+/// environment says. Its `Debug` shows neither the secret key nor the session token.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct StoreOptions {
     /// s3: the server's base URL, for S3-compatible servers (`http://127.0.0.1:9000`);
@@ -116,6 +116,25 @@ impl Default for StoreOptions {
             fsync: true,
             create_dir: true,
         }
+    }
+}
+
+impl std::fmt::Debug for StoreOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |secret: &Option<String>| secret.as_ref().map(|_| "<redacted>");
+        f.debug_struct("StoreOptions")
+            .field("s3_endpoint", &self.s3_endpoint)
+            .field("s3_region", &self.s3_region)
+            .field("s3_access_key_id", &self.s3_access_key_id)
+            .field("s3_secret_access_key", &redacted(&self.s3_secret_access_key))
+            .field("s3_session_token", &redacted(&self.s3_session_token))
+            .field("gcs_service_account_path", &self.gcs_service_account_path)
+            .field("gcs_base_url", &self.gcs_base_url)
+            .field("allow_http", &self.allow_http)
+            .field("request_timeout", &self.request_timeout)
+            .field("fsync", &self.fsync)
+            .field("create_dir", &self.create_dir)
+            .finish()
     }
 }
 

@@ -143,6 +143,10 @@ struct RunFlags {
     /// hint lost: replicas learn of peers' slots only from lost creates and tip checks).
     #[arg(long, value_parser = parse_on_off)]
     hints: Option<bool>,
+    /// Forged commit hints from a party on the network: on sends every replica 1,000 a
+    /// second a little past the tip (docs/SECURITY.md); off (the default) sends none.
+    #[arg(long, value_parser = parse_on_off)]
+    hint_flood: Option<bool>,
     /// Checkpoint every this many slots (the scenario's cadence otherwise; at least 1).
     #[arg(long, value_parser = RangedU64ValueParser::<u64>::new().range(1..))]
     checkpoint_slots: Option<u64>,
@@ -254,6 +258,7 @@ impl RunFlags {
             writers: self.writers,
             turns: self.turns,
             hints: self.hints,
+            hint_flood: self.hint_flood,
             checkpoint_slots: self.checkpoint_slots,
             step_docs: self.step_docs,
             docs: self.docs,

@@ -31,6 +31,10 @@ pub struct Overrides {
     /// Commit hints: `Some(false)` loses every one, to every replica and follower
     /// (`--hints off`); `Some(true)` or `None` keeps the scenario's own hint loss.
     pub hints: Option<bool>,
+    /// Forged hints from a party on the network (`--hint-flood on`): every replica gets
+    /// [`HINT_FLOOD_PER_S`] a second, each up to [`HINT_FLOOD_AHEAD`] past the overheard
+    /// tip (`Hints::flood_per_s`, docs/SECURITY.md).
+    pub hint_flood: Option<bool>,
     /// The checkpoint cadence in slots.
     pub checkpoint_slots: Option<u64>,
     /// The most documents one checkpoint step folds (`checkpoint_step_docs_max`).
@@ -51,6 +55,15 @@ pub struct Overrides {
     /// `--defect` flag, so a test can watch a failing sweep from outside).
     pub defects: Defects,
 }
+
+/// Forged hints a second to every replica under `--hint-flood on`: several inside every
+/// slot at the fastest rate measured (250 slots a second, `fast2`). More buys a forger
+/// nothing: a store holds at most once a slot of its own, and owed holds no peer answers
+/// back off (docs/SECURITY.md).
+pub const HINT_FLOOD_PER_S: u64 = 1_000;
+/// How far past the overheard tip a forged hint names under `--hint-flood on`: about a
+/// slot's members in `race`, so most land inside the slot a store is creating.
+pub const HINT_FLOOD_AHEAD: u64 = 64;
 
 /// The deliberate defects by the names the hidden `--defect` flag takes.
 pub const DEFECT_NAMES: &[&str] = &[
@@ -137,6 +150,9 @@ impl Overrides {
         }
         if let Some(v) = self.hints {
             s += if v { " --hints on" } else { " --hints off" };
+        }
+        if let Some(v) = self.hint_flood {
+            s += if v { " --hint-flood on" } else { " --hint-flood off" };
         }
         if let Some(v) = self.checkpoint_slots {
             s += &format!(" --checkpoint-slots {v}");
@@ -424,6 +440,10 @@ impl Scenario {
         if o.hints == Some(false) {
             c.hints.loss_rate = 1.0;
             c.hints.follower_loss_rate = 1.0;
+        }
+        if o.hint_flood == Some(true) {
+            c.hints.flood_per_s = HINT_FLOOD_PER_S;
+            c.hints.flood_ahead = HINT_FLOOD_AHEAD;
         }
         c.kernel.defects = o.defects;
         c

@@ -61,11 +61,25 @@ pub struct Hints {
     pub delay_ms_min: u64,
     /// See `delay_ms_min`.
     pub delay_ms_max: u64,
+    /// Forged hints (docs/SECURITY.md): a party on the network between replicas, with no
+    /// hint key to stop it, sends every replica this many hints a second while the
+    /// clients write, each naming a sequence 1 to `flood_ahead` past the newest one it
+    /// overheard in a real hint. 0 (the default): none, and nothing of the run changes.
+    pub flood_per_s: u64,
+    /// See `flood_per_s`: how far past the overheard tip a forged hint names.
+    pub flood_ahead: u64,
 }
 
 impl Default for Hints {
     fn default() -> Self {
-        Hints { loss_rate: 0.0, follower_loss_rate: 0.0, delay_ms_min: 1, delay_ms_max: 5 }
+        Hints {
+            loss_rate: 0.0,
+            follower_loss_rate: 0.0,
+            delay_ms_min: 1,
+            delay_ms_max: 5,
+            flood_per_s: 0,
+            flood_ahead: 0,
+        }
     }
 }
 
@@ -339,6 +353,8 @@ enum Event {
         incarnation: u32,
         sequence: u64,
     },
+    /// The next round of forged hints (`Hints::flood_per_s`), one to every live replica.
+    Flood,
     Crash,
     Restart {
         node: usize,
@@ -451,6 +467,11 @@ struct Cluster<'a> {
     next_serial: u64,
     tiebreak: SimRng,
     chaos: SimRng,
+    /// Draws the forged hints' sequences: a stream of its own, so a run without a flood
+    /// draws exactly what it drew before.
+    flood: SimRng,
+    /// The newest sequence a real hint carried: what a party on the network overhears.
+    overheard_through: u64,
     gcs: SimGcs,
     tickets: BTreeMap<u64, Ticket>,
     next_ticket: u64,
@@ -584,6 +605,8 @@ fn run_inner<'a>(
         next_serial: 0,
         tiebreak: SimRng::derive(config.seed, "slotlog-sim ties"),
         chaos: SimRng::derive(config.seed, "slotlog-sim chaos"),
+        flood: SimRng::derive(config.seed, "slotlog-sim hint flood"),
+        overheard_through: 0,
         gcs: SimGcs::new(config.gcs, config.seed),
         tickets: BTreeMap::new(),
         next_ticket: 0,
@@ -716,6 +739,29 @@ impl Cluster<'_> {
                 }
             }
         }
+        if self.config.hints.flood_per_s > 0 {
+            self.schedule(self.now, Event::Flood);
+        }
+    }
+
+    /// Sends every live replica a forged hint a little past the overheard tip, and
+    /// schedules the next round while the clients write.
+    fn flood(&mut self) {
+        if self.now >= self.workload_end {
+            return;
+        }
+        let h = &self.config.hints;
+        let ahead = h.flood_ahead.max(1);
+        for node in 0..self.nodes.len() {
+            if self.nodes[node].replica.is_none() {
+                continue;
+            }
+            let sequence = self.overheard_through + 1 + self.flood.below(ahead);
+            self.trace(&[21, node as u64, sequence], "");
+            self.input(node, Input::Follow { sequence });
+        }
+        let period_us = (1_000_000 / self.config.hints.flood_per_s).max(1);
+        self.schedule(self.now + core::time::Duration::from_micros(period_us), Event::Flood);
     }
 
     /// The settle phase (issue 13): once the clients have stopped, the bucket stops
@@ -983,6 +1029,7 @@ impl Cluster<'_> {
                 self.trace(&[11, node as u64, sequence], "");
                 self.input(node, Input::Follow { sequence });
             }
+            Event::Flood => self.flood(),
             Event::Crash => self.crash(),
             Event::Gone { node } => {
                 self.trace(&[19, node as u64], "gone");
@@ -1420,6 +1467,7 @@ impl Cluster<'_> {
     fn hint(&mut self, from: usize, sequence: u64) {
         self.trace(&[7, from as u64, sequence], "");
         self.nodes[from].report.hints_sent += 1;
+        self.overheard_through = self.overheard_through.max(sequence);
         let h = self.config.hints.clone();
         for node in 0..self.nodes.len() {
             let loss = if node < self.config.replicas { h.loss_rate } else { h.follower_loss_rate };

@@ -7,8 +7,8 @@ use object_store::memory::InMemory;
 use object_store::throttle::{ThrottleConfig, ThrottledStore};
 use object_store::ObjectStore;
 use slotlog::{
-    encode_hint, Error, ErrorKind, Expected, HintStats, PeerHints, Peers, World, WorldConfig, WorldId,
-    WriteError, WriteOk,
+    encode_hint, encode_signed_hint, Error, ErrorKind, Expected, HintKey, HintStats, PeerHints, Peers, World,
+    WorldConfig, WorldId, WriteError, WriteOk,
 };
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -238,8 +238,40 @@ async fn peers_over_udp_hear_each_others_hints() {
     b.close().await;
 }
 
+fn keyed(listen: SocketAddr, peers: Vec<SocketAddr>, key: [u8; 32]) -> WorldConfig {
+    let mut config = config(Peers::Udp(PeerHints::new(listen, peers).with_key(HintKey::new(key))));
+    config.hints_in_process = false;
+    config
+}
+
+/// With a hint key (docs/SECURITY.md): peers sharing it hear each other; a packet signed
+/// with another key, an unsigned one and a replay are dropped, counted in `World::stats`,
+/// and never followed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_packet_of_another_world_or_no_hint_at_all_is_refused() {
+async fn keyed_peers_hear_each_other_and_forged_or_replayed_packets_are_dropped_and_counted() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let (at_a, at_b) = (free_loopback(), free_loopback());
+    let a = open(&store, "w", keyed(at_a, vec![at_b], [3; 32])).await;
+    let b = open(&store, "w", keyed(at_b, vec![at_a], [3; 32])).await;
+    write_some(&a, 3, "a").await;
+    let heard = hints_when(&b, |h| h.received >= 3).await;
+    assert_eq!((heard.forged, heard.replayed, heard.foreign_world), (0, 0, 0), "{heard:?}");
+    let sender = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let world = b.world_id();
+    sender.send_to(&encode_signed_hint(world, 1_000, 9, 1, &HintKey::new([4; 32])), at_b).unwrap();
+    sender.send_to(&encode_hint(world, 1_000), at_b).unwrap();
+    let good = encode_signed_hint(world, 1, 9, 1, &HintKey::new([3; 32]));
+    sender.send_to(&good, at_b).unwrap();
+    sender.send_to(&good, at_b).unwrap();
+    let hints = hints_when(&b, |h| h.forged + h.replayed >= 3).await;
+    assert_eq!((hints.forged, hints.replayed), (2, 1), "{hints:?}");
+    assert_eq!(hints.received, heard.received + 1, "only the good one was followed: {hints:?}");
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_packet_of_another_world_is_dropped_and_one_that_is_no_hint_at_all_refused() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let at = free_loopback();
     let world = open(&store, "w", udp(at, vec![])).await;
@@ -251,12 +283,12 @@ async fn a_packet_of_another_world_or_no_hint_at_all_is_refused() {
     let mut long = encode_hint(world.world_id(), 7).to_vec();
     long.push(0);
     sender.send_to(&long, at).unwrap();
-    let hints = hints_when(&world, |h| h.refused >= 3).await;
-    assert_eq!((hints.refused, hints.received), (3, 0), "{hints:?}");
+    let hints = hints_when(&world, |h| h.refused + h.foreign_world >= 3).await;
+    assert_eq!((hints.refused, hints.foreign_world, hints.received), (2, 1, 0), "{hints:?}");
     // A packet of this world is followed.
     sender.send_to(&encode_hint(world.world_id(), 0), at).unwrap();
     let hints = hints_when(&world, |h| h.received >= 1).await;
-    assert_eq!((hints.refused, hints.received), (3, 1), "{hints:?}");
+    assert_eq!((hints.refused, hints.foreign_world, hints.received), (2, 1, 1), "{hints:?}");
     world.close().await;
 }
 

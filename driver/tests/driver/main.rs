@@ -7,6 +7,7 @@ mod backend_errors;
 mod bounded_open;
 mod builder_stream;
 mod commit_hooks;
+mod credentials;
 mod health;
 mod hints;
 mod local_cache;

@@ -27,6 +27,9 @@ use core::time::Duration;
 
 /// A store gives way to a peer's turn for this many of its create round trips.
 const ROTATION_WAIT_CREATES: u32 = 3;
+/// The most doublings of the wins an owed hint lets pass after owed holds no peer
+/// answered (docs/TURNS.md, rule 4): 2^16 - 1 wins, about an hour of slots at 20 a second.
+const OWED_BACKOFF_DOUBLINGS_MAX: u32 = 16;
 
 /// A peer lost to this store and is retrying: owed a turn at the store's next win.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +46,8 @@ struct Hold {
     until: Instant,
     /// The tip when the hold began: a slot installed past it is the peer's.
     base: u64,
+    /// Begun for an owed turn (a hint): one that runs out unanswered backs owed holds off.
+    owed: bool,
 }
 
 /// What a hold means for the head's create now.
@@ -64,6 +69,12 @@ pub(super) struct Turns {
     held: Option<Hold>,
     /// The last hinted slot that earned a hold: a hint at or before it holds nothing more.
     held_through: u64,
+    /// Owed holds in a row that ran out with no peer's slot: hints no peer follows up (a
+    /// peer gone, or hints forged on the network). Each doubles the wins that pass before
+    /// an owed hint holds again; a hold a peer's slot answers starts over.
+    owed_unanswered: u32,
+    /// Wins still to pass before an owed hint may hold again.
+    owed_skip_wins: u64,
     /// The tip this store last gave way at under rotation: once a tip, never twice.
     rotated_at: u64,
     rotation: Rotation,
@@ -235,6 +246,8 @@ impl Turns {
             owed: None,
             held: None,
             held_through: 0,
+            owed_unanswered: 0,
+            owed_skip_wins: 0,
             rotated_at: 0,
             rotation: Rotation {
                 window_slots: config.rotation_window_slots,
@@ -303,28 +316,31 @@ impl Turns {
     }
 
     /// After a win: if a peer is owed a turn, and no peer slot answered the hint since, and
-    /// the hint is younger than a hold, hold the next create. Without hints, the blind
+    /// the hint is younger than a hold, hold the next create, unless owed holds are backing
+    /// off (owed holds in a row ran out with no peer's slot). Without hints, the blind
     /// rule may hold instead.
     pub fn start_hold(&mut self, now: Instant, sn: &Snapshot, stats: &mut CommitterStats, marks: &mut Marks) {
         if !self.enabled {
             return;
         }
         self.blind.observe(sn, self.store_id);
+        let backing_off = self.owed_skip_wins > 0;
+        self.owed_skip_wins = self.owed_skip_wins.saturating_sub(1);
         if let Some(owed) = self.owed.take() {
             let answered = sn.recent.from(owed.base + 1).any(|s| s.store_id != self.store_id);
-            if answered || now.saturating_since(owed.at) > self.hold {
+            if answered || now.saturating_since(owed.at) > self.hold || backing_off {
                 marks.hit(Mark::HoldSkipped);
             } else {
                 marks.hit(Mark::HoldBegun);
                 self.held_through = owed.base;
-                self.begin(now, self.hold, sn, stats);
+                self.begin(now, self.hold, true, sn, stats);
                 return;
             }
         }
         if self.blind.due(now, sn) {
             marks.hit(Mark::BlindHoldBegun);
             stats.blind_holds += 1;
-            self.begin(now, self.blind.hold_for(self.blind.hold_creates, self.hold), sn, stats);
+            self.begin(now, self.blind.hold_for(self.blind.hold_creates, self.hold), false, sn, stats);
         }
     }
 
@@ -346,7 +362,7 @@ impl Turns {
         stats.holds += 1;
         self.rotation.awaiting = due;
         let wait = self.blind.hold_for(self.rotation.wait_creates, self.hold);
-        self.held = Some(Hold { since: now, until: now + wait, base: tip });
+        self.held = Some(Hold { since: now, until: now + wait, base: tip, owed: false });
     }
 
     /// A slot create of this store's was answered (won or taken) `rtt` after it was sent.
@@ -357,9 +373,9 @@ impl Turns {
     }
 
     /// Holds the next create for `hold`; the streak before the next blind hold doubles.
-    fn begin(&mut self, now: Instant, hold: Duration, sn: &Snapshot, stats: &mut CommitterStats) {
+    fn begin(&mut self, now: Instant, hold: Duration, owed: bool, sn: &Snapshot, stats: &mut CommitterStats) {
         stats.holds += 1;
-        self.held = Some(Hold { since: now, until: now + hold, base: sn.world.sequence() });
+        self.held = Some(Hold { since: now, until: now + hold, base: sn.world.sequence(), owed });
         self.blind.next_at = self.blind.own.max(1).saturating_mul(2);
         self.blind.last_hold = Some(now);
     }
@@ -383,9 +399,18 @@ impl Turns {
         stats.hold_overrun_us_max = stats.hold_overrun_us_max.max(overrun_us);
         if answered {
             self.rotation.awaiting.clear();
+            self.owed_unanswered = 0;
+            self.owed_skip_wins = 0;
             stats.holds_answered += 1;
             marks.hit(Mark::HoldAnsweredByPeer);
             return HoldCheck::Answered;
+        }
+        if h.owed {
+            // No peer took the turn a hint said it was owed: let 1, 3, 7, ... wins pass
+            // before the next owed hold, so hints no peer follows up (forged ones) cost at
+            // most about log2(wins) holds.
+            self.owed_unanswered = (self.owed_unanswered + 1).min(OWED_BACKOFF_DOUBLINGS_MAX);
+            self.owed_skip_wins = (1u64 << self.owed_unanswered) - 1;
         }
         marks.hit(Mark::HoldExpiredByClock);
         self.rotation.wait_ran_out();

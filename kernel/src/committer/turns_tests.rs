@@ -363,6 +363,74 @@ fn each_hint_holds_at_most_once() {
     assert_eq!(h.replica.poll_timeout(), None, "nothing waits");
 }
 
+/// Hints no peer follows up (a peer gone, or hints forged on the network, docs/SECURITY.md):
+/// a lone store told at every create that a peer lost to it holds after its 1st, 3rd,
+/// 7th, 15th and 31st wins, no more: 1, 3, 7, ... wins pass after each owed hold that
+/// ran out with no peer's slot.
+#[test]
+fn owed_holds_no_peer_answers_back_off_to_one_a_doubling_of_wins() {
+    let config = turns_on();
+    let mut h = Harness::opened(config.clone());
+    let mut held_after = Vec::new();
+    for op in 1..=40u128 {
+        let r = own_write_at_its_create(&mut h, op);
+        assert_eq!(pending_slot_creates(&h), vec![keys().slot(op as u64)]);
+        follow(&mut h, op as u64);
+        let holds = h.replica.stats().holds;
+        h.settle();
+        assert_eq!(h.receipt(r).sequence, op as u64);
+        if h.replica.stats().holds > holds {
+            held_after.push(op);
+            h.fire_timer();
+            h.settle();
+        }
+        assert_eq!(h.replica.poll_timeout(), None, "no hold outlives its clock");
+    }
+    assert_eq!(held_after, vec![1, 3, 7, 15, 31]);
+    let stats = h.replica.stats();
+    assert_eq!((stats.holds, stats.holds_answered), (5, 0));
+    assert_eq!(h.marked(Mark::HoldExpiredByClock), 5);
+}
+
+/// A hold a peer's slot answers starts the back-off over: the next owed hint holds.
+#[test]
+fn an_owed_hold_a_peer_answers_ends_the_back_off() {
+    let config = turns_on();
+    let mut h = Harness::opened(config.clone());
+    // Win 1 holds and runs out unanswered: win 2 lets its hint pass.
+    for op in 1..=2u128 {
+        own_write_at_its_create(&mut h, op);
+        follow(&mut h, op as u64);
+        h.settle();
+        if h.replica.poll_timeout().is_some() {
+            h.fire_timer();
+            h.settle();
+        }
+    }
+    assert_eq!(h.replica.stats().holds, 1, "the second hint was let pass");
+    // Win 3 holds (one win passed), write 4 staged behind it; a peer's slot answers it.
+    own_write_at_its_create(&mut h, 3);
+    follow(&mut h, 3);
+    let fourth = own_write_at_its_create(&mut h, 4);
+    h.deliver();
+    h.settle();
+    assert!(h.calls.is_empty(), "held");
+    assert_eq!(h.replica.stats().holds, 2);
+    let mut peer = Peer::following(&h);
+    peer_commits(&mut peer, &mut h, &[100]);
+    h.advance_ms(40);
+    follow(&mut h, 4);
+    h.settle();
+    assert_eq!(h.receipt(fourth).sequence, 5, "rebuilt on the peer's slot 4");
+    assert_eq!(h.replica.stats().holds_answered, 1);
+    // The next hint inside the store's create holds again at once.
+    own_write_at_its_create(&mut h, 6);
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(6)]);
+    follow(&mut h, 6);
+    h.settle();
+    assert_eq!(h.replica.stats().holds, 3, "the back-off started over");
+}
+
 #[test]
 fn a_hint_more_than_hold_ms_before_the_win_holds_nothing() {
     let config = turns_on();

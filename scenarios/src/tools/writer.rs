@@ -12,7 +12,7 @@
 use bytes::Bytes;
 use indicatif::{ProgressBar, ProgressStyle};
 use slotlog::object_store_blobs::ObjectStoreBlobs;
-use slotlog::{new_op_id, Error, Health, PeerHints, Peers, TelemetryStats, World, WorldConfig};
+use slotlog::{new_op_id, Error, Health, HintKey, PeerHints, Peers, TelemetryStats, World, WorldConfig};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::{Expected, Mutation, Write};
 use slotlog_kernel::{WriteError, WriteOk};
@@ -52,6 +52,27 @@ pub enum HealthFormat {
     Text,
     /// One JSON object (`--json`).
     Json,
+}
+
+/// The variable a hint key is read from: 64 hex digits (32 bytes), the same for every
+/// writer of the world (docs/SECURITY.md). Never on the command line, where `ps` shows it.
+pub const HINT_KEY_VAR: &str = "SLOTLOG_HINT_KEY";
+
+/// The hint key from [`HINT_KEY_VAR`], if set. A malformed one is refused without
+/// echoing it.
+fn hint_key() -> Result<Option<HintKey>, String> {
+    let Some(hex) = std::env::var(HINT_KEY_VAR).ok().filter(|v| !v.is_empty()) else { return Ok(None) };
+    let refuse = || format!("{HINT_KEY_VAR} is not 64 hex digits (32 bytes)");
+    let hex = hex.trim().as_bytes();
+    if hex.len() != 64 {
+        return Err(refuse());
+    }
+    let mut key = [0u8; 32];
+    for (byte, pair) in key.iter_mut().zip(hex.chunks(2)) {
+        let pair = std::str::from_utf8(pair).map_err(|_| refuse())?;
+        *byte = u8::from_str_radix(pair, 16).map_err(|_| refuse())?;
+    }
+    Ok(Some(HintKey::new(key)))
 }
 
 /// What the writers saw, shared between them.
@@ -94,7 +115,9 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
     if args.listen.is_some() || !args.peers.is_empty() {
         let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, args.listen.unwrap_or(0)));
         let peers = args.peers.iter().map(|p| SocketAddr::from((Ipv4Addr::LOCALHOST, *p))).collect();
-        config.peers = Peers::Udp(PeerHints::new(listen, peers));
+        let mut hints = PeerHints::new(listen, peers);
+        hints.key = hint_key()?;
+        config.peers = Peers::Udp(hints);
     }
     let world = World::open_on(blobs, &prefix, config).await.map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
@@ -175,6 +198,14 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
             HealthFormat::Json => println!("{value}"),
             HealthFormat::Text => print_text(&value),
         }
+    }
+    let udp = args.listen.is_some() || !args.peers.is_empty();
+    if let (true, Ok(stats)) = (udp, world.stats().await) {
+        let h = stats.hints;
+        eprintln!(
+            "writer: hints sent={} received={} refused={} foreign_world={} forged={} replayed={} dropped={}",
+            h.sent, h.received, h.refused, h.foreign_world, h.forged, h.replayed, h.dropped
+        );
     }
     world.close().await;
     let (acked, uncertain, failed) = (
