@@ -97,7 +97,7 @@ repro SCENARIO SEED: build
 # Long soak: many more seeds than CI runs, every scenario of `sweep all`, each given
 # seeds in inverse proportion to its cost a seed (docs/SIMULATION.md, "Soak"), so each
 # takes a like share of the time and the cheap fault-heavy ones the most seeds. SCALE
-# multiplies every count (SCALE=1: 70,300 runs, about 2.5 hours on 2 cores by the measured
+# multiplies every count (SCALE=1: 72,300 runs, about 2.6 hours on 2 cores by the measured
 # seeds a minute). One JSON line a run goes to target/soak/runs.jsonl, the per-scenario
 # summaries to target/soak/summary.txt, the marks hit summed in target/soak/coverage.json.
 # Not part of `just test`.
@@ -109,7 +109,7 @@ soak SCALE="1": build
     : > target/soak/summary.txt
     rm -f target/soak/coverage.json
     failed=0
-    for mix in conflicts:40000 faults,crash:8000 single,reads,fast2,watchpoll:2000 race,open300:1500 \
+    for mix in conflicts:40000 faults,crash:8000 single,reads,views,fast2,watchpoll:2000 race,open300:1500 \
         watch,saturate,collect:800 overload:400 compact:300 edges:200; do
         seeds=$(( ${mix##*:} * {{SCALE}} ))
         {{slotlog}} sweep "${mix%%:*}" --seeds "1..$seeds" --json \
