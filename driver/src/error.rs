@@ -162,7 +162,7 @@ impl Error {
                     ErrorKind::Unavailable
                 }
                 ReadError::Failed(_) => ErrorKind::Corruption,
-                ReadError::ViewExpired => ErrorKind::Resync,
+                ReadError::ViewExpired | ReadError::ViewEvicted => ErrorKind::Resync,
                 _ => ErrorKind::Unavailable,
             },
             Error::Watch(e) => match e {

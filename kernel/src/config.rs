@@ -91,6 +91,11 @@ pub struct Config {
     /// The longest a view stays pinned: older, it answers `ViewExpired`. At most the
     /// checkpoint grace, so a view never needs what collection may delete.
     pub view_age_max: Duration,
+    /// Documents held as they were at some pin, over every pin: past it, the views at the
+    /// oldest pinned sequence are evicted (`ViewEvicted`). 262,144: about 100 MB at a few
+    /// hundred bytes a document, and 17 minutes of 250 writes/s to distinct documents for
+    /// one pin; many pins at many sequences share the bound.
+    pub view_images_max: usize,
     /// Backlog slots the feed keeps decoded for watchers catching up together.
     pub feed_slots_cached_max: usize,
     /// The feed's slot cache (slots read for subscribers catching up) empties after this
@@ -319,6 +324,7 @@ impl Default for Config {
             read_only: false,
             views_max: 1_024,
             view_age_max: CHECKPOINT_GRACE_MIN,
+            view_images_max: 1 << 18,
             feed_slots_cached_max: 1_024,
             feed_slots_idle: Duration::from_secs(30 * 60),
             watch_poll: Duration::from_secs(5),
@@ -408,8 +414,8 @@ pub enum ConfigError {
          collect_deletes_in_flight_max > 0"
     )]
     Collection,
-    /// `view_age_max` is zero or past `checkpoint_grace`.
-    #[error("view_age_max above zero and at most checkpoint_grace")]
+    /// `view_age_max` is zero or past `checkpoint_grace`, or `view_images_max` is 0.
+    #[error("view_age_max above zero and at most checkpoint_grace, view_images_max above zero")]
     Views,
     /// `checkpoint_step_docs_max` is under a slot's most members.
     #[error("checkpoint_step_docs_max {found} under a slot's most members ({min})")]
@@ -477,7 +483,10 @@ impl Config {
         {
             return Err(ConfigError::Collection);
         }
-        if self.view_age_max.is_zero() || self.view_age_max > self.checkpoint_grace {
+        if self.view_age_max.is_zero()
+            || self.view_age_max > self.checkpoint_grace
+            || self.view_images_max == 0
+        {
             return Err(ConfigError::Views);
         }
         Ok(())

@@ -153,6 +153,9 @@ marks! {
     ViewReadBehindTip = "view_read_behind_tip",
     /// A view's read found its pin too old, or not held: answered `ViewExpired`.
     ViewExpired = "view_expired",
+    /// A view's read found its pin evicted to keep the images within
+    /// `view_images_max`: answered `ViewEvicted`.
+    ViewEvicted = "view_evicted",
 
     // The change feed (SPEC 9).
 

@@ -237,11 +237,9 @@ impl Reads {
         if let (Some(expected), None) = (pinned, &self.failed) {
             let held = sn.as_ref().and_then(|sn| sn.views.pinned(view, now));
             if held != Some(expected) {
-                if let Some(sn) = sn {
-                    sn.views.expired(view);
-                }
-                io.marks.hit(Mark::ViewExpired);
-                return reply(io, id, Err(ReadError::ViewExpired));
+                let gone = sn.map_or(PinProblem::Expired, |sn| sn.views.expired(view));
+                let error = pin_gone(gone, io);
+                return reply(io, id, Err(error));
             }
         }
         self.submit_in(now, id, read, Some((view, pinned.is_some())), io);
@@ -640,15 +638,25 @@ fn view_to_read(
         return Ok(view);
     }
     if later {
-        // Pinned when the read came, gone since: too old now.
-        sn.views.expired(view);
-        io.marks.hit(Mark::ViewExpired);
-        return Err(ReadError::ViewExpired);
+        // Pinned when the read came, gone since: too old now, or evicted.
+        return Err(pin_gone(sn.views.expired(view), io));
     }
     match sn.views.pin(view, &sn.world, now) {
         Ok(_) => Ok(view),
         Err(PinProblem::Exhausted { views }) => Err(ReadError::ViewsExhausted { views }),
         Err(PinProblem::Expired) => Err(ReadError::ViewExpired),
+        Err(PinProblem::Evicted) => Err(ReadError::ViewEvicted),
+    }
+}
+
+/// The answer of a view read whose pin is gone.
+fn pin_gone(gone: PinProblem, io: &mut Io) -> ReadError {
+    if gone == PinProblem::Evicted {
+        io.marks.hit(Mark::ViewEvicted);
+        ReadError::ViewEvicted
+    } else {
+        io.marks.hit(Mark::ViewExpired);
+        ReadError::ViewExpired
     }
 }
 

@@ -361,6 +361,10 @@ pub enum ReadError {
     /// restarted): nothing was read. Open a new view.
     #[error("the view expired; open a new one")]
     ViewExpired,
+    /// The view was evicted: the documents held for pins passed `view_images_max`, and
+    /// its pin was among the oldest. Nothing was read. Open a new view.
+    #[error("the view was evicted to bound the memory pins hold; open a new one")]
+    ViewEvicted,
     /// `views_max` views are pinned already; nothing was pinned or read.
     #[error("{views} views are pinned already")]
     ViewsExhausted {

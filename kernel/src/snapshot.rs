@@ -110,11 +110,11 @@ impl Snapshot {
     pub fn new(
         world: WorldState,
         recent_slots_max: usize,
-        (views_max, view_age_max): (usize, core::time::Duration),
+        (views_max, view_age_max, view_images_max): (usize, core::time::Duration, usize),
         current_since: Instant,
     ) -> Snapshot {
         Snapshot {
-            views: Views::new(views_max, view_age_max),
+            views: Views::new(views_max, view_age_max, view_images_max),
             ledger: Ledger::new(&world),
             world,
             recent: RecentSlots::new(recent_slots_max),

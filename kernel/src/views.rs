@@ -9,9 +9,11 @@
 //! unchanged (documents are never removed). So a pin grows with the documents changed
 //! since it, and pins at one sequence share their images.
 //!
-//! Pins are bounded: at most `views_max` per replica, and none older than `view_age_max`
+//! Pins are bounded: at most `views_max` per replica, none older than `view_age_max`
 //! (at most the checkpoint grace, so a view never needs what collection may delete): a
-//! view past that answers `ViewExpired` and lets go. A pin also ends with its replica: a
+//! view past that answers `ViewExpired` and lets go; and at most `view_images_max`
+//! documents held over every pin: past it the views at the oldest pinned sequence (which
+//! hold the most) are evicted, and answer `ViewEvicted`. A pin also ends with its replica: a
 //! restarted replica holds no pins, and a read that names a pin it does not hold is
 //! answered `ViewExpired`, never from another state.
 
@@ -44,6 +46,8 @@ struct Pin {
 pub(crate) enum PinProblem {
     /// The view is older than `view_age_max`, or its pin is not held here (a restart).
     Expired,
+    /// The view was evicted to keep the images held within `view_images_max`.
+    Evicted,
     /// `views_max` views are pinned already.
     Exhausted { views: usize },
 }
@@ -60,6 +64,8 @@ pub struct ViewStats {
     pub refused: u64,
     /// Views their callers let go.
     pub released: u64,
+    /// Views evicted to keep the images within `view_images_max`.
+    pub evicted: u64,
     /// Views pinned now.
     pub pinned_now: usize,
     /// Documents held as they were at some pin, over every pinned sequence: what pins
@@ -70,6 +76,12 @@ pub struct ViewStats {
 pub(crate) struct Views {
     views_max: usize,
     age_max: Duration,
+    images_max: usize,
+    /// Images held over every pinned sequence.
+    images_held: usize,
+    /// Views evicted and not read since, to answer `ViewEvicted` (at most `views_max`,
+    /// the oldest forgotten first: a forgotten one answers `ViewExpired`).
+    evicted: BTreeSet<ViewId>,
     pins: BTreeMap<ViewId, Pin>,
     /// By sequence, the images the views pinned there share.
     at: BTreeMap<u64, Pinned>,
@@ -79,10 +91,13 @@ pub(crate) struct Views {
 }
 
 impl Views {
-    pub fn new(views_max: usize, age_max: Duration) -> Views {
+    pub fn new(views_max: usize, age_max: Duration, images_max: usize) -> Views {
         Views {
             views_max,
             age_max,
+            images_max,
+            images_held: 0,
+            evicted: BTreeSet::new(),
             pins: BTreeMap::new(),
             at: BTreeMap::new(),
             by_age: BTreeSet::new(),
@@ -92,8 +107,8 @@ impl Views {
 
     /// The counters, with what is pinned now.
     pub fn stats(&self) -> ViewStats {
-        let images_held = self.at.values().map(|p| p.images.len()).sum();
-        ViewStats { pinned_now: self.pins.len(), images_held, ..self.stats.clone() }
+        debug_assert_eq!(self.images_held, self.at.values().map(|p| p.images.len()).sum::<usize>());
+        ViewStats { pinned_now: self.pins.len(), images_held: self.images_held, ..self.stats.clone() }
     }
 
     /// The sequence `view` is pinned at, if it is pinned and young enough.
@@ -135,6 +150,9 @@ impl Views {
     /// is let go, and the read answered `ViewExpired`.
     pub fn expired(&mut self, view: ViewId) -> PinProblem {
         self.unpin(view);
+        if self.evicted.remove(&view) {
+            return PinProblem::Evicted;
+        }
         self.stats.expired += 1;
         PinProblem::Expired
     }
@@ -155,10 +173,24 @@ impl Views {
         if let Some(pinned) = self.at.get_mut(&pin.sequence) {
             pinned.views.remove(&view);
             if pinned.views.is_empty() {
+                self.images_held -= pinned.images.len();
                 self.at.remove(&pin.sequence);
             }
         }
         true
+    }
+
+    /// Evicts every view at the oldest pinned sequence, which holds the most images.
+    fn evict_oldest(&mut self) {
+        let Some((_, pinned)) = self.at.first_key_value() else { return };
+        for view in pinned.views.clone() {
+            self.unpin(view);
+            self.stats.evicted += 1;
+            self.evicted.insert(view);
+            if self.evicted.len() > self.views_max {
+                self.evicted.pop_first();
+            }
+        }
     }
 
     /// Takes `slot` before `world` applies it: each document it touches, as it is now,
@@ -171,8 +203,12 @@ impl Views {
             for entry in slot.members.iter().filter_map(|m| m.entry.as_ref()) {
                 if !pinned.images.contains_key(&entry.path) {
                     pinned.images.insert(entry.path.clone(), world.document(&entry.path).cloned());
+                    self.images_held += 1;
                 }
             }
+        }
+        while self.images_held > self.images_max {
+            self.evict_oldest();
         }
     }
 

@@ -155,3 +155,25 @@ fn a_views_first_read_waits_for_freshness_like_any_read() {
     h.settle();
     assert_eq!(h.read_ok(id).at_sequence, 1);
 }
+
+#[test]
+fn past_the_images_bound_the_views_at_the_oldest_pin_are_evicted() {
+    let config = Config { view_images_max: 3, ..Config::default() };
+    let mut h = Harness::opened(config);
+    publish_all(&mut h, &[(1, "/a.md", "a"), (2, "/b.md", "b"), (3, "/c.md", "c")]);
+    let old = answered(&mut h, 1, None, fetch("/a.md")).at_sequence;
+    publish_all(&mut h, &[(4, "/a.md", "a2"), (5, "/b.md", "b2")]);
+    let young = answered(&mut h, 2, None, fetch("/a.md")).at_sequence;
+    // The old pin holds /a and /b; this slot adds /c to it and /c to the young one: 4 > 3.
+    publish_all(&mut h, &[(6, "/c.md", "c2")]);
+    assert_eq!(refused(&mut h, 1, Some(old), fetch("/a.md")), ReadError::ViewEvicted);
+    assert_eq!(refused(&mut h, 1, Some(old), fetch("/a.md")), ReadError::ViewExpired, "said once");
+    assert_eq!(
+        answered(&mut h, 2, Some(young), fetch("/c.md")).at_sequence,
+        young,
+        "the young view reads on"
+    );
+    let stats = h.replica.view_stats();
+    assert_eq!((stats.evicted, stats.pinned_now, stats.images_held), (1, 1, 1));
+    assert_eq!(h.marked(Mark::ViewEvicted), 1);
+}

@@ -161,9 +161,11 @@ pub struct Reads {
 /// Views (`World::view`): reads pinned to the state their view's first read answered from.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Views {
-    /// Views pinned, answered `ViewExpired`, refused for `views_max`, and released.
+    /// Views pinned, answered `ViewExpired`, evicted for `view_images_max`, refused for
+    /// `views_max`, and released.
     pub pinned: u64,
     pub expired: u64,
+    pub evicted: u64,
     pub refused: u64,
     pub released: u64,
     /// Reads of views the checker judged, and of them those answered from a pin behind
@@ -664,6 +666,7 @@ impl Report {
             views: Views {
                 pinned: result.replicas.iter().map(|r| r.views.pinned).sum(),
                 expired: result.replicas.iter().map(|r| r.views.expired).sum(),
+                evicted: result.replicas.iter().map(|r| r.views.evicted).sum(),
                 refused: result.replicas.iter().map(|r| r.views.refused).sum(),
                 released: result.replicas.iter().map(|r| r.views.released).sum(),
                 reads: check.reads_view,
@@ -865,8 +868,8 @@ impl Report {
         let v = &self.views;
         if v.pinned > 0 {
             s += &format!(
-                "  views    pinned {}  reads {} ({} behind the tip)  expired {}  refused {}  released {}  images held max {}\n",
-                v.pinned, v.reads, v.reads_behind_tip, v.expired, v.refused, v.released, v.images_held_max
+                "  views    pinned {}  reads {} ({} behind the tip)  expired {}  evicted {}  refused {}  released {}  images held max {}\n",
+                v.pinned, v.reads, v.reads_behind_tip, v.expired, v.evicted, v.refused, v.released, v.images_held_max
             );
         }
         let w = &self.watch;

@@ -305,7 +305,7 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "views",
-        about: "3 stores writing 250 writes/s in total with crashes and faults, and clients opening 40 views a second that each read up to 8 times over up to 2.5 s, views aging out at 1.5 s",
+        about: "3 stores writing 250 writes/s in total with crashes and faults, and clients opening 40 views a second that each read up to 8 times over up to 2.5 s, views aging out at 1.5 s and evicted past 1,500 documents held",
         build: views,
         in_all: true,
     },
@@ -860,6 +860,8 @@ fn views(seed: u64) -> ClusterConfig {
     c.views = Some(ViewLoad { per_s: 40.0, reads_max: 8, gap_ms_max: 300 });
     // Short enough that views reading on past it are refused, long enough that most end first.
     c.kernel.view_age_max = core::time::Duration::from_millis(1_500);
+    // Small enough that pins at many sequences pass it and the oldest are evicted.
+    c.kernel.view_images_max = 1_500;
     c.crashes = Some(Crashes { mean_interval_ms: 3_000, down_ms_min: 200, down_ms_max: 2_000 });
     c
 }

@@ -19,7 +19,7 @@ use slotlog_kernel::checkpoint::fold;
 use slotlog_kernel::format::{encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{BlobOpId, RequestId, StoreId, ViewId, WorldId};
-use slotlog_kernel::reply::{FailReason, Reply};
+use slotlog_kernel::reply::{FailReason, ReadError, Reply};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{evaluate, validate, Evaluation, WorldState, Write};
 use slotlog_kernel::{
@@ -1559,8 +1559,15 @@ impl Cluster<'_> {
                 };
                 self.trace_fmt(&[14, node as u64, request.0, at], format_args!("{kind:?}"));
                 if let Some(view) = self.history.reads[index].view {
-                    if let Ok(ok) = &result {
-                        self.views[view].pinned.get_or_insert(ok.at_sequence);
+                    match &result {
+                        Ok(ok) => {
+                            self.views[view].pinned.get_or_insert(ok.at_sequence);
+                        }
+                        // Gone: a client opens a new view rather than read this one on.
+                        Err(ReadError::ViewExpired | ReadError::ViewEvicted) => {
+                            self.views[view].reads_left = 0
+                        }
+                        Err(_) => {}
                     }
                     let gap = self.config.views.as_ref().map_or(0, |l| l.gap_ms_max);
                     let at = self.now + ms(self.chaos.uniform(0.0, gap as f64));
@@ -1815,6 +1822,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.expired += vs.expired;
     t.refused += vs.refused;
     t.released += vs.released;
+    t.evicted += vs.evicted;
     t.images_held = t.images_held.max(vs.images_held);
     let (fs, t) = (r.feed_stats(), &mut into.feed);
     t.watches += fs.watches;

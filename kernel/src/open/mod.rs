@@ -58,7 +58,7 @@ pub(crate) struct Opening {
     /// A read-only replica's: it makes no world and no checkpoint zero.
     read_only: bool,
     /// The bounds of the views the opened snapshot pins.
-    views: (usize, core::time::Duration),
+    views: (usize, core::time::Duration, usize),
     world: Option<Snapshot>,
     /// The log past the checkpoint, once the checkpoint is known.
     replay: Option<Replay>,
@@ -144,7 +144,7 @@ impl Opening {
             replay_gets_max: config.replay_gets_max,
             list_page_max: config.list_page_max,
             recent_slots_max: config.recent_slots_max,
-            views: (config.views_max, config.view_age_max),
+            views: (config.views_max, config.view_age_max, config.view_images_max),
             read_only: config.read_only,
             world: None,
             replay: None,
