@@ -305,7 +305,7 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "views",
-        about: "3 stores writing 250 writes/s in total with crashes and faults, and clients opening 40 views a second that each read up to 8 times over up to 2.5 s, views aging out at 1.5 s and evicted past 1,500 documents held",
+        about: "3 stores writing 250 writes/s in total with crashes and faults, and clients opening 40 views a second that each read up to 8 times over up to 2.5 s, views aging out at 1.5 s and evicted past 1,500 documents held; the follower is a read-only replica, writers checkpoint every 16 slots",
         build: views,
         in_all: true,
     },
@@ -862,6 +862,11 @@ fn views(seed: u64) -> ClusterConfig {
     c.kernel.view_age_max = core::time::Duration::from_millis(1_500);
     // Small enough that pins at many sequences pass it and the oldest are evicted.
     c.kernel.view_images_max = 1_500;
+    // The follower is read-only: it serves reads and views, opens from the checkpoints
+    // the writers make (every 16 slots) after a crash, and never writes.
+    c.followers_read_only = true;
+    c.kernel.checkpoint_slots = 16;
+    c.kernel.checkpoint_jitter = Duration::ZERO;
     c.crashes = Some(Crashes { mean_interval_ms: 3_000, down_ms_min: 200, down_ms_max: 2_000 });
     c
 }

@@ -116,6 +116,9 @@ pub struct ClusterConfig {
     pub replicas: usize,
     /// Replicas that take no writes (readers and watchers only).
     pub followers: usize,
+    /// The followers are read-only replicas (`Config::read_only`): they never create,
+    /// rewrite or delete (the kernel asserts it at every call) and write no checkpoint.
+    pub followers_read_only: bool,
     /// The simulated store: its profile, faults, listings and version tokens.
     pub gcs: GcsConfig,
     /// The kernel configuration every replica runs with.
@@ -185,6 +188,7 @@ impl ClusterConfig {
             seed,
             replicas,
             followers: 0,
+            followers_read_only: false,
             writers_role: None,
             gcs,
             kernel: Config::default(),
@@ -929,6 +933,9 @@ impl Cluster<'_> {
         let mut kernel = self.config.kernel.clone();
         if let Some(role) = self.config.writers_role.filter(|_| n < self.config.replicas) {
             kernel.compaction = role;
+        }
+        if n >= self.config.replicas && self.config.followers_read_only {
+            kernel.read_only = true;
         }
         // The harness is an embedder with a hint transport unless it loses every hint to
         // this node: as the driver does with peers configured, it turns the kernel's

@@ -195,12 +195,13 @@ fn a_watcher_without_hints_is_served_by_the_poll_and_one_without_the_poll_is_cau
 
 #[test]
 fn a_views_reads_stay_on_its_pin_and_a_view_reading_the_tip_is_caught() {
+    // Seed 3: views both age out and are evicted; the follower is read-only throughout.
     let views = Scenario::find("views").expect("a scenario");
-    let r = run_scenario(views, 1, &Overrides::default());
+    let r = run_scenario(views, 3, &Overrides::default());
     assert!(r.passed(), "{:?}", r.violations);
     assert!(r.views.reads_behind_tip > 0, "later reads answered behind the tip: {:?}", r.views);
-    assert!(r.views.expired > 0, "some views aged out: {:?}", r.views);
+    assert!(r.views.expired > 0 && r.views.evicted > 0, "views aged out and were evicted: {:?}", r.views);
     let defects = Defects { view_reads_tip: true, ..Defects::default() };
-    let caught = run_scenario(views, 1, &Overrides { defects, ..Overrides::default() });
+    let caught = run_scenario(views, 3, &Overrides { defects, ..Overrides::default() });
     assert!(caught.rules.iter().any(|r| r == "ViewSnapshot"), "rules: {:?}", caught.rules);
 }
