@@ -101,9 +101,10 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
     let blobs = Arc::new(ObjectStoreBlobs::new(store, backend));
     let mut config = WorldConfig::default();
     if let Some(slots) = args.checkpoint_slots {
-        // A short test run: a checkpoint due should not wait out the default 10 s jitter.
+        // A short test run: a checkpoint due should not wait out the default 10 s jitter
+        // (at 1 s, a 3 s run once made only two checkpoints where tests count on more).
         config.kernel.checkpoint_slots = slots;
-        config.kernel.checkpoint_jitter = Duration::from_secs(1);
+        config.kernel.checkpoint_jitter = Duration::from_millis(100);
     }
     let log = std::fs::OpenOptions::new()
         .create(true)

@@ -70,7 +70,8 @@ async fn a_whole_log_is_judged_from_the_marker() {
 async fn a_collected_log_is_judged_from_the_oldest_checkpoint_it_continues() {
     let (keys, mut objects) = written("collected").await;
     let full = checkpoints(&keys, &objects);
-    assert!(full.len() >= 3, "checkpoints every 4 slots: {full:?}");
+    // A lingering checkpoint and the one the retained log continues from.
+    assert!(full.len() >= 2, "checkpoints every 4 slots: {full:?}");
     let (lingering, kept) = (full[0], full[1]);
     // The first checkpoint's delete was fenced: it lingers, its slots gone.
     collect(&keys, &mut objects, kept, &[]);
