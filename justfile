@@ -25,17 +25,17 @@ sim SCENARIO="single" SEED="1": build
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
 # simulated GCS over HTTP) and 2,598 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on dbb4446 (2 cores, 15 min 19 s in all,
-# 2026-12-04): build 5 min 55 s with moto and Azurite installing and cargo-deny building
-# beside it, then clippy and rustdoc, nextest 915 tests 80 s, then
-#   light     seeds 1..100     8 x 100 =   800 runs   125 s (views since: ~0.4 s a run)
-#   cheap     seeds 101..500   4 x 400 = 1,600 runs   101 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    56 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs    93 s (compact, and edges: the rare paths)
-#   collect   seeds 1..24      1 x  24 =    24 runs    21 s (30 virtual hours each:
+# is what CI runs. A fresh-clone CI on 7c71734 (2 cores, 14 min 33 s in all,
+# 2026-12-05): build 5 min 30 s with moto and Azurite installing and cargo-deny building
+# beside it, then clippy and rustdoc, nextest 915 tests 78 s, then
+#   light     seeds 1..100     8 x 100 =   800 runs   129 s (views since: ~0.4 s a run)
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs    98 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    55 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs    83 s (compact, and edges: the rare paths)
+#   collect   seeds 1..24      1 x  24 =    24 runs    17 s (30 virtual hours each:
 #             checkpoints, drops, slot collection, a pause and a stall)
-#   overload  seeds 1..8       1 x   8 =     8 runs    10 s (three times what commits, offered)
-#   soak48    seeds 3..8       1 x   6 =     6 runs    14 s (48 virtual hours, every fault)
+#   overload  seeds 1..8       1 x   8 =     8 runs     9 s (three times what commits, offered)
+#   soak48    seeds 3..8       1 x   6 =     6 runs    12 s (48 virtual hours, every fault)
 #             (since listings page and control work goes first, collect seed 24 is the run
 #             that reaches probe_below_collection, and soak48 seed 8 freshen_raced)
 # Every run ends in a settle phase with the faults stopped (docs/SIMULATION.md). Together
