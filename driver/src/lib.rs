@@ -143,6 +143,7 @@ pub mod local_cache;
 pub(crate) mod metrics;
 #[cfg(feature = "object-store")]
 pub mod object_store_blobs;
+pub(crate) mod read_request;
 pub mod reload;
 pub(crate) mod runtime;
 #[cfg(feature = "object-store")]

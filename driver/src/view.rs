@@ -10,11 +10,12 @@
 //! name their callers, per caller ([`World::view_for`], `Error::Views`).
 
 use crate::error::Error;
+use crate::read_request;
 use crate::runtime::Command;
 use crate::world::World;
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::ViewId;
-use slotlog_kernel::{Answer, Read, ReadOk, Reply, Request};
+use slotlog_kernel::{Read, ReadOk, Reply, Request};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -91,18 +92,17 @@ impl View {
     /// A document's current version (or `version` while retained) and its body, as of the
     /// view's state.
     pub async fn fetch(&self, path: &str, version: Option<u64>) -> Result<ReadOk, Error> {
-        self.read(Read::Fetch { path: path.to_string(), version }).await
+        self.read(read_request::fetch(path, version)).await
     }
 
     /// A document's retained versions, as of the view's state.
     pub async fn versions(&self, path: &str) -> Result<ReadOk, Error> {
-        self.read(Read::Versions { path: path.to_string() }).await
+        self.read(read_request::versions(path)).await
     }
 
     /// Documents whose path starts with `prefix`, after `start_after`, as of the view.
     pub async fn lookup(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Result<ReadOk, Error> {
-        let start_after = start_after.map(str::to_string);
-        self.read(Read::Lookup { prefix: prefix.to_string(), start_after, limit }).await
+        self.read(read_request::lookup(prefix, start_after, limit)).await
     }
 
     /// A directory's children in name order, after `start_after`, as of the view: paging
@@ -113,8 +113,7 @@ impl View {
         start_after: Option<&str>,
         limit: u32,
     ) -> Result<ReadOk, Error> {
-        let start_after = start_after.map(str::to_string);
-        self.read(Read::List { directory: directory.to_string(), start_after, limit }).await
+        self.read(read_request::list(directory, start_after, limit)).await
     }
 
     /// Documents whose current body has `hash`, in path order, after `start_after`, as of
@@ -125,15 +124,12 @@ impl View {
         start_after: Option<&str>,
         limit: u32,
     ) -> Result<ReadOk, Error> {
-        self.read(Read::HashLookup { hash, start_after: start_after.map(str::to_string), limit }).await
+        self.read(read_request::hash_lookup(hash, start_after, limit)).await
     }
 
     /// Whether some document lies under `path`, as of the view.
     pub async fn is_directory(&self, path: &str) -> Result<bool, Error> {
-        match self.read(Read::IsDirectory { path: path.to_string() }).await?.answer {
-            Answer::IsDirectory(is) => Ok(is),
-            other => unreachable!("an IsDirectory read answers IsDirectory, not {other:?}"),
-        }
+        Ok(read_request::directory_answer(self.read(read_request::is_directory(path)).await?.answer))
     }
 }
 

@@ -7,6 +7,7 @@ use crate::budget::RetryBudget;
 use crate::error::{validate_prefix, Error};
 use crate::health::Health;
 use crate::hints::{HintCounters, HintsPlan, Peers};
+use crate::read_request;
 use crate::reload::{Reloads, WorldStats};
 use crate::runtime::{Command, Loop, Stopped};
 use crate::telemetry::Telemetry;
@@ -401,12 +402,12 @@ impl World {
     /// A document's current version (or `version` while retained) and its body. Exact:
     /// sees every write acknowledged on any replica before it began.
     pub async fn fetch(&self, path: &str, version: Option<u64>) -> Result<ReadOk, Error> {
-        self.read(Read::Fetch { path: path.to_string(), version }).await
+        self.read(read_request::fetch(path, version)).await
     }
 
     /// A document's retained version records. Exact.
     pub async fn versions(&self, path: &str) -> Result<ReadOk, Error> {
-        self.read(Read::Versions { path: path.to_string() }).await
+        self.read(read_request::versions(path)).await
     }
 
     /// The receipt of an operation id (`Answer::Receipt`): committed, absent (not
@@ -426,8 +427,7 @@ impl World {
 
     /// Documents whose path starts with `prefix`. May trail another replica by a second.
     pub async fn lookup(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Result<ReadOk, Error> {
-        let start_after = start_after.map(str::to_string);
-        self.read(Read::Lookup { prefix: prefix.to_string(), start_after, limit }).await
+        self.read(read_request::lookup(prefix, start_after, limit)).await
     }
 
     /// The documents and subdirectories directly in a directory, in name order (a
@@ -439,12 +439,7 @@ impl World {
         start_after: Option<&str>,
         limit: u32,
     ) -> Result<ReadOk, Error> {
-        self.read(Read::List {
-            directory: directory.to_string(),
-            start_after: start_after.map(str::to_string),
-            limit,
-        })
-        .await
+        self.read(read_request::list(directory, start_after, limit)).await
     }
 
     /// Documents whose current body has this hash, in path order, after `start_after`.
@@ -455,16 +450,13 @@ impl World {
         start_after: Option<&str>,
         limit: u32,
     ) -> Result<ReadOk, Error> {
-        self.read(Read::HashLookup { hash, start_after: start_after.map(str::to_string), limit }).await
+        self.read(read_request::hash_lookup(hash, start_after, limit)).await
     }
 
     /// Whether some document lies under `path`, at the tip: exact, unlike [`World::list`],
     /// so it sees every write acknowledged before it began.
     pub async fn is_directory(&self, path: &str) -> Result<bool, Error> {
-        match self.read(Read::IsDirectory { path: path.to_string() }).await?.answer {
-            slotlog_kernel::Answer::IsDirectory(is) => Ok(is),
-            other => unreachable!("an IsDirectory read answers IsDirectory, not {other:?}"),
-        }
+        Ok(read_request::directory_answer(self.read(read_request::is_directory(path)).await?.answer))
     }
 
     /// A view: reads that all see the state its first read answered from (see
