@@ -157,7 +157,7 @@ impl Error {
                 _ => ErrorKind::Unavailable,
             },
             Error::Read(e) => match e {
-                ReadError::InvalidPath(_) => ErrorKind::InvalidInput,
+                ReadError::InvalidPath(_) | ReadError::InvalidQuery(_) => ErrorKind::InvalidInput,
                 ReadError::Busy { .. } | ReadError::Deadline | ReadError::Unavailable { .. } => {
                     ErrorKind::Unavailable
                 }

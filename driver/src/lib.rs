@@ -169,6 +169,7 @@ pub use local_cache::{CacheStats, CachedBlobs, LocalCache};
 pub use object_store_blobs::{detect_backend, Backend, ObjectStoreBlobs};
 pub use reload::WorldStats;
 pub use slotlog_kernel::ids::WorldId;
+pub use slotlog_kernel::search::{query::QueryProblem, SearchMatch};
 // Everything a caller names in a `World` call or its answer, so an embedder needs no
 // second dependency on the kernel crate.
 pub use slotlog_kernel::world::{

@@ -24,6 +24,10 @@ pub(crate) fn hash_lookup(hash: Hash32, start_after: Option<&str>, limit: u32) -
     Read::HashLookup { hash, start_after: start_after.map(str::to_string), limit }
 }
 
+pub(crate) fn search(query: &str, start_after: Option<&str>, limit: u32) -> Read {
+    Read::Search { query: query.to_string(), start_after: start_after.map(str::to_string), limit }
+}
+
 pub(crate) fn is_directory(path: &str) -> Read {
     Read::IsDirectory { path: path.to_string() }
 }

@@ -127,6 +127,14 @@ impl View {
         self.read(read_request::hash_lookup(hash, start_after, limit)).await
     }
 
+    /// Documents whose current body matches `query`, after `start_after`, as of the view:
+    /// body mode only from an index covering the view's state (see [`World::search`]).
+    ///
+    /// [`World::search`]: crate::World::search
+    pub async fn search(&self, query: &str, start_after: Option<&str>, limit: u32) -> Result<ReadOk, Error> {
+        self.read(read_request::search(query, start_after, limit)).await
+    }
+
     /// Whether some document lies under `path`, as of the view.
     pub async fn is_directory(&self, path: &str) -> Result<bool, Error> {
         Ok(read_request::directory_answer(self.read(read_request::is_directory(path)).await?.answer))

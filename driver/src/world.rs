@@ -453,6 +453,15 @@ impl World {
         self.read(read_request::hash_lookup(hash, start_after, limit)).await
     }
 
+    /// Documents whose current body matches `query` (words and quoted phrases, SPEC
+    /// 8.6), in path order, after `start_after`. The answer's `matched` says whether it
+    /// came from bodies (exact) or, with no index covering the state within a second,
+    /// from paths only (`Catalog`: inconclusive about bodies). May trail by a second; a
+    /// [`View`] pages one state.
+    pub async fn search(&self, query: &str, start_after: Option<&str>, limit: u32) -> Result<ReadOk, Error> {
+        self.read(read_request::search(query, start_after, limit)).await
+    }
+
     /// Whether some document lies under `path`, at the tip: exact, unlike [`World::list`],
     /// so it sees every write acknowledged before it began.
     pub async fn is_directory(&self, path: &str) -> Result<bool, Error> {

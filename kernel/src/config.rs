@@ -96,6 +96,19 @@ pub struct Config {
     /// hundred bytes a document, and 17 minutes of 250 writes/s to distinct documents for
     /// one pin; many pins at many sequences share the bound.
     pub view_images_max: usize,
+    /// How long a body search waits for an index covering its state before it answers
+    /// from the catalog (the record: one second).
+    pub search_wait: Duration,
+    /// A search index unused this long is dropped (the record: 30 minutes).
+    pub search_idle_max: Duration,
+    /// The most bytes a search index may hold; past it the index is dropped and searches
+    /// answer from the catalog until it has gone unused for `search_idle_max`.
+    pub search_bytes_max: usize,
+    /// Body reads the search index keeps in flight while it catches up (the record: its
+    /// 16 shard workers).
+    pub search_fetches_max: usize,
+    /// Body bytes indexed in one step, so indexing never holds the replica for long.
+    pub search_step_bytes_max: usize,
     /// Backlog slots the feed keeps decoded for watchers catching up together.
     pub feed_slots_cached_max: usize,
     /// The feed's slot cache (slots read for subscribers catching up) empties after this
@@ -297,6 +310,9 @@ pub struct Defects {
     /// A view's later reads answer from the served world, not its pin (the view
     /// snapshot rule must catch it).
     pub view_reads_tip: bool,
+    /// A search answers in body mode from whatever the index holds, covering its state
+    /// or not (the search answer rule must catch it).
+    pub search_ignores_coverage: bool,
 }
 
 impl Default for Config {
@@ -326,6 +342,11 @@ impl Default for Config {
             view_age_max: CHECKPOINT_GRACE_MIN,
             view_images_max: 1 << 18,
             feed_slots_cached_max: 1_024,
+            search_wait: Duration::from_secs(1),
+            search_idle_max: Duration::from_secs(30 * 60),
+            search_bytes_max: 1 << 30,
+            search_fetches_max: 16,
+            search_step_bytes_max: 1 << 20,
             feed_slots_idle: Duration::from_secs(30 * 60),
             watch_poll: Duration::from_secs(5),
             turns: true,
@@ -417,6 +438,9 @@ pub enum ConfigError {
     /// `view_age_max` is zero or past `checkpoint_grace`, or `view_images_max` is 0.
     #[error("view_age_max above zero and at most checkpoint_grace, view_images_max above zero")]
     Views,
+    /// A search bound is zero.
+    #[error("search_wait, search_idle_max, search_bytes_max, search_fetches_max, search_step_bytes_max above zero")]
+    Search,
     /// `checkpoint_step_docs_max` is under a slot's most members.
     #[error("checkpoint_step_docs_max {found} under a slot's most members ({min})")]
     StepDocs {
@@ -488,6 +512,14 @@ impl Config {
             || self.view_images_max == 0
         {
             return Err(ConfigError::Views);
+        }
+        if self.search_wait.is_zero()
+            || self.search_idle_max.is_zero()
+            || self.search_bytes_max == 0
+            || self.search_fetches_max == 0
+            || self.search_step_bytes_max == 0
+        {
+            return Err(ConfigError::Search);
         }
         Ok(())
     }

@@ -66,6 +66,18 @@ pub enum Read {
         /// [`READ_LIMIT_MAX`](crate::READ_LIMIT_MAX), means that maximum.
         limit: u32,
     },
+    /// Documents whose current body matches `query` (SPEC 8.6), in path order, after
+    /// `start_after`. Answered in body mode from an index covering the state it reads, or
+    /// after `Config::search_wait` without one, in catalog mode (paths only), flagged.
+    Search {
+        /// Words and quoted phrases.
+        query: String,
+        /// Paths strictly after this one (None: from the first).
+        start_after: Option<String>,
+        /// The most entries to answer with; 0, or more than
+        /// [`READ_LIMIT_MAX`](crate::READ_LIMIT_MAX), means that maximum.
+        limit: u32,
+    },
     /// Whether a path is a directory (some document lies under it) at the tip: an exact
     /// read, unlike a `List`, so a check made after an acknowledged write sees it.
     IsDirectory {

@@ -42,6 +42,7 @@ pub(crate) mod read_answers;
 pub(crate) mod reads;
 pub mod replica;
 pub mod reply;
+pub mod search;
 pub(crate) mod snapshot;
 pub(crate) mod store_clock;
 pub mod time;
@@ -58,6 +59,8 @@ mod open_tests;
 mod read_only_tests;
 #[cfg(test)]
 mod reads_tests;
+#[cfg(test)]
+mod search_tests;
 #[cfg(test)]
 mod testkit;
 #[cfg(test)]

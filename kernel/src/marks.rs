@@ -157,6 +157,25 @@ marks! {
     /// `view_images_max`: answered `ViewEvicted`.
     ViewEvicted = "view_evicted",
 
+    // Body search (SPEC 8.6).
+
+    /// A search answered in body mode, from an index covering its state.
+    SearchBodyAnswer = "search_body_answer",
+    /// A search found no index covering its state within the wait: answered in catalog
+    /// mode.
+    SearchCatalogAnswer = "search_catalog_answer",
+    /// A search waited for the index to cover its state, and it did in time.
+    SearchWaitedForIndex = "search_waited_for_index",
+    /// A view's search answered in body mode from a pin behind the tip.
+    SearchBodyBehindTip = "search_body_behind_tip",
+    /// More installs queued for the index than it takes one by one: they collapsed into
+    /// one comparison with the served state.
+    SearchInstallsCollapsed = "search_installs_collapsed",
+    /// The index went unused past the idle age and was dropped.
+    SearchIndexIdle = "search_index_idle",
+    /// The index grew past `search_bytes_max` and was dropped.
+    SearchIndexOverBudget = "search_index_over_budget",
+
     // The change feed (SPEC 9).
 
     /// A watch asked for before the world was open waited for the open.

@@ -29,6 +29,8 @@ use crate::io::{Call, Io, Purpose};
 use crate::marks::Mark;
 use crate::read_answers::{fetch, list, retained_versions, Found};
 use crate::reply::{Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply};
+use crate::search::query::Query;
+use crate::search::{catalog_page, Search, SearchMatch};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
 use crate::views::{PinProblem, ReadWorld};
@@ -62,6 +64,7 @@ enum ValidRead {
     List { directory: Option<Path>, start_after: Option<String>, limit: usize },
     HashLookup { hash: Hash32, start_after: Option<String>, limit: usize },
     IsDirectory { path: Option<Path> },
+    Search { query: Query, start_after: Option<String>, limit: usize },
 }
 
 impl ValidRead {
@@ -93,21 +96,34 @@ fn limit(l: u32) -> usize {
     }
 }
 
-fn validate(read: &Read) -> Result<ValidRead, crate::world::PathProblem> {
+fn validate(read: &Read) -> Result<ValidRead, ReadError> {
     Ok(match read {
-        Read::Fetch { path, version } => ValidRead::Fetch { path: Path::parse(path)?, version: *version },
-        Read::Versions { path } => ValidRead::Versions { path: Path::parse(path)? },
+        Read::Fetch { path, version } => {
+            ValidRead::Fetch { path: Path::parse(path).map_err(ReadError::InvalidPath)?, version: *version }
+        }
+        Read::Versions { path } => {
+            ValidRead::Versions { path: Path::parse(path).map_err(ReadError::InvalidPath)? }
+        }
         Read::Receipt { op_id, since } => ValidRead::Receipt { op_id: *op_id, since: *since },
         Read::Lookup { prefix, start_after, limit: l } => {
             ValidRead::Lookup { prefix: prefix.clone(), start_after: start_after.clone(), limit: limit(*l) }
         }
-        Read::List { directory: d, start_after, limit: l } => {
-            ValidRead::List { directory: directory(d)?, start_after: start_after.clone(), limit: limit(*l) }
-        }
+        Read::List { directory: d, start_after, limit: l } => ValidRead::List {
+            directory: directory(d).map_err(ReadError::InvalidPath)?,
+            start_after: start_after.clone(),
+            limit: limit(*l),
+        },
         Read::HashLookup { hash, start_after, limit: l } => {
             ValidRead::HashLookup { hash: *hash, start_after: start_after.clone(), limit: limit(*l) }
         }
-        Read::IsDirectory { path } => ValidRead::IsDirectory { path: directory(path)? },
+        Read::IsDirectory { path } => {
+            ValidRead::IsDirectory { path: directory(path).map_err(ReadError::InvalidPath)? }
+        }
+        Read::Search { query, start_after, limit: l } => ValidRead::Search {
+            query: Query::parse(query).map_err(ReadError::InvalidQuery)?,
+            start_after: start_after.clone(),
+            limit: limit(*l),
+        },
     })
 }
 
@@ -120,6 +136,8 @@ struct PendingRead {
     /// The view it reads, and whether the view's pin must already be held (a later
     /// read of the view) rather than made (its first).
     view: Option<(ViewId, bool)>,
+    /// A search waiting for an index covering its state (counted when it first came).
+    waiting_index: bool,
 }
 
 struct AwaitingBody {
@@ -180,6 +198,9 @@ pub(crate) struct Reads {
     probe: Probe,
     /// Fetches answered but for their body, by body hash; they keep their deadlines.
     awaiting_body: BTreeMap<Hash32, Vec<AwaitingBody>>,
+    /// Searches waiting for an index covering their state, by when they answer from the
+    /// catalog instead.
+    index_waits: BTreeSet<(Instant, RequestId)>,
     /// Reads waiting for a history block, by block name; they keep their deadlines.
     awaiting_history: BTreeMap<Hash32, Vec<(RequestId, PendingRead)>>,
     pub stats: ReadStats,
@@ -209,6 +230,7 @@ impl Reads {
             deadlines: BTreeSet::new(),
             probe: Probe::Idle,
             awaiting_body: BTreeMap::new(),
+            index_waits: BTreeSet::new(),
             awaiting_history: BTreeMap::new(),
             stats: ReadStats::default(),
             failed: None,
@@ -258,7 +280,7 @@ impl Reads {
         }
         let read = match validate(read) {
             Ok(r) => r,
-            Err(problem) => return reply(io, id, Err(ReadError::InvalidPath(problem))),
+            Err(error) => return reply(io, id, Err(error)),
         };
         if self.pending.len() >= self.pending_max {
             self.stats.refused_busy += 1;
@@ -268,13 +290,15 @@ impl Reads {
         self.deadlines.insert((deadline, id));
         // A later read of a view needs no newer tip: its state is pinned.
         let fresh = view.is_some_and(|(_, later)| later);
-        self.pending.insert(id, PendingRead { read, arrived: now, deadline, fresh, view });
+        self.pending
+            .insert(id, PendingRead { read, arrived: now, deadline, fresh, view, waiting_index: false });
     }
 
     /// The next read deadline, or the end of a cool-off after a failed flight.
     pub fn next_deadline(&self) -> Option<Instant> {
         let deadline = self.deadlines.first().map(|(t, _)| *t);
-        deadline.into_iter().chain(self.cool_off_until).min()
+        let index_wait = self.index_waits.first().map(|(t, _)| *t);
+        deadline.into_iter().chain(index_wait).chain(self.cool_off_until).min()
     }
 
     pub fn expire(&mut self, now: Instant, io: &mut Io) {
@@ -293,6 +317,7 @@ impl Reads {
                 list.retain(|(waiting, _)| *waiting != id);
                 list.len() < before
             });
+            self.index_waits.retain(|&(_, waiting)| waiting != id);
             if self.pending.remove(&id).is_some() || waited_for_body || waited_for_history {
                 self.stats.deadlines += 1;
                 io.marks.hit(Mark::ReadDeadline);
@@ -330,6 +355,7 @@ impl Reads {
         self.awaiting_body.clear();
         self.awaiting_history.clear();
         self.deadlines.clear();
+        self.index_waits.clear();
         self.failed = Some(reason);
     }
 
@@ -355,7 +381,7 @@ impl Reads {
         sn: &mut Snapshot,
         creating: Option<u64>,
         committer_needs_tip: bool,
-        (bodies, history): (&mut Bodies, &mut History),
+        (bodies, history, search): (&mut Bodies, &mut History, &mut Search),
         io: &mut Io,
     ) -> Result<(), FailReason> {
         if self.failed.is_some() {
@@ -377,9 +403,16 @@ impl Reads {
                     }
                 },
             };
-            match self.answer(now, id, &r, (sn, at_view), bodies, history, io) {
+            match self.answer(now, id, &r, (sn, at_view), (bodies, history, search), io) {
                 Answered::Yes => {
                     self.deadlines.remove(&(r.deadline, id));
+                    self.index_waits.remove(&(r.arrived + search.wait(), id));
+                }
+                Answered::AwaitingIndex => {
+                    self.index_waits.insert((r.arrived + search.wait(), id));
+                    // Its view is pinned now: later attempts read the pin.
+                    let view = r.view.map(|(view, _)| (view, true));
+                    self.pending.insert(id, PendingRead { fresh: true, view, waiting_index: true, ..r });
                 }
                 Answered::AwaitingBody => {}
                 Answered::AwaitingHistory(block) => {
@@ -401,7 +434,9 @@ impl Reads {
         if cooled {
             self.cool_off_until = None;
         }
-        let wanted = !self.pending.is_empty() || (cooled && (sn.behind_hints() || committer_needs_tip));
+        // A search waiting for the index has its state: it needs no probe.
+        let reads_need_tip = self.pending.values().any(|r| !r.fresh);
+        let wanted = reads_need_tip || (cooled && (sn.behind_hints() || committer_needs_tip));
         let next = sn.world.next_sequence();
         match self.probe {
             Probe::Idle if wanted => self.stat(now, next, io),
@@ -542,8 +577,7 @@ impl Reads {
         id: RequestId,
         pending: &PendingRead,
         (sn, at_view): (&Snapshot, Option<ViewId>),
-        bodies: &mut Bodies,
-        history: &mut History,
+        (bodies, history, search): (&mut Bodies, &mut History, &mut Search),
         io: &mut Io,
     ) -> Answered {
         let read = &pending.read;
@@ -559,7 +593,7 @@ impl Reads {
         }
         if read.is_exact() {
             self.stats.exact += 1;
-        } else {
+        } else if !pending.waiting_index {
             self.stats.catalog += 1;
         }
         let answer = match read {
@@ -613,6 +647,30 @@ impl Reads {
                 paths.truncate(*limit);
                 Answer::Paths { paths, more }
             }
+            ValidRead::Search { query, start_after, limit } => {
+                search.touch(now);
+                let covered = search.covers(sn, pinned.as_ref()) || self.defects.search_ignores_coverage;
+                let (entries, more, matched) = if covered {
+                    io.marks.hit(Mark::SearchBodyAnswer);
+                    if pending.waiting_index {
+                        io.marks.hit(Mark::SearchWaitedForIndex);
+                    }
+                    if at_sequence < sn.world.sequence() {
+                        io.marks.hit(Mark::SearchBodyBehindTip);
+                    }
+                    search.stats.body_answers += 1;
+                    let (entries, more) = search.body_page(world, query, start_after.as_deref(), *limit);
+                    (entries, more, SearchMatch::Body)
+                } else if now < pending.arrived + search.wait() {
+                    return Answered::AwaitingIndex;
+                } else {
+                    io.marks.hit(Mark::SearchCatalogAnswer);
+                    search.stats.catalog_answers += 1;
+                    let (entries, more) = catalog_page(world, query, start_after.as_deref(), *limit);
+                    (entries, more, SearchMatch::Catalog)
+                };
+                Answer::Search { entries, matched, more }
+            }
             ValidRead::IsDirectory { path } => Answer::IsDirectory(match path {
                 None => true,
                 Some(p) => {
@@ -664,6 +722,8 @@ fn pin_gone(gone: PinProblem, io: &mut Io) -> ReadError {
 enum Answered {
     Yes,
     AwaitingBody,
+    /// A search whose state no index covers yet: it waits, up to the search wait.
+    AwaitingIndex,
     /// Its version record is in this history block, being read.
     AwaitingHistory(Hash32),
     /// A history block does not hold what a checkpoint promised: the replica fails closed.

@@ -9,7 +9,7 @@ use crate::collector::{Collector, CollectorStats};
 use crate::committer::{Committer, CommitterStats};
 use crate::compactor::{Compactor, CompactorStats, LedgerHeld};
 use crate::config::{Config, ConfigError};
-use crate::effect::{Effect, Input, Request, Warning, WatchEnd};
+use crate::effect::{Effect, Input, Read, Request, Warning, WatchEnd};
 use crate::feed::{Feed, FeedStats};
 use crate::format::Keys;
 use crate::history::History;
@@ -18,6 +18,7 @@ use crate::io::{Call, Io, Purpose, RetryPolicy};
 use crate::open::{OpenCall, Opening, Progress};
 use crate::reads::{ReadStats, Reads};
 use crate::reply::{FailReason, Reply, WriteError};
+use crate::search::Search;
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
 use crate::world::{validate, WorldState};
@@ -84,6 +85,7 @@ pub struct Replica {
     bodies: Bodies,
     history: History,
     reads: Reads,
+    search: Search,
     feed: Feed,
     /// Watches asked for while the world was still opening.
     early_watches: Vec<(RequestId, u64, u32)>,
@@ -128,6 +130,7 @@ impl Replica {
         );
         Ok(Replica {
             reads: Reads::new(&config, keys.clone()),
+            search: Search::new(&config),
             feed: Feed::new(&config, keys.clone()),
             watches_max: config.watches_max,
             reload_after: config.reload_after,
@@ -241,13 +244,28 @@ impl Replica {
         }
         let compactor = self.snapshot.as_ref().and_then(|sn| self.compactor.next_deadline(sn));
         let feed = self.snapshot.as_ref().and_then(|sn| self.feed.next_deadline(sn));
-        [self.io.next_retry(), self.committer.next_deadline(), self.reads.next_deadline(), compactor, feed]
-            .into_iter()
-            .flatten()
-            .min()
+        // The index settles only with a snapshot: before the open it has nothing to do.
+        let search = self.snapshot.as_ref().and_then(|_| self.search.next_deadline());
+        [
+            self.io.next_retry(),
+            self.committer.next_deadline(),
+            self.reads.next_deadline(),
+            compactor,
+            feed,
+            search,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn request(&mut self, now: Instant, id: RequestId, request: Request) {
+        // A search starts the index at once, so the settle after it can already build.
+        if let Request::Read(Read::Search { .. }) | Request::ViewRead { read: Read::Search { .. }, .. } =
+            &request
+        {
+            self.search.touch(now);
+        }
         match request {
             Request::Write(_) if self.io.read_only => {
                 let reply = Reply::Write(Err(WriteError::ReadOnlyReplica));
@@ -300,6 +318,7 @@ impl Replica {
                         self.committer.on_body_read(now, sn, hash, body.clone(), bodies, io);
                     }
                     self.reads.on_body(&hash, &body, &mut self.io);
+                    self.search.on_body(&hash, &body);
                     Ok(())
                 }
                 Ok(None) => Ok(()),
@@ -396,7 +415,10 @@ impl Replica {
         let poll = self.feed.poll_wanted(now, sn);
         let needs_tip = self.committer.needs_tip_since(sn).is_some() || poll;
         let creating = self.committer.creating();
-        let owners = (&mut self.bodies, &mut self.history);
+        // After the committer and before the reads: indexing is never on the commit path,
+        // and a search judges coverage with every install handed over.
+        self.search.settle(now, sn, &mut self.bodies, &mut self.io);
+        let owners = (&mut self.bodies, &mut self.history, &mut self.search);
         let served = self.reads.serve(now, sn, creating, needs_tip, owners, &mut self.io);
         self.feed.absorb(sn);
         self.feed.deliver(now, sn, &mut self.io);
@@ -494,6 +516,17 @@ impl Replica {
     }
 
     /// The read path's counters.
+    /// Counters of body search.
+    pub fn search_stats(&self) -> &crate::search::SearchStats {
+        &self.search.stats
+    }
+
+    /// Bytes the search index holds, as counted.
+    pub fn search_index_bytes(&self) -> usize {
+        self.search.bytes()
+    }
+
+    /// Counters of the read path.
     pub fn read_stats(&self) -> &ReadStats {
         &self.reads.stats
     }

@@ -303,6 +303,16 @@ pub enum Answer {
     },
     /// `Receipt`: committed with its receipt, absent, or expired (SPEC 10.13).
     Receipt(ReceiptAnswer),
+    /// `Search`: entries in path order, how they were matched, and `more` when the limit
+    /// cut the answer short.
+    Search {
+        /// The entries found.
+        entries: Vec<IndexEntry>,
+        /// Body mode (exact for the state) or catalog mode (paths only).
+        matched: crate::search::SearchMatch,
+        /// True when the limit cut the answer short.
+        more: bool,
+    },
     /// `Lookup`: entries in path order; `more` when the limit cut it short.
     Lookup {
         /// The entries found.
@@ -340,6 +350,9 @@ pub enum ReadError {
     /// The path is not a valid path.
     #[error(transparent)]
     InvalidPath(PathProblem),
+    /// A search's query cannot be run.
+    #[error(transparent)]
+    InvalidQuery(crate::search::query::QueryProblem),
     /// Too many reads waiting; nothing was queued.
     #[error("{pending} reads are waiting already")]
     Busy {

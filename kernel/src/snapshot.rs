@@ -104,6 +104,8 @@ pub(crate) struct Snapshot {
     pub ledger: Ledger,
     /// The views pinned on this snapshot: every slot installed goes through them first.
     pub views: Views,
+    /// The bodies installs brought, for the search index while it is active.
+    pub search: crate::search::Installs,
 }
 
 impl Snapshot {
@@ -122,6 +124,7 @@ impl Snapshot {
             fresh: Vec::new(),
             hinted: 0,
             confirmed_at: current_since,
+            search: Default::default(),
         }
     }
 
@@ -139,6 +142,7 @@ impl Snapshot {
         let recorded = self.ledger.record(&self.world, slot, hash);
         // Images of documents as they are before the slot: true even if it does not apply.
         self.views.record(&self.world, slot);
+        self.search.record(&self.world, slot);
         if let Err(e) = self.world.apply_slot(slot, hash) {
             self.ledger.undo(recorded);
             return Err(e);

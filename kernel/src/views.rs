@@ -267,6 +267,18 @@ pub(crate) struct AtPin<'a> {
     images: &'a BTreeMap<Path, Option<Document>>,
 }
 
+impl AtPin<'_> {
+    /// Whether the document at `path` changed since the pin (its image is held).
+    pub fn changed(&self, path: &Path) -> bool {
+        self.images.contains_key(path)
+    }
+
+    /// The bodies documents changed since the pin held at it.
+    pub fn changed_bodies(&self) -> impl Iterator<Item = &Hash32> {
+        self.images.values().flatten().map(|d| &d.entry.body_hash)
+    }
+}
+
 impl ReadWorld for AtPin<'_> {
     fn sequence(&self) -> u64 {
         self.sequence

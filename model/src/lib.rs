@@ -15,6 +15,7 @@ pub mod history;
 pub mod path;
 pub mod policy;
 pub mod request;
+pub mod search;
 pub mod verdict;
 pub mod world;
 

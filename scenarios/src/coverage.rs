@@ -60,6 +60,18 @@ pub const NOT_REQUIRED: &[(Mark, &str)] = &[
         Mark::OpenReadOnlyWithoutZero,
         "needs a read-only replica opening a world whose genesis stopped between its marker and checkpoint zero; no scenario runs read-only replicas (kernel test a_read_only_replica_opens_a_world_without_checkpoint_zero_and_makes_none)",
     ),
+    (
+        Mark::SearchInstallsCollapsed,
+        "needs more than 1,024 installs between two settles of one replica; the simulation settles after every input (kernel test installs_past_the_queue_bound_collapse_into_one_comparison)",
+    ),
+    (
+        Mark::SearchIndexIdle,
+        "needs 30 minutes without a search on a replica that searched; search runs 10 s (kernel test an_idle_index_is_dropped_and_built_again_on_the_next_search)",
+    ),
+    (
+        Mark::SearchIndexOverBudget,
+        "needs an index past search_bytes_max (1 GiB) (kernel test an_index_past_its_bound_is_dropped_and_searches_answer_from_the_catalog)",
+    ),
 ];
 
 /// Marks only a soak reaches (measured: `soak48` seeds 3..6 hit each, no other scenario

@@ -78,6 +78,7 @@ pub const DEFECT_NAMES: &[&str] = &[
     "admit-everything",
     "watch-poll-skipped",
     "view-reads-tip",
+    "search-ignores-coverage",
 ];
 
 /// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
@@ -94,6 +95,7 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
         "admit-everything" => &mut defects.admit_everything,
         "watch-poll-skipped" => &mut defects.watch_poll_skipped,
         "view-reads-tip" => &mut defects.view_reads_tip,
+        "search-ignores-coverage" => &mut defects.search_ignores_coverage,
         _ => return false,
     };
     *flag = true;
@@ -113,6 +115,7 @@ fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
         d.admit_everything,
         d.watch_poll_skipped,
         d.view_reads_tip,
+        d.search_ignores_coverage,
     ];
     DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }
@@ -307,6 +310,12 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "views",
         about: "3 stores writing 250 writes/s in total with crashes and faults, and clients opening 40 views a second that each read up to 8 times over up to 2.5 s, views aging out at 1.5 s and evicted past 1,500 documents held; the follower is a read-only replica, writers checkpoint every 16 slots",
         build: views,
+        in_all: true,
+    },
+    Scenario {
+        name: "search",
+        about: "3 stores writing 150 writes/s of word bodies with crashes and faults, a follower, and body searches (plain and in views, paged): each answered from bodies only when the index covers its state, else from the catalog; checkpoints every 16 slots",
+        build: search,
         in_all: true,
     },
     Scenario {
@@ -865,6 +874,27 @@ fn views(seed: u64) -> ClusterConfig {
     // The follower is read-only: it serves reads and views, opens from the checkpoints
     // the writers make (every 16 slots) after a crash, and never writes.
     c.followers_read_only = true;
+    c.kernel.checkpoint_slots = 16;
+    c.kernel.checkpoint_jitter = Duration::ZERO;
+    c.crashes = Some(Crashes { mean_interval_ms: 3_000, down_ms_min: 200, down_ms_max: 2_000 });
+    c
+}
+
+fn search(seed: u64) -> ClusterConfig {
+    let mut workload = Workload::new(Arrivals::Open { rate_per_s: 150.0 }, Mix::creates_and_blind_updates());
+    workload.word_bodies = true;
+    workload.search_share = 0.6;
+    workload.body_bytes_min = 16;
+    workload.body_bytes_max = 600;
+    // The profile's own faults (a few 429s, 5xx and timeouts) besides the crashes.
+    let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
+    c.followers = 1;
+    c.duration_ms = 10_000;
+    // Enough bodies that an index built after a crash takes longer than a search waits
+    // (16 reads in flight of about 40 ms each), so some searches answer from the catalog.
+    c.preload_documents = 800;
+    c.reads = Some(ReadLoad { exact_per_s: 20.0, catalog_per_s: 60.0, exact_on_followers: false });
+    c.views = Some(ViewLoad { per_s: 10.0, reads_max: 6, gap_ms_max: 300 });
     c.kernel.checkpoint_slots = 16;
     c.kernel.checkpoint_jitter = Duration::ZERO;
     c.crashes = Some(Crashes { mean_interval_ms: 3_000, down_ms_min: 200, down_ms_max: 2_000 });

@@ -145,6 +145,10 @@ pub struct Workload {
     /// When set, open-loop writes and reads arrive only in bursts, with idle time between
     /// (which the simulator skips, so hours cost little).
     pub bursts: Option<Bursts>,
+    /// Bodies are words of a small vocabulary (for body search), not random bytes.
+    pub word_bodies: bool,
+    /// The share of catalog reads (and of a view's reads) that are body searches.
+    pub search_share: f64,
 }
 
 /// Bursts of arrivals: `on_ms` of load, then `off_ms` of none, from time zero.
@@ -177,6 +181,8 @@ impl Workload {
             hot_paths: None,
             parent_child_pairs: 8,
             bursts: None,
+            word_bodies: false,
+            search_share: 0.0,
         }
     }
 }
@@ -235,10 +241,13 @@ impl Generator {
     }
 
     /// The body a recipe stands for: deterministic bytes, cheap to make again.
-    pub fn body(nonce: u64, len: u32) -> Bytes {
+    pub fn body(&self, nonce: u64, len: u32) -> Bytes {
         let mut out = vec![0u8; len as usize];
         let mut xof = blake3::Hasher::new().update(&nonce.to_le_bytes()).finalize_xof();
         xof.fill(&mut out);
+        if self.workload.word_bodies {
+            out = words_of(&out);
+        }
         Bytes::from(out)
     }
 
@@ -247,7 +256,7 @@ impl Generator {
         self.next_nonce += 1;
         let span = u64::from(self.workload.body_bytes_max - self.workload.body_bytes_min) + 1;
         let len = self.workload.body_bytes_min + self.rng.below(span) as u32;
-        (nonce, len, Generator::body(nonce, len))
+        (nonce, len, self.body(nonce, len))
     }
 
     /// Documents written before the run, so updates have something to aim at.
@@ -270,6 +279,10 @@ impl Generator {
         use slotlog_kernel::Read;
         if self.known_order.is_empty() {
             return Read::List { directory: "/".into(), start_after: None, limit: 50 };
+        }
+        // No draw unless searches are configured, so other runs keep their traces.
+        if !exact && self.workload.search_share > 0.0 && self.rng.chance(self.workload.search_share) {
+            return self.next_search();
         }
         let path = self.known_path();
         let kind = self.rng.below(3);
@@ -321,7 +334,7 @@ impl Generator {
                 }
                 _ => match self.known[&path].body {
                     Some((nonce, len)) => {
-                        let hash = slotlog_kernel::Hash32::of(&Generator::body(nonce, len));
+                        let hash = slotlog_kernel::Hash32::of(&self.body(nonce, len));
                         // Every other one after a prefix of a path holding it.
                         let start_after =
                             path.len().is_multiple_of(2).then(|| path[..path.len() / 2].to_string());
@@ -331,6 +344,21 @@ impl Generator {
                 },
             }
         }
+    }
+
+    /// A body search: one to three words of the vocabulary, a two-word phrase, or a word
+    /// of the paths (which the catalog matches too); paged on after a known path at times.
+    fn next_search(&mut self) -> slotlog_kernel::Read {
+        let word = |g: &mut Generator| VOCABULARY[g.rng.below(VOCABULARY.len() as u64) as usize];
+        let query = match self.rng.below(6) {
+            0 => format!("\"{} {}\"", word(self), word(self)),
+            1 => "seed".to_string(),
+            2 => format!("{} {}", word(self), word(self)),
+            3 => format!("{} {} {}", word(self), word(self), word(self)),
+            _ => word(self).to_uppercase(),
+        };
+        let start_after = self.rng.chance(0.3).then(|| self.known_path());
+        slotlog_kernel::Read::Search { query, start_after, limit: 1 + self.rng.below(40) as u32 }
     }
 
     /// A read of a view: either class, of what clients know. No receipt read: a view's
@@ -412,8 +440,7 @@ impl Generator {
         let path = self.known_path();
         match self.known[&path].body {
             Some((nonce, len)) => {
-                let m =
-                    Mutation::Publish { path, body: Generator::body(nonce, len), expected: Expected::Any };
+                let m = Mutation::Publish { path, body: self.body(nonce, len), expected: Expected::Any };
                 (m, Some((nonce, len)))
             }
             None => self.create(),
@@ -531,4 +558,37 @@ impl Generator {
     pub fn forget(&mut self, op_id: &OperationId) {
         self.recipes.remove(op_id);
     }
+}
+
+/// The words word bodies are made of: some share a prefix, so a search for one is not a
+/// search for another, and one carries a character that lowercases outside ASCII.
+const VOCABULARY: [&str; 24] = [
+    "alder", "birch", "cedar", "cedars", "elm", "fir", "hazel", "holly", "larch", "lime", "maple", "oak",
+    "pine", "rowan", "spruce", "yew", "ash", "beech", "willow", "poplar", "aspen", "olive", "Ørn", "teak",
+];
+
+/// Random bytes as text of the vocabulary's words, the same length: each word chosen by a
+/// byte, capitalized by another, separated by a space or punctuation.
+fn words_of(random: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(random.len() + 16);
+    for pair in random.chunks(2) {
+        if out.len() >= random.len() {
+            break;
+        }
+        let w = VOCABULARY[pair[0] as usize % VOCABULARY.len()];
+        if pair.get(1).is_some_and(|b| b & 1 == 1) {
+            out.extend(w.to_uppercase().bytes());
+        } else {
+            out.extend(w.bytes());
+        }
+        out.push(if pair.get(1).is_some_and(|b| b & 6 == 0) { b',' } else { b' ' });
+    }
+    // Cut to the length asked for, at a character boundary (a cut word is a word too).
+    let mut len = random.len().min(out.len());
+    while std::str::from_utf8(&out[..len]).is_err() {
+        len -= 1;
+    }
+    out.truncate(len);
+    out.resize(random.len(), b' ');
+    out
 }

@@ -15,5 +15,6 @@ mod metrics_facade;
 mod moto_errors;
 mod read_only;
 mod reload;
+mod search;
 mod store_url_hostile;
 mod views;

@@ -36,6 +36,11 @@ impl BodyIndex {
         BodyIndex { by_hash: grouped.into_iter().collect() }
     }
 
+    /// Every hash some document's current body has, in order.
+    pub fn hashes(&self) -> impl Iterator<Item = &Hash32> {
+        self.by_hash.keys()
+    }
+
     pub fn insert(&mut self, hash: Hash32, path: Path) {
         match self.by_hash.entry(hash) {
             Entry::Vacant(v) => {

@@ -266,6 +266,11 @@ impl WorldState {
         self.bodies.paths(hash)
     }
 
+    /// Every distinct hash of a document's current body.
+    pub fn body_hashes(&self) -> impl Iterator<Item = &Hash32> {
+        self.bodies.hashes()
+    }
+
     /// The same, after `start_after` only, found by a seek.
     pub fn paths_with_body_after<'a>(
         &'a self,

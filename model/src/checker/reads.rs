@@ -6,6 +6,7 @@ use super::{receipt_to_model, tip_interval, CheckOptions, CheckReport, SlotSpan,
 use crate::history::{History, Outcome, ReadOp, ReadOutcome};
 use crate::{normalize_path, ModelDocument, ModelReceiptAnswer, ModelVersion, ModelWorld, ReceiptKind};
 use slotlog_kernel::reply::{Answer, ReadError, WriteOk};
+use slotlog_kernel::search::SearchMatch;
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::ReceiptAnswer;
 use slotlog_kernel::world::{IndexEntry, VersionKind, VersionRecord};
@@ -172,6 +173,15 @@ impl<'a> Judge<'a> {
 }
 
 pub(super) fn judge_error(i: usize, op: &ReadOp, e: &ReadError, r: &mut CheckReport) {
+    if let (ReadError::InvalidQuery(_), Read::Search { query, .. }) = (e, &op.read) {
+        // The bounds are the SPEC's numbers; within them, a query with a word is valid.
+        let parts = crate::search::query_parts(query);
+        let in_bounds = query.len() <= 1_024 && parts.as_ref().is_some_and(|p| p.len() <= 16);
+        if in_bounds {
+            r.violation(Violation::SearchRefusalDisagrees { read: i, query: query.clone() });
+        }
+        return;
+    }
     let ReadError::InvalidPath(problem) = e else { return };
     let raw = match &op.read {
         Read::Fetch { path, .. } | Read::Versions { path } => path,
@@ -379,6 +389,24 @@ fn answer_agrees(model: &ModelWorld, read: &Read, answer: &Answer) -> bool {
             let is =
                 under.is_none_or(|u| model.documents_from(&u).next().is_some_and(|(p, _)| p.starts_with(&u)));
             matches!(answer, Answer::IsDirectory(got) if *got == is)
+        }
+        Read::Search { query, start_after, limit: l } => {
+            let Answer::Search { entries, matched, more } = answer else { return false };
+            // A query the model finds no word in has no answer to compare.
+            let Some(parts) = crate::search::query_parts(query) else { return false };
+            let paths: Vec<String> = model
+                .documents()
+                .filter(|(p, d)| match matched {
+                    SearchMatch::Body => model
+                        .body(p, d.version)
+                        .is_some_and(|b| crate::search::holds(&crate::search::body_words(b), &parts)),
+                    SearchMatch::Catalog => crate::search::holds(&crate::search::words(p), &parts),
+                })
+                .map(|(p, _)| p.to_string())
+                .filter(|p| start_after.as_deref().is_none_or(|a| p.as_str() > a))
+                .collect();
+            let n = paths.len().min(limit(*l));
+            *more == (paths.len() > n) && entries_match(entries, model, &paths[..n])
         }
         Read::HashLookup { hash, start_after, limit: l } => {
             let paths: Vec<String> = model

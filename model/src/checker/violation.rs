@@ -928,6 +928,15 @@ pub enum Violation {
         /// What was read.
         request: Read,
     },
+    /// A search was refused as an invalid query though the model finds words in it,
+    /// within the query bounds.
+    #[error("search {read} refused {query:?} as invalid, but the model finds words in it")]
+    SearchRefusalDisagrees {
+        /// Index of the read in the history.
+        read: usize,
+        /// The query.
+        query: String,
+    },
     /// A read was refused for a path problem the model does not find.
     #[error("read {read} was refused {problem:?}, but the model normalizes {raw:?}")]
     ReadRefusalDisagrees {
@@ -1136,9 +1145,10 @@ impl Violation {
             V::NameHistoryIncoherent { .. } | V::NameHistoryDisagrees { .. } => Rule::NameHistory,
             V::ExactReadStale { .. } => Rule::ExactReadStale,
             V::CatalogReadStale { .. } => Rule::CatalogLag,
-            V::ReadDiffers { .. } | V::ReadRefusedWithoutPath { .. } | V::ReadRefusalDisagrees { .. } => {
-                Rule::ReadAnswer
-            }
+            V::ReadDiffers { .. }
+            | V::ReadRefusedWithoutPath { .. }
+            | V::ReadRefusalDisagrees { .. }
+            | V::SearchRefusalDisagrees { .. } => Rule::ReadAnswer,
             V::ReceiptAbsentNotExact { .. } => Rule::ReceiptAbsence,
             V::WatchEventDiffers { .. } | V::WatchEventPastTip { .. } => Rule::WatchEvents,
             V::WatchResyncCursor { .. } | V::WatchResyncOutsideLog { .. } | V::WatchResyncEarly { .. } => {

@@ -205,3 +205,14 @@ fn a_views_reads_stay_on_its_pin_and_a_view_reading_the_tip_is_caught() {
     let caught = run_scenario(views, 3, &Overrides { defects, ..Overrides::default() });
     assert!(caught.rules.iter().any(|r| r == "ViewSnapshot"), "rules: {:?}", caught.rules);
 }
+
+#[test]
+fn searches_answer_from_bodies_only_when_covered_and_one_that_is_not_is_caught() {
+    let search = Scenario::find("search").expect("a scenario");
+    let r = run_scenario(search, 1, &Overrides::default());
+    assert!(r.passed(), "{:?}", r.violations);
+    assert!(r.search.body_answers > 0 && r.search.catalog_answers > 0, "both modes answered: {:?}", r.search);
+    let defects = Defects { search_ignores_coverage: true, ..Defects::default() };
+    let caught = run_scenario(search, 1, &Overrides { defects, ..Overrides::default() });
+    assert!(caught.rules.iter().any(|r| r == "ReadAnswer"), "rules: {:?}", caught.rules);
+}

@@ -1,0 +1,240 @@
+//! The content index: the words of every body it holds, by body hash. A body's words
+//! depend only on its bytes, so an entry is right for every snapshot holding that body;
+//! which documents hold it at a snapshot is the world's business (its body index).
+//!
+//! Each word has an id and a posting (the ids of the bodies holding it, compressed); each
+//! body keeps its words in order as varint word ids, for phrases. A word no body holds
+//! any more is forgotten and its id reused, as is a removed body's.
+
+use super::query::{body_words, Query};
+use crate::hash::Hash32;
+use roaring::RoaringBitmap;
+use std::collections::HashMap;
+
+struct Indexed {
+    hash: Hash32,
+    /// Word ids in body order, each a LEB128 varint.
+    words: Box<[u8]>,
+    /// Bytes this body costs the index (its words, postings and entries).
+    cost: usize,
+}
+
+#[derive(Default)]
+pub(crate) struct ContentIndex {
+    word_ids: HashMap<Box<str>, u32>,
+    /// By word id: the word (None once forgotten) and the bodies holding it.
+    words: Vec<(Option<Box<str>>, RoaringBitmap)>,
+    free_word_ids: Vec<u32>,
+    body_ids: HashMap<Hash32, u32>,
+    bodies: Vec<Option<Indexed>>,
+    free_body_ids: Vec<u32>,
+    bytes: usize,
+}
+
+/// Bytes a map entry and its bookkeeping cost, beyond the key's own bytes.
+const ENTRY_OVERHEAD: usize = 48;
+
+impl ContentIndex {
+    pub fn contains(&self, hash: &Hash32) -> bool {
+        self.body_ids.contains_key(hash)
+    }
+
+    #[cfg(test)]
+    pub fn body_count(&self) -> usize {
+        self.body_ids.len()
+    }
+
+    /// Bytes the index holds, as counted (an estimate within the allocator's slack).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Adds a body (its bytes hash to `hash`); adding one held is a no-op.
+    pub fn insert(&mut self, hash: Hash32, body: &[u8]) {
+        if self.contains(&hash) {
+            return;
+        }
+        let id = self.free_body_ids.pop().unwrap_or(self.bodies.len() as u32);
+        let mut encoded = Vec::new();
+        let mut cost = ENTRY_OVERHEAD + 32;
+        for word in body_words(body) {
+            let (word_id, new_bytes) = self.word_id(word);
+            cost += new_bytes;
+            let (_, posting) = &mut self.words[word_id as usize];
+            if posting.insert(id) {
+                cost += 4;
+            }
+            push_varint(&mut encoded, word_id);
+        }
+        cost += encoded.len();
+        let indexed = Indexed { hash, words: encoded.into_boxed_slice(), cost };
+        self.bytes += cost;
+        if id as usize == self.bodies.len() {
+            self.bodies.push(Some(indexed));
+        } else {
+            self.bodies[id as usize] = Some(indexed);
+        }
+        self.body_ids.insert(hash, id);
+    }
+
+    fn word_id(&mut self, word: String) -> (u32, usize) {
+        if let Some(&id) = self.word_ids.get(word.as_str()) {
+            return (id, 0);
+        }
+        let word: Box<str> = word.into();
+        let cost = 2 * word.len() + 2 * ENTRY_OVERHEAD;
+        let id = match self.free_word_ids.pop() {
+            Some(id) => {
+                self.words[id as usize] = (Some(word.clone()), RoaringBitmap::new());
+                id
+            }
+            None => {
+                self.words.push((Some(word.clone()), RoaringBitmap::new()));
+                (self.words.len() - 1) as u32
+            }
+        };
+        self.word_ids.insert(word, id);
+        (id, cost)
+    }
+
+    /// Removes a body; its words no other body holds are forgotten.
+    pub fn remove(&mut self, hash: &Hash32) {
+        let Some(id) = self.body_ids.remove(hash) else { return };
+        let indexed = self.bodies[id as usize].take().expect("an id names a body");
+        for word_id in varints(&indexed.words) {
+            let (word, posting) = &mut self.words[word_id as usize];
+            posting.remove(id);
+            if posting.is_empty() {
+                if let Some(word) = word.take() {
+                    self.word_ids.remove(&word);
+                    self.free_word_ids.push(word_id);
+                }
+            }
+        }
+        self.bytes -= indexed.cost;
+        self.free_body_ids.push(id);
+    }
+
+    /// The bodies matching `query`: those holding every word, then, for phrases, those
+    /// holding each phrase's words in order.
+    pub fn matching(&self, query: &Query) -> Vec<Hash32> {
+        let mut candidates: Option<RoaringBitmap> = None;
+        for word in query.parts().iter().flatten() {
+            let Some(&id) = self.word_ids.get(word.as_str()) else { return Vec::new() };
+            let posting = &self.words[id as usize].1;
+            candidates = Some(match candidates {
+                None => posting.clone(),
+                Some(c) => c & posting,
+            });
+        }
+        let phrases: Vec<Vec<u32>> = query
+            .parts()
+            .iter()
+            .filter(|p| p.len() > 1)
+            .map(|p| p.iter().map(|w| self.word_ids[w.as_str()]).collect())
+            .collect();
+        let candidates = candidates.unwrap_or_default();
+        candidates
+            .iter()
+            .filter_map(|id| self.bodies[id as usize].as_ref())
+            .filter(|b| phrases.is_empty() || holds_phrases(&b.words, &phrases))
+            .map(|b| b.hash)
+            .collect()
+    }
+}
+
+fn holds_phrases(words: &[u8], phrases: &[Vec<u32>]) -> bool {
+    let ids: Vec<u32> = varints(words).collect();
+    phrases.iter().all(|p| ids.windows(p.len()).any(|w| w == p.as_slice()))
+}
+
+fn push_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn varints(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    let mut i = 0;
+    core::iter::from_fn(move || {
+        let mut v = 0u32;
+        let mut shift = 0;
+        loop {
+            let b = *bytes.get(i)?;
+            i += 1;
+            v |= u32::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+            shift += 7;
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(text: &str) -> (Hash32, Vec<u8>) {
+        (Hash32::of(text.as_bytes()), text.as_bytes().to_vec())
+    }
+
+    fn matching(index: &ContentIndex, q: &str) -> Vec<Hash32> {
+        let mut got = index.matching(&Query::parse(q).unwrap());
+        got.sort();
+        got
+    }
+
+    #[test]
+    fn words_and_phrases_find_the_bodies_holding_them() {
+        let mut index = ContentIndex::default();
+        let (a, ab) = body("the big dog");
+        let (b, bb) = body("a dog, big and red");
+        index.insert(a, &ab);
+        index.insert(b, &bb);
+        let mut both = vec![a, b];
+        both.sort();
+        assert_eq!(matching(&index, "DOG big"), both);
+        assert_eq!(matching(&index, "\"big dog\""), vec![a]);
+        assert_eq!(matching(&index, "red"), vec![b]);
+        assert!(matching(&index, "cat").is_empty());
+    }
+
+    #[test]
+    fn removing_every_body_forgets_every_word_and_byte() {
+        let mut index = ContentIndex::default();
+        let bodies: Vec<_> =
+            (0..300).map(|i| body(&format!("w{i} shared w{} x{}", i % 7, i * 131))).collect();
+        for (h, b) in &bodies {
+            index.insert(*h, b);
+        }
+        assert_eq!(index.body_count(), 300);
+        assert_eq!(matching(&index, "shared").len(), 300);
+        for (h, _) in &bodies[..150] {
+            index.remove(h);
+        }
+        assert_eq!(matching(&index, "shared").len(), 150);
+        for (h, _) in &bodies[150..] {
+            index.remove(h);
+        }
+        assert_eq!(index.bytes(), 0);
+        assert!(index.word_ids.is_empty());
+        // Ids are reused: the tables do not grow on churn.
+        for (h, b) in &bodies {
+            index.insert(*h, b);
+        }
+        assert_eq!(index.bodies.len(), 300);
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        let values = [0, 1, 127, 128, 300, 16_383, 16_384, u32::MAX];
+        let mut out = Vec::new();
+        for v in values {
+            push_varint(&mut out, v);
+        }
+        assert_eq!(varints(&out).collect::<Vec<_>>(), values);
+    }
+}

@@ -1,0 +1,433 @@
+//! Body search (SPEC 8.6): documents whose current body matches a query, answered from an
+//! index only when that index covers every body of the state the search reads, and from
+//! the catalog (document paths) otherwise, flagged as such. Never a partial body answer.
+//!
+//! Nothing here runs on the commit path or while a slot is applied. An install only notes
+//! the bodies it brought (`Installs`, in the snapshot) while the index is active; the
+//! replica hands those notes over when it settles, and the index reads and tokenizes the
+//! bodies it lacks in the background, a bounded number of bytes at a time. The index is
+//! built on the first search, kept current while searches come, and dropped after
+//! `search_idle_max` without one, or when it grows past `search_bytes_max`.
+//!
+//! The index is keyed by body hash, so it holds one immutable entry per body, right for
+//! every snapshot: a state is covered when every body its documents hold is indexed.
+
+mod index;
+pub mod query;
+
+use crate::bodies::Bodies;
+use crate::config::Config;
+use crate::hash::Hash32;
+use crate::io::Io;
+use crate::marks::Mark;
+use crate::snapshot::Snapshot;
+use crate::time::Instant;
+use crate::views::{AtPin, ReadWorld};
+use crate::world::{IndexEntry, Path, WorldState};
+use bytes::Bytes;
+use core::time::Duration;
+use index::ContentIndex;
+use query::{words, Query};
+use std::collections::{BTreeSet, HashSet, VecDeque};
+
+/// More installs than this queued for the index collapse into one comparison with the
+/// served state (the record's amendment: 1,024).
+pub const INSTALLS_QUEUED_MAX: usize = 1_024;
+
+/// Past this many matching bodies, a page is found by walking documents in path order
+/// rather than by sorting every matching body's documents.
+const SCAN_ABOVE_BODIES: usize = 1_024;
+
+/// How a search answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SearchMatch {
+    /// From document bodies: exact for the state answered from.
+    Body,
+    /// From the catalog (document paths) only: no index covered the state in time.
+    Catalog,
+}
+
+/// Counters a report reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchStats {
+    /// Searches answered in body mode.
+    pub body_answers: u64,
+    /// Searches answered in catalog mode.
+    pub catalog_answers: u64,
+    /// Times an index was started (the first search, or one after it was dropped).
+    pub builds: u64,
+    /// Bodies read and indexed.
+    pub bodies_indexed: u64,
+    /// Bodies the index asked the bucket for.
+    pub bodies_fetched: u64,
+    /// Times the index was dropped for going unused.
+    pub idle_drops: u64,
+    /// Times the index was dropped for growing past its bound.
+    pub over_budget_drops: u64,
+}
+
+/// What installs brought since the index last took them. Kept in the snapshot, because
+/// every install goes through it; it records only while the index is active.
+#[derive(Default)]
+pub(crate) struct Installs {
+    active: bool,
+    added: Vec<Hash32>,
+    replaced: Vec<Hash32>,
+    queued: usize,
+    /// Too many queued: the index compares itself with the whole served state instead.
+    collapsed: bool,
+}
+
+impl Installs {
+    /// Notes the bodies a slot brings and those it replaces, before it is applied.
+    pub fn record(&mut self, world: &WorldState, slot: &crate::format::Slot) {
+        if !self.active || self.collapsed {
+            return;
+        }
+        self.queued += 1;
+        if self.queued > INSTALLS_QUEUED_MAX {
+            self.collapsed = true;
+            self.added.clear();
+            self.replaced.clear();
+            return;
+        }
+        for entry in slot.members.iter().filter_map(|m| m.entry.as_ref()) {
+            if let Some(old) = world.document(&entry.path).filter(|d| d.entry.body_hash != entry.body_hash) {
+                self.replaced.push(old.entry.body_hash);
+            }
+            self.added.push(entry.body_hash);
+        }
+    }
+
+    fn is_drained(&self) -> bool {
+        self.queued == 0 && !self.collapsed
+    }
+}
+
+pub(crate) struct Search {
+    wait: Duration,
+    idle_max: Duration,
+    bytes_max: usize,
+    fetches_max: usize,
+    step_bytes_max: usize,
+    /// How long a replaced body stays indexed for views still pinned where it was.
+    retire_after: Duration,
+    active: bool,
+    /// Compare with the whole served state before trusting `missing`.
+    rescan: bool,
+    last_search: Instant,
+    /// The last time the replica settled the index: a step left over is due then.
+    settled_at: Instant,
+    /// No build starts before this (after a drop for size).
+    refused_until: Option<Instant>,
+    index: ContentIndex,
+    /// Bodies the served state holds that are not indexed.
+    missing: BTreeSet<Hash32>,
+    /// Of those, the ones not asked for yet, in the order they were found.
+    queue: VecDeque<Hash32>,
+    fetching: BTreeSet<Hash32>,
+    /// Bodies in hand, waiting for their step to be indexed.
+    ready: VecDeque<(Hash32, Bytes)>,
+    /// Bodies the served state stopped holding, and when.
+    retired: VecDeque<(Instant, Hash32)>,
+    pub stats: SearchStats,
+}
+
+impl Search {
+    pub fn new(config: &Config) -> Search {
+        Search {
+            wait: config.search_wait,
+            idle_max: config.search_idle_max,
+            bytes_max: config.search_bytes_max,
+            fetches_max: config.search_fetches_max,
+            step_bytes_max: config.search_step_bytes_max,
+            retire_after: config.view_age_max,
+            active: false,
+            rescan: false,
+            last_search: Instant::ZERO,
+            settled_at: Instant::ZERO,
+            refused_until: None,
+            index: ContentIndex::default(),
+            missing: BTreeSet::new(),
+            queue: VecDeque::new(),
+            fetching: BTreeSet::new(),
+            ready: VecDeque::new(),
+            retired: VecDeque::new(),
+            stats: SearchStats::default(),
+        }
+    }
+
+    /// How long a search waits for an index covering its state.
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    /// Bytes the index holds, as counted.
+    pub fn bytes(&self) -> usize {
+        self.index.bytes()
+    }
+
+    /// A search came: the index is used, and built if it was not.
+    pub fn touch(&mut self, now: Instant) {
+        self.last_search = now;
+        if self.active || self.refused_until.is_some_and(|t| now < t) {
+            return;
+        }
+        self.refused_until = None;
+        self.active = true;
+        self.rescan = true;
+        self.stats.builds += 1;
+    }
+
+    /// When the index needs the replica again: at once while bodies wait to be indexed,
+    /// or when it goes idle.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        if !self.active {
+            return None;
+        }
+        // A build just asked for, or bodies in hand: due at once.
+        if self.rescan || !self.ready.is_empty() {
+            return Some(self.settled_at);
+        }
+        Some(self.last_search + self.idle_max)
+    }
+
+    /// A body arrived (verified against its hash): kept for indexing if the index lacks it.
+    pub fn on_body(&mut self, hash: &Hash32, body: &Bytes) {
+        let asked = self.fetching.remove(hash);
+        if self.active && (asked || self.missing.contains(hash)) {
+            self.ready.push_back((*hash, body.clone()));
+        }
+    }
+
+    /// Takes what installs brought, reads the bodies the index lacks, and indexes a step
+    /// of those in hand.
+    pub fn settle(&mut self, now: Instant, sn: &mut Snapshot, bodies: &mut Bodies, io: &mut Io) {
+        self.settled_at = now;
+        if self.active && now.saturating_since(self.last_search) >= self.idle_max {
+            io.marks.hit(Mark::SearchIndexIdle);
+            self.stats.idle_drops += 1;
+            self.drop_index(sn);
+            return;
+        }
+        if !self.active {
+            return;
+        }
+        let installs = std::mem::take(&mut sn.search);
+        sn.search.active = true;
+        if installs.collapsed {
+            io.marks.hit(Mark::SearchInstallsCollapsed);
+        }
+        if self.rescan || installs.collapsed {
+            self.rescan = false;
+            self.missing.clear();
+            self.queue.clear();
+            for hash in sn.world.body_hashes() {
+                if !self.index.contains(hash) {
+                    self.missing.insert(*hash);
+                    self.queue.push_back(*hash);
+                }
+            }
+        } else {
+            // Only what the served state holds now: a slot may replace a body another
+            // member of it (or an earlier slot) just brought.
+            for hash in installs.added {
+                let held = sn.world.paths_with_body(&hash).next().is_some();
+                if held && !self.index.contains(&hash) && self.missing.insert(hash) {
+                    self.queue.push_back(hash);
+                }
+            }
+            // A body replaced before it was indexed is not worth reading once no document
+            // holds it; an indexed one stays a while for views pinned where it was.
+            for hash in installs.replaced {
+                if sn.world.paths_with_body(&hash).next().is_some() {
+                    continue;
+                }
+                if !self.missing.remove(&hash) {
+                    self.retired.push_back((now, hash));
+                }
+            }
+        }
+        self.forget_retired(now, &sn.world);
+        self.fetch(now, sn, bodies, io);
+        self.index_step(sn, io);
+    }
+
+    /// Drops the index and everything it was doing; the stats stay.
+    fn drop_index(&mut self, sn: &mut Snapshot) {
+        self.active = false;
+        self.rescan = false;
+        self.index = ContentIndex::default();
+        self.missing.clear();
+        self.queue.clear();
+        self.fetching.clear();
+        self.ready.clear();
+        self.retired.clear();
+        sn.search = Installs::default();
+    }
+
+    /// Drops bodies the served state stopped holding long enough ago that no view can be
+    /// pinned where they were.
+    fn forget_retired(&mut self, now: Instant, world: &WorldState) {
+        while let Some(&(at, hash)) = self.retired.front() {
+            if now.saturating_since(at) < self.retire_after {
+                break;
+            }
+            self.retired.pop_front();
+            if world.paths_with_body(&hash).next().is_none() {
+                self.index.remove(&hash);
+            }
+        }
+    }
+
+    fn fetch(&mut self, now: Instant, sn: &Snapshot, bodies: &mut Bodies, io: &mut Io) {
+        while self.fetching.len() < self.fetches_max {
+            let Some(hash) = self.queue.pop_front() else { break };
+            if !self.missing.contains(&hash) || self.index.contains(&hash) {
+                continue;
+            }
+            // Replaced since it was found (a document written again): no longer needed.
+            let Some(path) = sn.world.paths_with_body(&hash).next() else {
+                self.missing.remove(&hash);
+                continue;
+            };
+            if let Some(body) = bodies.get(&hash) {
+                self.ready.push_back((hash, body));
+                continue;
+            }
+            // Where a version with this body was written, for a body carried in its slot.
+            let at = sn.world.document(path).and_then(|d| {
+                d.held_versions().filter(|v| v.body_hash == hash).last().map(|v| (v.sequence, v.body_len))
+            });
+            self.stats.bodies_fetched += 1;
+            self.fetching.insert(hash);
+            bodies.fetch(now, hash, at, &sn.recent, io);
+        }
+    }
+
+    fn index_step(&mut self, sn: &mut Snapshot, io: &mut Io) {
+        let mut budget = self.step_bytes_max;
+        while budget > 0 {
+            let Some((hash, body)) = self.ready.pop_front() else { break };
+            budget = budget.saturating_sub(body.len().max(1));
+            // A body still held somewhere since it was asked for; one no state holds now
+            // is not worth its bytes.
+            if !self.missing.remove(&hash) {
+                continue;
+            }
+            self.index.insert(hash, &body);
+            self.stats.bodies_indexed += 1;
+            if self.index.bytes() > self.bytes_max {
+                io.marks.hit(Mark::SearchIndexOverBudget);
+                self.stats.over_budget_drops += 1;
+                self.refused_until = Some(self.last_search + self.idle_max);
+                self.drop_index(sn);
+                return;
+            }
+        }
+    }
+
+    /// Whether the index covers the served state (`pin` None) or a view's pin: every
+    /// body its documents hold is indexed.
+    pub fn covers(&self, sn: &Snapshot, pin: Option<&AtPin<'_>>) -> bool {
+        if !self.active || self.rescan || !sn.search.is_drained() {
+            return false;
+        }
+        match pin {
+            None => self.missing.is_empty(),
+            Some(pin) => {
+                // Bodies the served state lacks matter only where the pin's documents
+                // are the served ones; every changed document's body at the pin must be
+                // indexed itself.
+                let served_ok =
+                    self.missing.iter().all(|h| sn.world.paths_with_body(h).all(|p| pin.changed(p)));
+                served_ok && pin.changed_bodies().all(|h| self.index.contains(h))
+            }
+        }
+    }
+
+    /// The page of documents matching `query` in `world`, after `start_after`, at most
+    /// `limit` (and whether more follow), in body mode. The caller has checked coverage.
+    pub fn body_page(
+        &self,
+        world: &dyn ReadWorld,
+        query: &Query,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> (Vec<IndexEntry>, bool) {
+        let matching = self.index.matching(query);
+        if matching.len() > SCAN_ABOVE_BODIES {
+            // Many bodies match: walking documents in order finds a page soonest.
+            let matching: HashSet<Hash32> = matching.into_iter().collect();
+            let from = start_after.map_or(String::new(), |a| format!("{a}\0"));
+            let found = world.documents_from(&from).filter(|(_, d)| matching.contains(&d.entry.body_hash));
+            return page(world, found.map(|(p, _)| p), limit);
+        }
+        let mut paths: Vec<&Path> = Vec::new();
+        for hash in &matching {
+            // Each body's documents in order: a page needs at most limit + 1 of each.
+            paths.extend(world.paths_with_body(hash, start_after).take(limit + 1));
+        }
+        paths.sort();
+        paths.dedup();
+        page(world, paths.into_iter(), limit)
+    }
+}
+
+/// The page of documents whose path's words match `query`, in catalog mode.
+pub(crate) fn catalog_page(
+    world: &dyn ReadWorld,
+    query: &Query,
+    start_after: Option<&str>,
+    limit: usize,
+) -> (Vec<IndexEntry>, bool) {
+    let from = start_after.map_or(String::new(), |a| format!("{a}\0"));
+    let found = world
+        .documents_from(&from)
+        .filter(|(p, _)| query.matches(&words(p.as_str()).collect::<Vec<_>>()))
+        .map(|(p, _)| p)
+        .take(limit + 1);
+    page(world, found, limit)
+}
+
+fn page<'a>(
+    world: &dyn ReadWorld,
+    paths: impl Iterator<Item = &'a Path>,
+    limit: usize,
+) -> (Vec<IndexEntry>, bool) {
+    let mut entries: Vec<IndexEntry> =
+        paths.take(limit + 1).filter_map(|p| world.document(p)).map(|d| d.entry.clone()).collect();
+    let more = entries.len() > limit;
+    entries.truncate(limit);
+    (entries, more)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Slot;
+    use crate::ids::{StoreId, WorldId};
+
+    #[test]
+    fn installs_past_the_queue_bound_collapse_into_one_comparison() {
+        let world = WorldState::genesis(WorldId([7; 16]), Hash32::of(b"marker"));
+        let slot = Slot {
+            world_id: world.world_id(),
+            first_sequence: 1,
+            store_id: StoreId(1),
+            prev_hash: world.tip_hash(),
+            members: Vec::new(),
+            bodies: Vec::new(),
+        };
+        let mut idle = Installs::default();
+        idle.record(&world, &slot);
+        assert!(idle.is_drained(), "nothing is recorded while the index is not active");
+        let mut installs = Installs { active: true, ..Installs::default() };
+        for _ in 0..INSTALLS_QUEUED_MAX {
+            installs.record(&world, &slot);
+        }
+        assert!(!installs.collapsed);
+        installs.record(&world, &slot);
+        assert!(installs.collapsed && installs.added.is_empty() && !installs.is_drained());
+    }
+}

@@ -1,0 +1,189 @@
+//! One test per rule of body search (SPEC 8.6): a body answer only from an index covering
+//! the state read, exact for it; a catalog answer (paths) after the wait otherwise, said
+//! so; a view searches its pin; installs past the queue bound collapse into one
+//! comparison; the index is dropped when idle or too large.
+
+use crate::blob::BlobOp;
+use crate::config::Config;
+use crate::effect::{Read, Request};
+use crate::ids::{RequestId, ViewId};
+use crate::marks::Mark;
+use crate::reply::{Answer, ReadError, ReadOk};
+use crate::search::query::QueryProblem;
+use crate::search::SearchMatch;
+use crate::testkit::{blob_bodies, keys, publish, Harness, Peer};
+use crate::world::Expected;
+use core::time::Duration;
+
+fn search(q: &str, start_after: Option<&str>, limit: u32) -> Read {
+    Read::Search { query: q.into(), start_after: start_after.map(Into::into), limit }
+}
+
+/// The paths and mode of a search's answer.
+fn found(ok: &ReadOk) -> (Vec<&str>, SearchMatch, bool) {
+    match &ok.answer {
+        Answer::Search { entries, matched, more } => {
+            (entries.iter().map(|e| e.path.as_str()).collect(), *matched, *more)
+        }
+        other => panic!("a search's answer, not {other:?}"),
+    }
+}
+
+fn publish_all(h: &mut Harness, writes: &[(u128, &str, &str)]) {
+    for (op, p, body) in writes {
+        h.publish(*op, p, body);
+    }
+    h.settle();
+}
+
+fn is_body_get(op: &BlobOp) -> bool {
+    matches!(op, BlobOp::Get { key } if key.starts_with(&keys().blobs_prefix()))
+}
+
+/// An exact read, so the replica installs what a peer committed.
+fn learn_tip(h: &mut Harness) {
+    let id = h.read(Read::Versions { path: "/x.md".into() });
+    h.settle();
+    h.read_ok(id);
+}
+
+#[test]
+fn a_first_search_builds_the_index_and_answers_from_bodies_exactly() {
+    let mut h = Harness::opened(Config::default());
+    publish_all(
+        &mut h,
+        &[
+            (1, "/a.md", "The big dog barks"),
+            (2, "/b.md", "a dog, big and red"),
+            (3, "/c.md", "no animals here"),
+            (4, "/dog.md", "nothing"),
+        ],
+    );
+    let id = h.read(search("DOG big", None, 0));
+    h.settle();
+    let (paths, matched, more) = found(h.read_ok(id));
+    assert_eq!((paths, matched, more), (vec!["/a.md", "/b.md"], SearchMatch::Body, false));
+    assert_eq!(h.marked(Mark::SearchBodyAnswer), 1);
+
+    let phrase = h.read(search("\"big dog\"", None, 0));
+    h.settle();
+    assert_eq!(found(h.read_ok(phrase)).0, ["/a.md"], "a phrase holds its words in order, adjacent");
+
+    // Paged in path order.
+    let first = h.read(search("dog", None, 1));
+    h.settle();
+    assert_eq!(found(h.read_ok(first)), (vec!["/a.md"], SearchMatch::Body, true));
+    let next = h.read(search("dog", Some("/a.md"), 1));
+    h.settle();
+    assert_eq!(found(h.read_ok(next)), (vec!["/b.md"], SearchMatch::Body, false));
+
+    // A write moves the answer with it once indexed: the old body no longer matches.
+    publish_all(&mut h, &[(5, "/a.md", "a cat now")]);
+    let after = h.read(search("dog", None, 0));
+    h.settle();
+    assert_eq!(found(h.read_ok(after)).0, ["/b.md"]);
+    assert_eq!(h.replica.search_stats().builds, 1);
+}
+
+#[test]
+fn without_an_index_in_time_a_search_answers_from_the_catalog_and_says_so() {
+    let mut h = Harness::opened(blob_bodies(Config::default()));
+    let mut peer = Peer::following(&h);
+    let none = Expected::Absent;
+    peer.commit(&mut h, &[(1, publish("/pets/dog.md", "a cat", none)), (2, publish("/x.md", "dog", none))]);
+    learn_tip(&mut h);
+    let id = h.read(search("dog", None, 0));
+    // The probe finds the peer's slot; the bodies' reads are held back.
+    h.deliver_all_but(is_body_get);
+    assert!(!h.read_replies.contains_key(&id), "it waits for the index");
+    h.advance(Duration::from_secs(1));
+    h.fire_timer();
+    h.deliver_all_but(is_body_get);
+    let (paths, matched, _) = found(h.read_ok(id));
+    assert_eq!((paths, matched), (vec!["/pets/dog.md"], SearchMatch::Catalog), "paths only, flagged");
+    assert_eq!(h.marked(Mark::SearchCatalogAnswer), 1);
+
+    // Once the bodies arrive, the same search answers from them.
+    h.settle();
+    let again = h.read(search("dog", None, 0));
+    h.settle();
+    assert_eq!(found(h.read_ok(again)), (vec!["/x.md"], SearchMatch::Body, false));
+    assert_eq!(h.marked(Mark::SearchWaitedForIndex), 0, "the index covered it at once");
+}
+
+#[test]
+fn a_search_that_waits_for_the_index_answers_from_bodies_when_it_covers_in_time() {
+    let mut h = Harness::opened(blob_bodies(Config::default()));
+    let mut peer = Peer::following(&h);
+    peer.commit(&mut h, &[(1, publish("/x.md", "dog", Expected::Absent))]);
+    learn_tip(&mut h);
+    let id = h.read(search("dog", None, 0));
+    h.deliver_all_but(is_body_get);
+    h.advance(Duration::from_millis(500));
+    h.settle();
+    assert_eq!(found(h.read_ok(id)), (vec!["/x.md"], SearchMatch::Body, false));
+    assert_eq!(h.marked(Mark::SearchWaitedForIndex), 1);
+}
+
+#[test]
+fn a_views_searches_answer_from_its_pin() {
+    let mut h = Harness::opened(Config::default());
+    publish_all(&mut h, &[(1, "/a.md", "red fox"), (2, "/b.md", "blue fox")]);
+    let view = |h: &mut Harness, pinned: Option<u64>, q: &str| -> RequestId {
+        h.request(Request::ViewRead { view: ViewId(3), pinned, read: search(q, None, 0) })
+    };
+    let first = view(&mut h, None, "fox");
+    h.settle();
+    let pinned = h.read_ok(first).at_sequence;
+    assert_eq!(found(h.read_ok(first)).0, ["/a.md", "/b.md"]);
+    publish_all(&mut h, &[(3, "/a.md", "green owl"), (4, "/c.md", "grey fox")]);
+    let later = view(&mut h, Some(pinned), "fox");
+    h.settle();
+    assert_eq!(h.read_ok(later).at_sequence, pinned);
+    assert_eq!(found(h.read_ok(later)), (vec!["/a.md", "/b.md"], SearchMatch::Body, false));
+    assert!(h.marked(Mark::SearchBodyBehindTip) >= 1);
+    let tip = h.read(search("fox", None, 0));
+    h.settle();
+    assert_eq!(found(h.read_ok(tip)).0, ["/b.md", "/c.md"]);
+}
+
+#[test]
+fn an_idle_index_is_dropped_and_built_again_on_the_next_search() {
+    let config = Config { search_idle_max: Duration::from_secs(60), ..Config::default() };
+    let mut h = Harness::opened(config);
+    publish_all(&mut h, &[(1, "/a.md", "word")]);
+    let id = h.read(search("word", None, 0));
+    h.run();
+    assert_eq!(found(h.read_ok(id)).1, SearchMatch::Body);
+    h.advance(Duration::from_secs(61));
+    h.run();
+    assert_eq!(h.marked(Mark::SearchIndexIdle), 1);
+    assert_eq!(h.replica.search_index_bytes(), 0);
+    let again = h.read(search("word", None, 0));
+    h.run();
+    assert_eq!(found(h.read_ok(again)).1, SearchMatch::Body);
+    assert_eq!(h.replica.search_stats().builds, 2);
+}
+
+#[test]
+fn an_index_past_its_bound_is_dropped_and_searches_answer_from_the_catalog() {
+    let config = Config { search_bytes_max: 200, ..Config::default() };
+    let mut h = Harness::opened(config);
+    let body = (0..50).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
+    publish_all(&mut h, &[(1, "/w0.md", &body)]);
+    let id = h.read(search("w0", None, 0));
+    h.settle();
+    h.advance(Duration::from_secs(1));
+    h.fire_timer();
+    assert_eq!(found(h.read_ok(id)), (vec!["/w0.md"], SearchMatch::Catalog, false));
+    assert_eq!(h.marked(Mark::SearchIndexOverBudget), 1);
+    assert_eq!(h.replica.search_index_bytes(), 0);
+}
+
+#[test]
+fn a_query_with_no_word_is_refused_with_the_reason() {
+    let mut h = Harness::opened(Config::default());
+    let id = h.read(search(" \"\" ;", None, 0));
+    h.settle();
+    assert_eq!(h.read_replies.get(&id), Some(&Err(ReadError::InvalidQuery(QueryProblem::Empty))));
+}

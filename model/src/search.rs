@@ -1,0 +1,76 @@
+//! Body search as SPEC 8.6 states it, written without the kernel's code: a text's words,
+//! a query's parts, and whether a text matches. The checker judges every search answer
+//! with these.
+
+/// The words of `text`: runs of alphanumeric characters, each character lowercased on
+/// its own.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        } else if !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// The words of a body: bytes that are not UTF-8 read as U+FFFD.
+pub fn body_words(body: &[u8]) -> Vec<String> {
+    words(&String::from_utf8_lossy(body))
+}
+
+/// A query's parts (each a word, or a phrase of several), or None when it holds no word.
+/// Text inside a pair of quotes is a phrase; an unclosed quote runs to the end.
+pub fn query_parts(query: &str) -> Option<Vec<Vec<String>>> {
+    let mut parts = Vec::new();
+    let mut quoted = false;
+    let mut piece = String::new();
+    let flush = |piece: &mut String, quoted: bool, parts: &mut Vec<Vec<String>>| {
+        let w = words(piece);
+        if quoted {
+            if !w.is_empty() {
+                parts.push(w);
+            }
+        } else {
+            parts.extend(w.into_iter().map(|w| vec![w]));
+        }
+        piece.clear();
+    };
+    for c in query.chars() {
+        if c == '"' {
+            flush(&mut piece, quoted, &mut parts);
+            quoted = !quoted;
+        } else {
+            piece.push(c);
+        }
+    }
+    flush(&mut piece, quoted, &mut parts);
+    (!parts.is_empty()).then_some(parts)
+}
+
+/// Whether a text of these words holds every part: a word anywhere, a phrase's words
+/// adjacent and in order.
+pub fn holds(text: &[String], parts: &[Vec<String>]) -> bool {
+    parts.iter().all(|part| (0..text.len()).any(|i| text[i..].starts_with(part)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_as_the_spec_states_them() {
+        assert_eq!(words("Ab-CD  é1"), ["ab", "cd", "é1"]);
+        let parts = query_parts(r#"x "b  c" "d"#).unwrap();
+        assert_eq!(parts, [vec!["x"], vec!["b", "c"], vec!["d"]]);
+        assert!(holds(&words("a b c x"), &parts[..2]));
+        assert!(!holds(&words("c b x"), &parts[..2]));
+        assert_eq!(query_parts(" \"\" "), None);
+    }
+}
