@@ -228,6 +228,47 @@ mod tests {
         assert_eq!(index.bodies.len(), 300);
     }
 
+    const WORDS: [&str; 6] = ["a", "b", "c", "dd", "Ée", "f1"];
+
+    fn text(picks: &[u8]) -> String {
+        picks.iter().map(|p| WORDS[*p as usize % WORDS.len()]).collect::<Vec<_>>().join(" ")
+    }
+
+    proptest::proptest! {
+        /// Through any inserts and removes, the index finds exactly the bodies a plain
+        /// scan of their words matches.
+        #[test]
+        fn the_index_agrees_with_a_scan_of_every_body(
+            bodies in proptest::collection::vec(proptest::collection::vec(0u8..6, 0..12), 1..24),
+            removed in proptest::collection::vec(proptest::bool::ANY, 24),
+            queries in proptest::collection::vec((proptest::collection::vec(0u8..6, 1..4), proptest::bool::ANY), 1..8),
+        ) {
+            let mut index = ContentIndex::default();
+            let mut held = std::collections::BTreeMap::new();
+            for picks in &bodies {
+                let (h, b) = body(&text(picks));
+                index.insert(h, &b);
+                held.insert(h, b);
+            }
+            for ((h, _), gone) in held.clone().iter().zip(&removed) {
+                if *gone {
+                    index.remove(h);
+                    held.remove(h);
+                }
+            }
+            for (picks, phrase) in &queries {
+                let words = text(picks);
+                let q = Query::parse(&if *phrase { format!("\"{words}\"") } else { words }).unwrap();
+                let mut expected: Vec<Hash32> =
+                    held.iter().filter(|(_, b)| q.matches(&body_words(b))).map(|(h, _)| *h).collect();
+                expected.sort();
+                let mut got = index.matching(&q);
+                got.sort();
+                proptest::prop_assert_eq!(got, expected);
+            }
+        }
+    }
+
     #[test]
     fn varints_round_trip() {
         let values = [0, 1, 127, 128, 300, 16_383, 16_384, u32::MAX];
