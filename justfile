@@ -150,7 +150,7 @@ madsim-sweep SEEDS="20":
     RUSTFLAGS="--cfg madsim" CARGO_TARGET_DIR=target-madsim cargo build -q -p slotlog-dsim --bin slotlog-dsim
     for s in $(seq 1 {{SEEDS}}); do for sc in driver-race driver-crash; do target-madsim/debug/slotlog-dsim $sc --seed $s --json > /dev/null || { echo "FAIL: just madsim $sc $s"; exit 1; }; done; done; echo "madsim: 2 scenarios x {{SEEDS}} seeds passed"
 
-# loom's model checker over the atomics the driver loop shares with its tasks and handles
+# loom's model checker over the atomics and locks the driver loop shares with its tasks and handles
 # (driver/src/sync.rs picks loom's under `--cfg slotlog_loom`: tokio reads `cfg(loom)`
 # itself), in its own target directory, so the main build is untouched. Not in `just test`.
 loom:

@@ -19,10 +19,11 @@ use slotlog_kernel::{Read, ReadOk, Reply, Request};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// Views held per caller, for [`World::view_for`].
+/// Views held per caller, for [`World::view_for`]: taken and given back by handles on
+/// any thread (the loom tests below explore their interleavings).
 #[derive(Default)]
 pub(crate) struct Callers {
-    held: Mutex<HashMap<String, usize>>,
+    held: crate::sync::Mutex<HashMap<String, usize>>,
 }
 
 impl Callers {
@@ -154,5 +155,42 @@ impl Drop for View {
 impl std::fmt::Debug for View {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("View").field("id", &self.id.0).field("pinned_at", &self.pinned_at()).finish()
+    }
+}
+
+/// `just loom`: the per-caller bound, taken and given back by handles on several threads.
+#[cfg(all(test, slotlog_loom))]
+mod loom_tests {
+    use super::Callers;
+    use loom::sync::Arc;
+
+    /// Two handles of one caller take a view at once with one left under the bound:
+    /// exactly one gets it, whatever the interleaving; a third thread giving a view back
+    /// meanwhile never lets the count go below zero or stay above the bound, and once
+    /// every view is given back the caller holds nothing.
+    #[test]
+    fn the_bound_holds_under_concurrent_takes_and_every_view_given_back_frees_it() {
+        loom::model(|| {
+            let callers = Arc::new(Callers::default());
+            callers.take("alice", 2).expect("the first of two");
+            let take = |c: Arc<Callers>| loom::thread::spawn(move || c.take("alice", 2).is_ok());
+            let (a, b) = (take(callers.clone()), take(callers.clone()));
+            let giver = {
+                let c = callers.clone();
+                loom::thread::spawn(move || c.give_back("alice"))
+            };
+            let (a, b) = (a.join().expect("a"), b.join().expect("b"));
+            giver.join().expect("the giver");
+            let held = *callers.held.lock().expect("unpoisoned").get("alice").unwrap_or(&0);
+            // The giver may have run before both takes (both succeed) or after (one does):
+            // one held at the start, plus each take that succeeded, less the give-back.
+            assert!(a || b, "one view was left under the bound");
+            assert_eq!(held, usize::from(a) + usize::from(b), "every take counted once, the give-back once");
+            assert!(held <= 2, "never above the bound");
+            for _ in 0..held {
+                callers.give_back("alice");
+            }
+            assert!(callers.held.lock().expect("unpoisoned").is_empty(), "nothing held once all are back");
+        });
     }
 }

@@ -109,6 +109,11 @@ pub struct Config {
     pub search_fetches_max: usize,
     /// Body bytes indexed in one step, so indexing never holds the replica for long.
     pub search_step_bytes_max: usize,
+    /// A writable replica starts its search index as soon as it opens, off the commit
+    /// path, rather than on its first search (the record's near-duplicate gate wanted an
+    /// index from the first write). Off by default: an index costs memory and body reads
+    /// nobody may want. A read-only replica never warms.
+    pub search_warm_at_open: bool,
     /// Backlog slots the feed keeps decoded for watchers catching up together.
     pub feed_slots_cached_max: usize,
     /// The feed's slot cache (slots read for subscribers catching up) empties after this
@@ -347,6 +352,7 @@ impl Default for Config {
             search_bytes_max: 1 << 30,
             search_fetches_max: 16,
             search_step_bytes_max: 1 << 20,
+            search_warm_at_open: false,
             feed_slots_idle: Duration::from_secs(30 * 60),
             watch_poll: Duration::from_secs(5),
             turns: true,

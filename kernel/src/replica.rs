@@ -388,6 +388,9 @@ impl Replica {
                     self.feed.watch(id, cursor, credit, &sn, &mut self.io);
                 }
                 self.snapshot = Some(*sn);
+                if self.search.warms_at_open() && !self.io.read_only {
+                    self.search.touch(now);
+                }
                 Ok(())
             }
             Progress::Failed(reason) => Err(reason),

@@ -187,3 +187,24 @@ fn a_query_with_no_word_is_refused_with_the_reason() {
     h.settle();
     assert_eq!(h.read_replies.get(&id), Some(&Err(ReadError::InvalidQuery(QueryProblem::Empty))));
 }
+
+#[test]
+fn a_writable_replica_set_to_warm_builds_its_index_at_open_and_a_read_only_one_does_not() {
+    let warm = Config { search_warm_at_open: true, ..Config::default() };
+    // Opened without firing timers: `opened` would run on to the index's idle age.
+    let mut h = Harness::new(warm.clone());
+    h.settle();
+    assert!(h.replica.is_open());
+    assert_eq!(h.replica.search_stats().builds, 1, "started at open, before any search");
+    publish_all(&mut h, &[(1, "/a.md", "warm words")]);
+    let id = h.read(search("warm", None, 0));
+    h.settle();
+    assert_eq!(found(h.read_ok(id)), (vec!["/a.md"], SearchMatch::Body, false));
+    assert_eq!(h.replica.search_stats().builds, 1);
+    let lazy = Harness::opened(Config::default());
+    assert_eq!(lazy.replica.search_stats().builds, 0, "the default waits for a search");
+    let mut reader = Harness::with_store(Config { read_only: true, ..warm }, h.store.clone(), 5);
+    reader.settle();
+    assert!(reader.replica.is_open());
+    assert_eq!(reader.replica.search_stats().builds, 0, "a read-only replica never warms");
+}

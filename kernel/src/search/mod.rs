@@ -110,6 +110,7 @@ pub(crate) struct Search {
     bytes_max: usize,
     fetches_max: usize,
     step_bytes_max: usize,
+    warm_at_open: bool,
     /// How long a replaced body stays indexed for views still pinned where it was.
     retire_after: Duration,
     active: bool,
@@ -141,6 +142,7 @@ impl Search {
             bytes_max: config.search_bytes_max,
             fetches_max: config.search_fetches_max,
             step_bytes_max: config.search_step_bytes_max,
+            warm_at_open: config.search_warm_at_open,
             retire_after: config.view_age_max,
             active: false,
             rescan: false,
@@ -155,6 +157,11 @@ impl Search {
             retired: VecDeque::new(),
             stats: SearchStats::default(),
         }
+    }
+
+    /// Whether the index starts when the replica opens (`search_warm_at_open`).
+    pub fn warms_at_open(&self) -> bool {
+        self.warm_at_open
     }
 
     /// How long a search waits for an index covering its state.
