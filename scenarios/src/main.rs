@@ -339,6 +339,27 @@ enum Command {
         #[arg(long, default_value = "worlds/w")]
         prefix: String,
     },
+    /// Body search of a world in a store, from a read-only replica: documents whose body
+    /// holds every word and quoted phrase of QUERY, in path order; the first line says
+    /// whether bodies answered or only the catalog (paths) did within --wait-s. A query
+    /// with no word is a usage error (exit 2).
+    Search {
+        #[arg(long)]
+        store: String,
+        #[arg(long, default_value = "worlds/w")]
+        prefix: String,
+        /// Words and "quoted phrases".
+        query: String,
+        /// Page on after this path.
+        #[arg(long)]
+        start_after: Option<String>,
+        /// The most documents to print (1 to 1,000).
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+        limit: u32,
+        /// Seconds to keep asking while the index is built before settling for the catalog.
+        #[arg(long, default_value_t = 30.0)]
+        wait_s: f64,
+    },
     /// Benchmarks of the production driver on local disk.
     Bench {
         #[command(subcommand)]
@@ -616,6 +637,21 @@ fn main() -> ExitCode {
         }
         Command::Inspect { store, prefix } => {
             tool_exit(block_on(slotlog_scenarios::tools::inspect::run(&store, &prefix)))
+        }
+        Command::Search { store, prefix, query, start_after, limit, wait_s } => {
+            if let Err(problem) = slotlog_kernel::search::query::Query::parse(&query) {
+                eprintln!("slotlog: {problem}");
+                return ExitCode::from(exit::USAGE);
+            }
+            let args = slotlog_scenarios::tools::search::Args {
+                url: store,
+                prefix,
+                query,
+                start_after,
+                limit,
+                wait_s,
+            };
+            tool_exit(block_on(slotlog_scenarios::tools::search::run(args)))
         }
         Command::Bench { bench: Bench::ColdStart { docs, slots_after, dir, keep, cache, json } } => {
             let args = cold_start::Args { docs, slots_after, dir, keep, cache };

@@ -5,6 +5,7 @@ pub mod bench_checkpoint_step;
 pub mod bench_cold_start;
 pub mod inspect;
 pub mod log_scan;
+pub mod search;
 pub mod settle;
 pub mod verify;
 pub mod writer;
