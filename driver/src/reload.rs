@@ -47,6 +47,10 @@ pub struct WorldStats {
     pub collector: CollectorStats,
     /// The current replica's views: pinned, expired, refused, and what pins hold now.
     pub views: slotlog_kernel::ViewStats,
+    /// The current replica's body search: answers by mode, index builds, bodies indexed.
+    pub search: slotlog_kernel::search::SearchStats,
+    /// Bytes the current replica's search index holds, as counted (0 when it has none).
+    pub search_index_bytes: usize,
     /// Writes timed, slow writes, samples dropped (docs/OPERATIONS.md, "Telemetry").
     pub telemetry: crate::telemetry::TelemetryStats,
 }

@@ -164,6 +164,8 @@ impl Loop {
         let r = &self.replica;
         stats.add_replica(&r.stats(), r.compactor_stats(), r.collector_stats());
         stats.views = r.view_stats();
+        stats.search = r.search_stats().clone();
+        stats.search_index_bytes = r.search_index_bytes();
         if let Some(plan) = &self.hints_plan {
             stats.hints = plan.counters.snapshot();
         }

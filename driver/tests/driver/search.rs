@@ -53,6 +53,10 @@ async fn a_search_answers_from_bodies_pages_and_follows_writes() {
         "the write, once indexed"
     );
 
+    let stats = world.stats().await.unwrap();
+    assert!(stats.search.body_answers >= 5 && stats.search.builds == 1, "{:?}", stats.search);
+    assert!(stats.search_index_bytes > 0);
+
     let refused = world.search(" \"\" ", None, 0).await.unwrap_err();
     assert!(matches!(refused, Error::Read(_)) && refused.kind() == ErrorKind::InvalidInput, "{refused:?}");
     drop(view);
