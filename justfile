@@ -132,6 +132,8 @@ soak48 SEEDS="1..8": build
 # a merge (SIZES="docs:changed ..." picks rows; 10^6 takes minutes and GB under TMPDIR);
 # `just bench gate` runs the record's gate, 250 writes/s for 10 minutes on a million
 # documents with a follower (minutes and about 9 GB; `just bench gate --duration-s 60`);
+# `just bench search` builds worlds of 10^4 to 10^6 documents of words and measures the
+# first body answer after open, the index's memory and query latency (SIZES="docs ...");
 # `just bench peers` runs slotlog's driver beside SlateDB and delta-rs (bench/peers, its
 # own workspace: it builds only that, never the simulator; arguments after `peers` go to
 # it, e.g. `just bench peers --duration-s 30`). Each writes its rows to target/bench/WHAT.json

@@ -496,6 +496,30 @@ enum Bench {
         #[arg(long)]
         json: bool,
     },
+    /// Build a world of N documents of words with a full checkpoint, open it in another
+    /// process and search it: how long until a search answers from bodies, what the
+    /// index holds in memory, and query latency over a fixed set (issue 20).
+    Search {
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+        docs: u64,
+        /// Build the world here (absent or empty); default: a temp dir, removed after.
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+        /// Keep the world's directory afterwards.
+        #[arg(long)]
+        keep: bool,
+        /// Print one JSON object instead of the readable report.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The searching half of `search`, run as its own process; prints JSON.
+    #[command(hide = true)]
+    SearchOpen {
+        #[arg(long)]
+        dir: std::path::PathBuf,
+        #[arg(long)]
+        docs: u64,
+    },
     /// The opening half of `cold-start`, run as its own process; prints JSON.
     #[command(hide = true)]
     ColdStartOpen {
@@ -664,6 +688,16 @@ fn main() -> ExitCode {
             // The world's directory goes only after the report is out.
             let (report, _dir) = checkpoint_step::run(&args);
             tool_exit(report.map(|r| print_bench(&r, json, r.text())))
+        }
+        Command::Bench { bench: Bench::Search { docs, dir, keep, json } } => {
+            let args = slotlog_scenarios::tools::bench_search::Args { docs, dir, keep };
+            let (report, _dir) = slotlog_scenarios::tools::bench_search::run(&args);
+            tool_exit(report.map(|r| print_bench(&r, json, r.text())))
+        }
+        Command::Bench { bench: Bench::SearchOpen { dir, docs } } => {
+            let report = block_on(slotlog_scenarios::tools::bench_search::search_open(&dir, docs))
+                .map(|r| println!("{}", serde_json::to_string(&r).expect("a report serializes")));
+            tool_exit(report.map(|()| true))
         }
         Command::Bench { bench: Bench::ColdStartOpen { dir, cache_dir } } => {
             let report = block_on(cold_start::open(&dir, cache_dir.as_deref()))

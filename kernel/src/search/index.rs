@@ -6,10 +6,12 @@
 //! body keeps its words in order as varint word ids, for phrases. A word no body holds
 //! any more is forgotten and its id reused, as is a removed body's.
 
-use super::query::{body_words, Query};
+#[cfg(test)]
+use super::query::body_words;
+use super::query::{fold_into, raw_words, Query};
 use crate::hash::Hash32;
 use roaring::RoaringBitmap;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 struct Indexed {
     hash: Hash32,
@@ -57,14 +59,23 @@ impl ContentIndex {
         let id = self.free_body_ids.pop().unwrap_or(self.bodies.len() as u32);
         let mut encoded = Vec::new();
         let mut cost = ENTRY_OVERHEAD + 32;
-        for word in body_words(body) {
-            let (word_id, new_bytes) = self.word_id(word);
+        let mut distinct = Vec::new();
+        // One buffer for every word's folded form: a word already known costs no
+        // allocation.
+        let mut folded = String::new();
+        for word in raw_words(&String::from_utf8_lossy(body)) {
+            folded.clear();
+            fold_into(word, &mut folded);
+            let (word_id, new_bytes) = self.word_id(&folded);
             cost += new_bytes;
-            let (_, posting) = &mut self.words[word_id as usize];
-            if posting.insert(id) {
-                cost += 4;
-            }
+            distinct.push(word_id);
             push_varint(&mut encoded, word_id);
+        }
+        distinct.sort_unstable();
+        distinct.dedup();
+        for word_id in distinct {
+            self.words[word_id as usize].1.insert(id);
+            cost += 4;
         }
         cost += encoded.len();
         let indexed = Indexed { hash, words: encoded.into_boxed_slice(), cost };
@@ -77,8 +88,8 @@ impl ContentIndex {
         self.body_ids.insert(hash, id);
     }
 
-    fn word_id(&mut self, word: String) -> (u32, usize) {
-        if let Some(&id) = self.word_ids.get(word.as_str()) {
+    fn word_id(&mut self, word: &str) -> (u32, usize) {
+        if let Some(&id) = self.word_ids.get(word) {
             return (id, 0);
         }
         let word: Box<str> = word.into();
@@ -117,30 +128,52 @@ impl ContentIndex {
 
     /// The bodies matching `query`: those holding every word, then, for phrases, those
     /// holding each phrase's words in order.
+    #[cfg(test)]
     pub fn matching(&self, query: &Query) -> Vec<Hash32> {
-        let mut candidates: Option<RoaringBitmap> = None;
+        let Some(c) = self.candidates(query) else { return Vec::new() };
+        c.ids.iter().filter(|id| self.holds(*id, &c)).filter_map(|id| self.hash_of(id).copied()).collect()
+    }
+
+    /// The bodies holding every word of `query` (None: a word no body holds), with its
+    /// phrases as word ids, for [`ContentIndex::holds`] to check.
+    pub fn candidates(&self, query: &Query) -> Option<Candidates> {
+        let mut ids: Option<RoaringBitmap> = None;
         for word in query.parts().iter().flatten() {
-            let Some(&id) = self.word_ids.get(word.as_str()) else { return Vec::new() };
-            let posting = &self.words[id as usize].1;
-            candidates = Some(match candidates {
+            let posting = &self.words[*self.word_ids.get(word.as_str())? as usize].1;
+            ids = Some(match ids {
                 None => posting.clone(),
                 Some(c) => c & posting,
             });
         }
-        let phrases: Vec<Vec<u32>> = query
+        let phrases = query
             .parts()
             .iter()
             .filter(|p| p.len() > 1)
             .map(|p| p.iter().map(|w| self.word_ids[w.as_str()]).collect())
             .collect();
-        let candidates = candidates.unwrap_or_default();
-        candidates
-            .iter()
-            .filter_map(|id| self.bodies[id as usize].as_ref())
-            .filter(|b| phrases.is_empty() || holds_phrases(&b.words, &phrases))
-            .map(|b| b.hash)
-            .collect()
+        Some(Candidates { ids: ids.unwrap_or_default(), phrases })
     }
+
+    /// Whether candidate body `id` holds the candidates' phrases.
+    pub fn holds(&self, id: u32, c: &Candidates) -> bool {
+        c.phrases.is_empty()
+            || self.bodies[id as usize].as_ref().is_some_and(|b| holds_phrases(&b.words, &c.phrases))
+    }
+
+    pub fn body_id(&self, hash: &Hash32) -> Option<u32> {
+        self.body_ids.get(hash).copied()
+    }
+
+    pub fn hash_of(&self, id: u32) -> Option<&Hash32> {
+        self.bodies.get(id as usize)?.as_ref().map(|b| &b.hash)
+    }
+}
+
+/// What a query needs of a body: its words (the ids of the bodies holding them all), and
+/// its phrases as word ids.
+pub(crate) struct Candidates {
+    pub ids: RoaringBitmap,
+    phrases: Vec<Vec<u32>>,
 }
 
 fn holds_phrases(words: &[u8], phrases: &[Vec<u32>]) -> bool {

@@ -28,15 +28,15 @@ use bytes::Bytes;
 use core::time::Duration;
 use index::ContentIndex;
 use query::{words, Query};
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// More installs than this queued for the index collapse into one comparison with the
 /// served state (the record's amendment: 1,024).
 pub const INSTALLS_QUEUED_MAX: usize = 1_024;
 
-/// Past this many matching bodies, a page is found by walking documents in path order
-/// rather than by sorting every matching body's documents.
-const SCAN_ABOVE_BODIES: usize = 1_024;
+/// Past this many bodies holding a query's words, a page is found by walking documents in
+/// path order rather than by sorting every matching body's documents.
+const SCAN_ABOVE_BODIES: u64 = 1_024;
 
 /// How a search answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -362,16 +362,20 @@ impl Search {
         start_after: Option<&str>,
         limit: usize,
     ) -> (Vec<IndexEntry>, bool) {
-        let matching = self.index.matching(query);
-        if matching.len() > SCAN_ABOVE_BODIES {
-            // Many bodies match: walking documents in order finds a page soonest.
-            let matching: HashSet<Hash32> = matching.into_iter().collect();
+        let Some(candidates) = self.index.candidates(query) else { return (Vec::new(), false) };
+        if candidates.ids.len() > SCAN_ABOVE_BODIES {
+            // Many bodies hold the words: walking documents in path order finds a page
+            // soonest, checking phrases only for the documents it passes.
             let from = start_after.map_or(String::new(), |a| format!("{a}\0"));
-            let found = world.documents_from(&from).filter(|(_, d)| matching.contains(&d.entry.body_hash));
+            let found = world.documents_from(&from).filter(|(_, d)| {
+                let id = self.index.body_id(&d.entry.body_hash);
+                id.is_some_and(|id| candidates.ids.contains(id) && self.index.holds(id, &candidates))
+            });
             return page(world, found.map(|(p, _)| p), limit);
         }
         let mut paths: Vec<&Path> = Vec::new();
-        for hash in &matching {
+        for id in candidates.ids.iter().filter(|id| self.index.holds(*id, &candidates)) {
+            let Some(hash) = self.index.hash_of(id) else { continue };
             // Each body's documents in order: a page needs at most limit + 1 of each.
             paths.extend(world.paths_with_body(hash, start_after).take(limit + 1));
         }

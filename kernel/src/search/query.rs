@@ -33,11 +33,26 @@ pub enum QueryProblem {
 
 /// The words of `text`, in order.
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(fold)
+    raw_words(text).map(|w| {
+        let mut folded = String::with_capacity(w.len());
+        fold_into(w, &mut folded);
+        folded
+    })
 }
 
-fn fold(word: &str) -> String {
-    word.chars().flat_map(char::to_lowercase).collect()
+/// The runs of alphanumeric characters of `text`, as they are.
+pub(crate) fn raw_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+}
+
+/// Appends `word` lowercased character by character to `out`. ASCII is the common case,
+/// and its lowercase mapping is the ASCII one.
+pub(crate) fn fold_into(word: &str, out: &mut String) {
+    if word.is_ascii() {
+        out.extend(word.bytes().map(|b| b.to_ascii_lowercase() as char));
+    } else {
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
 }
 
 /// The words of a body's bytes.

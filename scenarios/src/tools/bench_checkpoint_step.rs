@@ -278,7 +278,7 @@ async fn read_blocks(
 
 /// Creates the fold's objects `stored` lacks, each level once the one it names is stored,
 /// then (if asked) the checkpoint object. Returns the objects created and their bytes.
-async fn create(
+pub(crate) async fn create(
     blobs: &Arc<ObjectStoreBlobs>,
     keys: &Keys,
     folded: &Folded,

@@ -3,6 +3,7 @@
 
 pub mod bench_checkpoint_step;
 pub mod bench_cold_start;
+pub mod bench_search;
 pub mod inspect;
 pub mod log_scan;
 pub mod search;
