@@ -74,7 +74,13 @@ impl ContentIndex {
         distinct.sort_unstable();
         distinct.dedup();
         for word_id in distinct {
-            self.words[word_id as usize].1.insert(id);
+            // A new body's id is past every id a posting holds unless it was reused: an
+            // append, not a search through the posting's container (half of `insert`'s
+            // time at 100,000 bodies, `bench search`).
+            let posting = &mut self.words[word_id as usize].1;
+            if posting.try_push(id).is_err() {
+                posting.insert(id);
+            }
             cost += 4;
         }
         cost += encoded.len();
@@ -300,6 +306,44 @@ mod tests {
                 proptest::prop_assert_eq!(got, expected);
             }
         }
+    }
+
+    #[test]
+    fn an_indexed_body_holds_the_words_the_tokenizer_finds() {
+        let text = "Σίσυφος ROLLS the Stone, straße 42 x\u{FFFD}y ÀB café";
+        let mut index = ContentIndex::default();
+        let (h, b) = body(text);
+        index.insert(h, &b);
+        let indexed = index.bodies[0].as_ref().unwrap();
+        let got: Vec<String> = varints(&indexed.words)
+            .map(|id| index.words[id as usize].0.as_deref().unwrap().to_string())
+            .collect();
+        assert_eq!(got, body_words(text.as_bytes()));
+        let mut invalid = b"abc".to_vec();
+        invalid.extend([0xff, b'D', b'e']);
+        let h = Hash32::of(&invalid);
+        index.insert(h, &invalid);
+        assert_eq!(matching(&index, "de"), vec![h]);
+    }
+
+    #[test]
+    fn a_reused_body_id_joins_the_postings_it_belongs_to() {
+        let mut index = ContentIndex::default();
+        let (a, ab) = body("red dog");
+        let (b, bb) = body("red cat");
+        let (c, cb) = body("red cat dog");
+        index.insert(a, &ab);
+        index.insert(b, &bb);
+        index.remove(&a);
+        // c takes a's id, below b's: every posting it joins already holds a larger id.
+        index.insert(c, &cb);
+        let mut both = vec![b, c];
+        both.sort();
+        assert_eq!(matching(&index, "red cat"), both);
+        assert_eq!(matching(&index, "dog"), vec![c]);
+        index.remove(&b);
+        index.remove(&c);
+        assert_eq!(index.bytes(), 0);
     }
 
     #[test]

@@ -393,9 +393,17 @@ pub(crate) fn catalog_page(
     limit: usize,
 ) -> (Vec<IndexEntry>, bool) {
     let from = start_after.map_or(String::new(), |a| format!("{a}\0"));
+    // A cheap test first: an ASCII path holds a word only if it holds it as a substring,
+    // ignoring ASCII case (the fold of an ASCII word is its ASCII lowercase).
+    let ascii: Vec<&[u8]> =
+        query.parts().iter().flatten().filter(|w| w.is_ascii()).map(|w| w.as_bytes()).collect();
+    let may_hold = |path: &str| {
+        !path.is_ascii()
+            || ascii.iter().all(|w| path.as_bytes().windows(w.len()).any(|b| b.eq_ignore_ascii_case(w)))
+    };
     let found = world
         .documents_from(&from)
-        .filter(|(p, _)| query.matches(&words(p.as_str()).collect::<Vec<_>>()))
+        .filter(|(p, _)| may_hold(p.as_str()) && query.matches(&words(p.as_str()).collect::<Vec<_>>()))
         .map(|(p, _)| p)
         .take(limit + 1);
     page(world, found, limit)
