@@ -41,7 +41,7 @@ sim SCENARIO="single" SEED="1": build
 # Every run ends in a settle phase with the faults stopped (docs/SIMULATION.md). Together
 # these runs hit every required coverage mark (66; coverage_missed empty,
 # scripts/coverage-table.py lists who reaches each in docs/GUARANTEES.md). `just soak`
-# is 72,300 runs over every scenario. The driver under madsim is `just madsim-sweep` (its
+# is 73,100 runs over every scenario. The driver under madsim is `just madsim-sweep` (its
 # own build, ~3 min).
 test:
     #!/usr/bin/env bash
@@ -98,7 +98,7 @@ repro SCENARIO SEED: build
 # Long soak: many more seeds than CI runs, every scenario of `sweep all`, each given
 # seeds in inverse proportion to its cost a seed (docs/SIMULATION.md, "Soak"), so each
 # takes a like share of the time and the cheap fault-heavy ones the most seeds. SCALE
-# multiplies every count (SCALE=1: 72,300 runs, about 2.6 hours on 2 cores by the measured
+# multiplies every count (SCALE=1: 73,100 runs, about 2.8 hours on 2 cores by the measured
 # seeds a minute). One JSON line a run goes to target/soak/runs.jsonl, the per-scenario
 # summaries to target/soak/summary.txt, the marks hit summed in target/soak/coverage.json.
 # Not part of `just test`.
@@ -111,7 +111,7 @@ soak SCALE="1": build
     rm -f target/soak/coverage.json
     failed=0
     for mix in conflicts:40000 faults,crash:8000 single,reads,views,fast2,watchpoll:2000 race,open300:1500 \
-        watch,saturate,collect:800 overload:400 compact:300 edges:200; do
+        watch,saturate,collect,search:800 overload:400 compact:300 edges:200; do
         seeds=$(( ${mix##*:} * {{SCALE}} ))
         {{slotlog}} sweep "${mix%%:*}" --seeds "1..$seeds" --json \
             --coverage-file target/soak/coverage.json >> target/soak/runs.jsonl \

@@ -25,6 +25,25 @@ pub fn body_words(body: &[u8]) -> Vec<String> {
     words(&String::from_utf8_lossy(body))
 }
 
+/// The words of a body, by its hash: the checker judges hundreds of searches against the
+/// same few thousand bodies, and tokenizing them again for each was most of a `search`
+/// run's time. A body's words depend only on its bytes, so the cache cannot be stale; it
+/// is emptied past `CACHED_BODIES_MAX` bodies.
+pub fn body_words_cached(hash: [u8; 32], body: &[u8]) -> std::rc::Rc<Vec<String>> {
+    const CACHED_BODIES_MAX: usize = 65_536;
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<[u8; 32], std::rc::Rc<Vec<String>>>> =
+            Default::default();
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= CACHED_BODIES_MAX {
+            cache.clear();
+        }
+        cache.entry(hash).or_insert_with(|| std::rc::Rc::new(body_words(body))).clone()
+    })
+}
+
 /// A query's parts (each a word, or a phrase of several), or None when it holds no word.
 /// Text inside a pair of quotes is a phrase; an unclosed quote runs to the end.
 pub fn query_parts(query: &str) -> Option<Vec<Vec<String>>> {

@@ -397,9 +397,9 @@ fn answer_agrees(model: &ModelWorld, read: &Read, answer: &Answer) -> bool {
             let paths: Vec<String> = model
                 .documents()
                 .filter(|(p, d)| match matched {
-                    SearchMatch::Body => model
-                        .body(p, d.version)
-                        .is_some_and(|b| crate::search::holds(&crate::search::body_words(b), &parts)),
+                    SearchMatch::Body => model.body(p, d.version).is_some_and(|b| {
+                        crate::search::holds(&crate::search::body_words_cached(d.body_hash, b), &parts)
+                    }),
                     SearchMatch::Catalog => crate::search::holds(&crate::search::words(p), &parts),
                 })
                 .map(|(p, _)| p.to_string())
