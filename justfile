@@ -24,22 +24,23 @@ sim SCENARIO="single" SEED="1": build
 # The full test suite behind the gates: rustfmt, clippy, rustdoc and cargo-deny (warnings
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
-# simulated GCS over HTTP) and 2,598 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on 7c71734 (2 cores, 14 min 33 s in all,
-# 2026-12-05): build 5 min 30 s with moto and Azurite installing and cargo-deny building
-# beside it, then clippy and rustdoc, nextest 915 tests 78 s, then
-#   light     seeds 1..100     8 x 100 =   800 runs   129 s (views since: ~0.4 s a run)
-#   cheap     seeds 101..500   4 x 400 = 1,600 runs    98 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    55 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs    83 s (compact, and edges: the rare paths)
-#   collect   seeds 1..24      1 x  24 =    24 runs    17 s (30 virtual hours each:
+# simulated GCS over HTTP) and 2,628 seeded runs, at least the 2,000 issue 13 asks. This
+# is what CI runs. A fresh-clone CI on 2211be9 (2 cores, 15 min 38 s in all,
+# 2026-12-05): build with moto and Azurite installing and cargo-deny building beside it,
+# then clippy and rustdoc, nextest 940 tests 85 s, then
+#   light     seeds 1..100     8 x 100 =   800 runs   134 s
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs   105 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    57 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs    89 s (compact, and edges: the rare paths)
+#   collect   seeds 1..24      1 x  24 =    24 runs    21 s (30 virtual hours each:
 #             checkpoints, drops, slot collection, a pause and a stall)
-#   overload  seeds 1..8       1 x   8 =     8 runs     9 s (three times what commits, offered)
-#   soak48    seeds 3..8       1 x   6 =     6 runs    12 s (48 virtual hours, every fault)
+#   overload  seeds 1..8       1 x   8 =     8 runs    10 s (three times what commits, offered)
+#   search    seeds 1..30      1 x  30 =    30 runs    17 s (body search through crashes)
+#   soak48    seeds 3..8       1 x   6 =     6 runs    13 s (48 virtual hours, every fault)
 #             (since listings page and control work goes first, collect seed 24 is the run
 #             that reaches probe_below_collection, and soak48 seed 8 freshen_raced)
 # Every run ends in a settle phase with the faults stopped (docs/SIMULATION.md). Together
-# these runs hit every required coverage mark (66; coverage_missed empty,
+# these runs hit every required coverage mark (70; coverage_missed empty,
 # scripts/coverage-table.py lists who reaches each in docs/GUARANTEES.md). `just soak`
 # is 73,100 runs over every scenario. The driver under madsim is `just madsim-sweep` (its
 # own build, ~3 min).
