@@ -82,23 +82,10 @@ pub fn run(args: &Args) -> (Result<Report, String>, Option<WorldDir>) {
     if args.docs == 0 || args.changed == 0 || args.changed > args.docs {
         return (Err("need 1 <= --changed <= --docs".into()), None);
     }
-    let (path, temporary) = match &args.dir {
-        Some(d) => (d.clone(), false),
-        None => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            let name = format!("slotlog-bench-checkpoint-step-{}-{nanos}", std::process::id());
-            (std::env::temp_dir().join(name), true)
-        }
+    let dir = match WorldDir::prepare(args.dir.as_deref(), args.keep, "checkpoint-step") {
+        Ok(dir) => dir,
+        Err(e) => return (Err(e), None),
     };
-    if std::fs::read_dir(&path).is_ok_and(|mut entries| entries.next().is_some()) {
-        return (Err(format!("{} is not empty", path.display())), None);
-    }
-    if let Err(e) = std::fs::create_dir_all(&path) {
-        return (Err(format!("{}: {e}", path.display())), None);
-    }
-    let dir = WorldDir { path, remove: temporary && !args.keep };
     (run_in(args, &dir.path), Some(dir))
 }
 

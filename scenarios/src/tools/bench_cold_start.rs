@@ -122,6 +122,28 @@ pub struct WorldDir {
     pub(crate) remove: bool,
 }
 
+impl WorldDir {
+    /// The directory a bench builds in: `dir` (absent or empty), or a fresh one under the
+    /// temp dir named after `bench`, removed when dropped unless `keep`.
+    pub(crate) fn prepare(dir: Option<&Path>, keep: bool, bench: &str) -> Result<WorldDir, String> {
+        let (path, temporary) = match dir {
+            Some(d) => (d.to_path_buf(), false),
+            None => {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                let name = format!("slotlog-bench-{bench}-{}-{nanos}", std::process::id());
+                (std::env::temp_dir().join(name), true)
+            }
+        };
+        if std::fs::read_dir(&path).is_ok_and(|mut entries| entries.next().is_some()) {
+            return Err(format!("{} is not empty", path.display()));
+        }
+        std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(WorldDir { path, remove: temporary && !keep })
+    }
+}
+
 impl Drop for WorldDir {
     fn drop(&mut self) {
         if self.remove {
@@ -138,24 +160,10 @@ pub fn run(args: &Args) -> (Result<Report, String>, Option<WorldDir>) {
     if args.docs == 0 {
         return (Err("--docs must be at least 1: a full checkpoint covers at least one slot".into()), None);
     }
-    let (path, temporary) = match &args.dir {
-        Some(d) => (d.clone(), false),
-        None => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            let name = format!("slotlog-bench-cold-start-{}-{nanos}", std::process::id());
-            (std::env::temp_dir().join(name), true)
-        }
+    let dir = match WorldDir::prepare(args.dir.as_deref(), args.keep, "cold-start") {
+        Ok(dir) => dir,
+        Err(e) => return (Err(e), None),
     };
-    let not_empty = std::fs::read_dir(&path).is_ok_and(|mut entries| entries.next().is_some());
-    if not_empty {
-        return (Err(format!("{} is not empty", path.display())), None);
-    }
-    if let Err(e) = std::fs::create_dir_all(&path) {
-        return (Err(format!("{}: {e}", path.display())), None);
-    }
-    let dir = WorldDir { path, remove: temporary && !args.keep };
     (run_in(args, &dir.path), Some(dir))
 }
 

@@ -135,17 +135,10 @@ pub fn run(args: &Args) -> (Result<Report, String>, Option<WorldDir>) {
     if args.docs == 0 {
         return (Err("--docs must be at least 1".into()), None);
     }
-    let (path, temporary) = match &args.dir {
-        Some(d) => (d.clone(), false),
-        None => (std::env::temp_dir().join(format!("slotlog-bench-search-{}", std::process::id())), true),
+    let dir = match WorldDir::prepare(args.dir.as_deref(), args.keep, "search") {
+        Ok(dir) => dir,
+        Err(e) => return (Err(e), None),
     };
-    if std::fs::read_dir(&path).is_ok_and(|mut entries| entries.next().is_some()) {
-        return (Err(format!("{} is not empty", path.display())), None);
-    }
-    if let Err(e) = std::fs::create_dir_all(&path) {
-        return (Err(format!("{}: {e}", path.display())), None);
-    }
-    let dir = WorldDir { path, remove: temporary && !args.keep };
     (run_in(args, &dir.path), Some(dir))
 }
 
