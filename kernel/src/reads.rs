@@ -398,6 +398,8 @@ impl Reads {
                     Ok(view) => Some(view),
                     Err(error) => {
                         self.deadlines.remove(&(r.deadline, id));
+                        // A search waiting for the index whose view went: no wake-up left.
+                        self.index_waits.retain(|&(_, waiting)| waiting != id);
                         reply(io, id, Err(error));
                         continue;
                     }

@@ -208,3 +208,25 @@ fn a_writable_replica_set_to_warm_builds_its_index_at_open_and_a_read_only_one_d
     assert!(reader.replica.is_open());
     assert_eq!(reader.replica.search_stats().builds, 0, "a read-only replica never warms");
 }
+
+#[test]
+fn a_views_search_waiting_for_the_index_when_the_view_expires_is_refused_and_leaves_no_wake_up() {
+    let config = Config { view_age_max: Duration::from_millis(500), ..blob_bodies(Config::default()) };
+    let mut h = Harness::opened(config);
+    let mut peer = Peer::following(&h);
+    peer.commit(&mut h, &[(1, publish("/x.md", "dog", Expected::Absent))]);
+    learn_tip(&mut h);
+    let id = h.request(Request::ViewRead { view: ViewId(9), pinned: None, read: search("dog", None, 0) });
+    h.deliver_all_but(is_body_get);
+    assert!(!h.read_replies.contains_key(&id), "it waits for the index, its view pinned");
+    h.advance(Duration::from_millis(600));
+    h.fire_timer();
+    h.deliver_all_but(is_body_get);
+    assert_eq!(h.read_replies.get(&id), Some(&Err(ReadError::ViewExpired)));
+    // Past the search's wait: nothing of it is left due, or the replica would be woken
+    // at that instant again and again.
+    h.advance(Duration::from_millis(500));
+    h.fire_timer();
+    let next = h.replica.poll_timeout();
+    assert!(next.is_none_or(|t| t > h.now), "a wake-up at {next:?} with the clock at {:?}", h.now);
+}
