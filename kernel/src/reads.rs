@@ -650,7 +650,6 @@ impl Reads {
                 Answer::Paths { paths, more }
             }
             ValidRead::Search { query, start_after, limit } => {
-                search.touch(now);
                 let covered = search.covers(sn, pinned.as_ref()) || self.defects.search_ignores_coverage;
                 let (entries, more, matched) = if covered {
                     io.marks.hit(Mark::SearchBodyAnswer);

@@ -176,20 +176,6 @@ pub struct Views {
     pub images_held_max: usize,
 }
 
-/// Body search: how searches were answered, and what the indexes read.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Search {
-    /// Searches answered from bodies (exact for their state) and from the catalog.
-    pub body_answers: u64,
-    pub catalog_answers: u64,
-    /// Indexes started, bodies they indexed and read from the bucket, and drops.
-    pub builds: u64,
-    pub bodies_indexed: u64,
-    pub bodies_fetched: u64,
-    pub idle_drops: u64,
-    pub over_budget_drops: u64,
-}
-
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Watch {
     pub sessions: u64,
@@ -383,7 +369,8 @@ pub struct Report {
     pub per_replica: Vec<PerReplica>,
     pub reads: Reads,
     pub views: Views,
-    pub search: Search,
+    /// Body search, over every replica: answers by mode, index builds, bodies indexed.
+    pub search: slotlog_kernel::search::SearchStats,
     pub watch: Watch,
     pub checkpoints: Checkpoints,
     pub collection: Collection,
@@ -688,20 +675,10 @@ impl Report {
                 reads_behind_tip: check.reads_view_behind,
                 images_held_max: result.replicas.iter().map(|r| r.views.images_held).max().unwrap_or(0),
             },
-            search: {
-                let sum = |f: fn(&slotlog_kernel::search::SearchStats) -> u64| -> u64 {
-                    result.replicas.iter().map(|r| f(&r.search)).sum()
-                };
-                Search {
-                    body_answers: sum(|s| s.body_answers),
-                    catalog_answers: sum(|s| s.catalog_answers),
-                    builds: sum(|s| s.builds),
-                    bodies_indexed: sum(|s| s.bodies_indexed),
-                    bodies_fetched: sum(|s| s.bodies_fetched),
-                    idle_drops: sum(|s| s.idle_drops),
-                    over_budget_drops: sum(|s| s.over_budget_drops),
-                }
-            },
+            search: result.replicas.iter().fold(Default::default(), |mut all, r| {
+                all.add(&r.search);
+                all
+            }),
             watch: Watch {
                 sessions: check.watch_sessions,
                 events_delivered: result.replicas.iter().map(|r| r.feed.events_delivered).sum(),

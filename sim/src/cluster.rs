@@ -1833,14 +1833,7 @@ fn merge(into: &mut ReplicaReport, r: &Replica) {
     t.released += vs.released;
     t.evicted += vs.evicted;
     t.images_held = t.images_held.max(vs.images_held);
-    let (ss, t) = (r.search_stats(), &mut into.search);
-    t.body_answers += ss.body_answers;
-    t.catalog_answers += ss.catalog_answers;
-    t.builds += ss.builds;
-    t.bodies_indexed += ss.bodies_indexed;
-    t.bodies_fetched += ss.bodies_fetched;
-    t.idle_drops += ss.idle_drops;
-    t.over_budget_drops += ss.over_budget_drops;
+    into.search.add(r.search_stats());
     let (fs, t) = (r.feed_stats(), &mut into.feed);
     t.watches += fs.watches;
     t.events_delivered += fs.events_delivered;

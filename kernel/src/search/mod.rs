@@ -47,8 +47,8 @@ pub enum SearchMatch {
     Catalog,
 }
 
-/// Counters a report reads.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Counters a report reads (serialized as the simulation's `search` report).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SearchStats {
     /// Searches answered in body mode.
     pub body_answers: u64,
@@ -64,6 +64,28 @@ pub struct SearchStats {
     pub idle_drops: u64,
     /// Times the index was dropped for growing past its bound.
     pub over_budget_drops: u64,
+}
+
+impl SearchStats {
+    /// Adds another replica's (or incarnation's) counters to these.
+    pub fn add(&mut self, other: &SearchStats) {
+        let SearchStats {
+            body_answers,
+            catalog_answers,
+            builds,
+            bodies_indexed,
+            bodies_fetched,
+            idle_drops,
+            over_budget_drops,
+        } = other;
+        self.body_answers += body_answers;
+        self.catalog_answers += catalog_answers;
+        self.builds += builds;
+        self.bodies_indexed += bodies_indexed;
+        self.bodies_fetched += bodies_fetched;
+        self.idle_drops += idle_drops;
+        self.over_budget_drops += over_budget_drops;
+    }
 }
 
 /// What installs brought since the index last took them. Kept in the snapshot, because

@@ -188,17 +188,29 @@ const CACHE_DIR: &str = "local-cache";
 
 /// Runs the opening half (`cold-start-open`) in a process of its own and reads its report.
 pub(crate) fn open_in_child(dir: &Path, cache: Option<&Path>) -> Result<OpenReport, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut command = std::process::Command::new(exe);
-    command.args(["bench", "cold-start-open", "--dir"]).arg(dir);
+    let mut args: Vec<&std::ffi::OsStr> = vec!["cold-start-open".as_ref(), "--dir".as_ref(), dir.as_os_str()];
     if let Some(cache) = cache {
-        command.arg("--cache-dir").arg(cache);
+        args.extend(["--cache-dir".as_ref(), cache.as_os_str()]);
     }
-    let out = command.stderr(std::process::Stdio::inherit()).output().map_err(|e| e.to_string())?;
+    report_of_child(&args)
+}
+
+/// Runs `slotlog bench ARGS` in a process of its own (so its memory is its own, not the
+/// builder's) and reads the JSON report it prints.
+pub(crate) fn report_of_child<T: serde::de::DeserializeOwned>(
+    args: &[&std::ffi::OsStr],
+) -> Result<T, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(exe)
+        .arg("bench")
+        .args(args)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| e.to_string())?;
     if !out.status.success() {
-        return Err(format!("the opening process failed: {}", out.status));
+        return Err(format!("the process {args:?} failed: {}", out.status));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("the opening's report: {e}"))
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("the report of {args:?}: {e}"))
 }
 
 pub(crate) fn local_blobs(dir: &Path) -> Result<Arc<ObjectStoreBlobs>, String> {

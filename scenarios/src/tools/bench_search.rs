@@ -11,7 +11,8 @@
 
 use super::bench_checkpoint_step::create;
 use super::bench_cold_start::{
-    commit_slot, local_blobs, op_id, path_of, Sink, WorldDir, BUILD_CREATES_IN_FLIGHT_MAX, MIB,
+    commit_slot, local_blobs, op_id, path_of, report_of_child, Sink, WorldDir, BUILD_CREATES_IN_FLIGHT_MAX,
+    MIB,
 };
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -148,17 +149,14 @@ fn run_in(args: &Args, dir: &Path) -> Result<Report, String> {
     let (body_mb, build_s, checkpoint_s) = runtime.block_on(build(args.docs, dir))?;
     drop(runtime);
     eprintln!("searching from a separate process");
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = std::process::Command::new(exe)
-        .args(["bench", "search-open", "--docs", &args.docs.to_string(), "--dir"])
-        .arg(dir)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!("the searching process failed: {}", out.status));
-    }
-    let search = serde_json::from_slice(&out.stdout).map_err(|e| format!("the search's report: {e}"))?;
+    let docs = args.docs.to_string();
+    let search = report_of_child(&[
+        "search-open".as_ref(),
+        "--docs".as_ref(),
+        docs.as_ref(),
+        "--dir".as_ref(),
+        dir.as_os_str(),
+    ])?;
     Ok(Report { docs: args.docs, body_mb, build_s, checkpoint_s, search })
 }
 
