@@ -143,13 +143,17 @@ impl ContentIndex {
     /// The bodies holding every word of `query` (None: a word no body holds), with its
     /// phrases as word ids, for [`ContentIndex::holds`] to check.
     pub fn candidates(&self, query: &Query) -> Option<Candidates> {
-        let mut ids: Option<RoaringBitmap> = None;
+        let mut postings = Vec::new();
         for word in query.parts().iter().flatten() {
-            let posting = &self.words[*self.word_ids.get(word.as_str())? as usize].1;
-            ids = Some(match ids {
-                None => posting.clone(),
-                Some(c) => c & posting,
-            });
+            postings.push(&self.words[*self.word_ids.get(word.as_str())? as usize].1);
+        }
+        // The rarest word first: its posting is the one cloned, and each intersection
+        // after it is at most that small (a common word's posting is most of the index).
+        postings.sort_by_key(|p| p.len());
+        let mut postings = postings.into_iter();
+        let mut ids = postings.next().cloned().unwrap_or_default();
+        for posting in postings {
+            ids &= posting;
         }
         let phrases = query
             .parts()
@@ -157,7 +161,7 @@ impl ContentIndex {
             .filter(|p| p.len() > 1)
             .map(|p| p.iter().map(|w| self.word_ids[w.as_str()]).collect())
             .collect();
-        Some(Candidates { ids: ids.unwrap_or_default(), phrases })
+        Some(Candidates { ids, phrases })
     }
 
     /// Whether candidate body `id` holds the candidates' phrases.
@@ -183,8 +187,24 @@ pub(crate) struct Candidates {
 }
 
 fn holds_phrases(words: &[u8], phrases: &[Vec<u32>]) -> bool {
-    let ids: Vec<u32> = varints(words).collect();
-    phrases.iter().all(|p| ids.windows(p.len()).any(|w| w == p.as_slice()))
+    phrases.iter().all(|p| holds_phrase(words, p))
+}
+
+/// Whether the varint word ids `words` hold `phrase` in order, decoded in place: this
+/// runs for every candidate a phrase query passes, so it allocates nothing.
+fn holds_phrase(words: &[u8], phrase: &[u32]) -> bool {
+    let Some((&first, rest)) = phrase.split_first() else { return true };
+    let mut at = 0;
+    while at < words.len() {
+        let mut ids = varints(&words[at..]);
+        let Some(id) = ids.next() else { return false };
+        if id == first && rest.iter().all(|want| ids.next() == Some(*want)) {
+            return true;
+        }
+        // On to the next varint: past this one's last byte (the one below 0x80).
+        at += words[at..].iter().position(|b| *b < 0x80).map_or(words.len(), |end| end + 1);
+    }
+    false
 }
 
 fn push_varint(out: &mut Vec<u8>, mut v: u32) {
@@ -265,6 +285,25 @@ mod tests {
             index.insert(*h, b);
         }
         assert_eq!(index.bodies.len(), 300);
+    }
+
+    #[test]
+    fn phrases_of_word_ids_of_several_bytes_match_only_in_order() {
+        let mut index = ContentIndex::default();
+        // 300 words first, so the phrase's words get ids past one varint byte (127).
+        let (filler, fb) = body(&(0..300).map(|i| format!("f{i}")).collect::<Vec<_>>().join(" "));
+        index.insert(filler, &fb);
+        let (a, ab) = body("f299 late word f298 early");
+        index.insert(a, &ab);
+        let (b, bb) = body("word late f299");
+        index.insert(b, &bb);
+        assert!(index.word_ids["late"] > 127);
+        assert_eq!(matching(&index, "\"f299 late word\""), vec![a]);
+        assert_eq!(matching(&index, "\"late f299\""), vec![b]);
+        let mut both = vec![filler, a];
+        both.sort();
+        assert_eq!(matching(&index, "\"f298\" f299"), both);
+        assert!(matching(&index, "\"word f299\"").is_empty());
     }
 
     const WORDS: [&str; 6] = ["a", "b", "c", "dd", "Ée", "f1"];
