@@ -1,11 +1,14 @@
 //! `slotlog inspect`: what a world in a store holds, verified: the chain from the marker,
 //! and every checkpoint against the chain.
 //!
-//! Reads only what the verdict stands on: the marker, the slots, and the checkpoints with
-//! their roots, shards, deltas, history and receipt blocks. Bodies, and objects that are
-//! none of the world's, are counted from the listing (its sizes) and never read, so a
-//! world of large documents is inspected without holding them.
+//! Reads only what the verdict stands on, and holds at once only what one step of it
+//! needs: the marker, the slots and the checkpoint records are read with the listing; a
+//! checkpoint's root, shards, deltas, history and receipt blocks are read when that
+//! checkpoint is judged and let go after, so a world whose checkpoints hold gigabytes is
+//! inspected in the memory of its log and one checkpoint. Bodies, and objects that are
+//! none of the world's, are counted from the listing (its sizes) and never read.
 
+use super::Content;
 use slotlog_kernel::format::{Checkpoint, Keys};
 
 /// What an object is, by its key under the world's root: the rows of the report.
@@ -26,9 +29,11 @@ fn kind_of(keys: &Keys, key: &str) -> &'static str {
     kinds.iter().find(|(prefix, _)| key.starts_with(prefix.as_str())).map_or("other", |(_, kind)| kind)
 }
 
-/// Whether inspecting needs an object's bytes: bodies and foreign objects are only counted.
+/// Whether inspecting reads an object with the listing: the marker, slots and checkpoint
+/// records. A checkpoint's content is read when the checkpoint is judged; the rest is
+/// only counted.
 pub fn reads(keys: &Keys, key: &str) -> bool {
-    !matches!(kind_of(keys, key), "bodies" | "other")
+    matches!(kind_of(keys, key), "marker" | "slots" | "checkpoints")
 }
 
 pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
@@ -38,7 +43,9 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
     // A listing is a hint: settle its gaps before judging the chain (`settle`).
     let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).map(|(_, b, _)| b.clone());
     let scan = match &marker {
-        Some(marker) => Some(super::settle::settle_log(&store, &keys, marker, &mut objects).await?),
+        Some(marker) => Some(
+            super::settle::settle_log(&store, &keys, marker, &mut objects, Content::Store(&store)).await?,
+        ),
         None => None,
     };
     let mut counts: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
@@ -92,7 +99,7 @@ pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
             Err(e) => println!("  checkpoint  {key}: does not decode: {e}"),
         }
     }
-    let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &scan);
+    let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &scan, Content::Store(&store));
     match checkpoints.as_slice() {
         [] => println!("  checkpoints verified against the chain"),
         problems => problems.iter().for_each(|p| println!("  checkpoints BAD: {p}")),
@@ -129,14 +136,16 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn inspect_holds_the_bytes_of_what_it_judges_and_of_no_body() {
+    async fn inspect_reads_its_log_with_the_listing_and_no_body_or_checkpoint_content() {
         let (url, prefix) = written_world().await;
         let (store, _, prefix) = super::super::store(&url, &prefix, false).expect("the directory");
         let keys = Keys::new(&prefix);
         let objects =
             super::super::read_listed(&store, &prefix, |key| reads(&keys, key)).await.expect("read");
-        let bodies = objects.iter().filter(|(k, _, _)| kind_of(&keys, k) == "bodies").count();
-        assert!(bodies > 0, "the writer wrote bodies of their own");
+        for kind in ["bodies", "shards"] {
+            let n = objects.iter().filter(|(k, _, _)| kind_of(&keys, k) == kind).count();
+            assert!(n > 0, "the writer wrote {kind}: they are counted, not read with the listing");
+        }
         for (key, bytes, size) in &objects {
             match reads(&keys, key) {
                 true => assert_eq!(bytes.len() as u64, *size, "{key} is read whole"),
@@ -144,5 +153,30 @@ mod tests {
             }
         }
         assert_eq!(run(&url, "w").await, Ok(true), "the world inspects whole");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_damaged_shard_read_when_its_checkpoint_is_judged_is_named() {
+        let (url, prefix) = written_world().await;
+        let (store, _, prefix) = super::super::store(&url, &prefix, false).expect("the directory");
+        let keys = Keys::new(&prefix);
+        let listed = super::super::read_listed(&store, &prefix, |_| false).await.expect("listed");
+        let shard =
+            listed.iter().map(|(k, _, _)| k).find(|k| kind_of(&keys, k) == "shards").expect("a shard");
+        let file = std::path::Path::new(url.trim_start_matches("file://")).join(shard);
+        let mut bytes = std::fs::read(&file).expect("the shard's file");
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(&file, bytes).expect("damaged");
+        let mut objects =
+            super::super::read_listed(&store, &prefix, |key| reads(&keys, key)).await.expect("read");
+        let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).expect("a marker").1.clone();
+        let content = Content::Store(&store);
+        let scan = super::super::settle::settle_log(&store, &keys, &marker, &mut objects, content)
+            .await
+            .expect("settled");
+        let problems = super::super::checkpoint_problems(&keys, &marker, &objects, &scan, content);
+        assert!(problems.iter().any(|p| p.contains(shard.as_str())), "{shard} named in {problems:?}");
+        assert_eq!(run(&url, "w").await, Ok(false), "the world does not inspect whole");
     }
 }

@@ -7,7 +7,6 @@
 //!
 //! Pure: works on the objects already read (`settle` reads what a listing missed).
 
-use slotlog_kernel::checkpoint;
 use slotlog_kernel::format::{chain, scan_chain, ChainProblem, ChainScan, Checkpoint, Keys, Marker, Slot};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::WorldId;
@@ -16,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::settle::Object;
+use super::{load_checkpoint, Content};
 
 /// The checkpoint a collected log is judged from: the oldest whose sequence the retained
 /// log reaches.
@@ -90,7 +90,7 @@ impl LogScan {
 }
 
 /// Judges the log in `objects` (key order).
-pub fn scan_log(keys: &Keys, marker: &[u8], objects: &[Object]) -> LogScan {
+pub fn scan_log(keys: &Keys, marker: &[u8], objects: &[Object], content: Content<'_>) -> LogScan {
     let log: Vec<(&str, &[u8])> = objects
         .iter()
         .filter(|(k, _, _)| k.starts_with(&keys.log_prefix()))
@@ -109,9 +109,7 @@ pub fn scan_log(keys: &Keys, marker: &[u8], objects: &[Object]) -> LogScan {
     };
     let next_sequence = checkpoint.next_sequence;
     let previous_hash = checkpoint.previous_hash;
-    let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
-    let get = |k: &str| by_key.get(k).map(|b| (*b).clone());
-    let (world, problem) = match checkpoint::load(&key, checkpoint, keys, &get) {
+    let (world, problem) = match load_checkpoint(&key, checkpoint, keys, objects, content) {
         Ok(world) => (Some(world), None),
         Err(e) => (
             None,

@@ -78,6 +78,57 @@ pub async fn read_listed(
     Ok(out)
 }
 
+/// Where a checkpoint's content objects (its root, shards, deltas, history and receipt
+/// blocks) are read from when the tools load it.
+#[derive(Clone, Copy)]
+pub enum Content<'a> {
+    /// Among the objects already read (`verify` reads every object).
+    Held,
+    /// From the store when the checkpoint is loaded (`inspect`): a world's checkpoints
+    /// are most of its bytes, so only the one being judged is held at a time.
+    Store(&'a Arc<dyn ObjectStore>),
+}
+
+/// Loads checkpoint `key` (already decoded) from its content objects.
+pub fn load_checkpoint(
+    key: &str,
+    checkpoint: Checkpoint,
+    keys: &Keys,
+    objects: &[settle::Object],
+    content: Content<'_>,
+) -> Result<WorldState, String> {
+    let failed = std::cell::RefCell::new(None);
+    let get = |k: &str| match content {
+        Content::Held => {
+            objects.binary_search_by(|(o, _, _)| o.as_str().cmp(k)).ok().map(|i| objects[i].1.clone())
+        }
+        Content::Store(store) => read_now(store, k).unwrap_or_else(|e| {
+            failed.borrow_mut().get_or_insert(e);
+            None
+        }),
+    };
+    let loaded = checkpoint::load(key, checkpoint, keys, &get);
+    match failed.into_inner() {
+        Some(e) => Err(format!("reading {e}")),
+        None => loaded.map_err(|e| e.to_string()),
+    }
+}
+
+/// One object's bytes, read from the store from synchronous code (the kernel's loader
+/// asks for objects one at a time); None when it is absent. Needs a multi-thread runtime.
+fn read_now(store: &Arc<dyn ObjectStore>, key: &str) -> Result<Option<bytes::Bytes>, String> {
+    let path = StorePath::parse(key).map_err(|e| format!("{key}: {e}"))?;
+    tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current().block_on(async {
+            match store.get(&path).await {
+                Ok(got) => got.bytes().await.map(Some).map_err(|e| format!("{key}: {e}")),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(format!("{key}: {e}")),
+            }
+        })
+    })
+}
+
 /// What is wrong with the world's checkpoints, one line each (none: all verified).
 /// Checkpoint zero must be the marker's, byte for byte; every full checkpoint must sit at
 /// a slot boundary of the chain, name that slot's hash, load whole (root, shards, history
@@ -89,6 +140,7 @@ pub fn checkpoint_problems(
     marker: &[u8],
     objects: &[(String, bytes::Bytes, u64)],
     log: &log_scan::LogScan,
+    content: Content<'_>,
 ) -> Vec<String> {
     let scan = &log.chain;
     let mut problems = Vec::new();
@@ -106,7 +158,6 @@ pub fn checkpoint_problems(
         }
     }
     let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
-    let get = |k: &str| by_key.get(k).map(|b| (*b).clone());
     let full: Vec<(u64, &str)> = objects
         .iter()
         .filter_map(|(k, _, _)| keys.parse_checkpoint(k).filter(|s| *s > 1).map(|s| (s, k.as_str())))
@@ -147,7 +198,7 @@ pub fn checkpoint_problems(
             problems.push(format!("{key} does not name the chain's slot at {}", next_sequence - 1));
             continue;
         }
-        match checkpoint::load(key, checkpoint, keys, &get) {
+        match load_checkpoint(key, checkpoint, keys, objects, content) {
             Err(e) => problems.push(format!("{key} does not load: {e}")),
             Ok(loaded) => {
                 if let Some(what) = world_differs(&world, &loaded) {

@@ -31,6 +31,7 @@ pub async fn settle_log(
     keys: &Keys,
     marker: &[u8],
     objects: &mut Vec<Object>,
+    content: super::Content<'_>,
 ) -> Result<LogScan, String> {
     let newest_checkpoint =
         objects.iter().filter_map(|(k, _, _)| keys.parse_checkpoint(k)).max().unwrap_or(1);
@@ -39,7 +40,7 @@ pub async fn settle_log(
         read_into(store, &first, objects).await?;
     }
     for _ in 0..SETTLE_READS_MAX {
-        let scan = scan_log(keys, marker, objects);
+        let scan = scan_log(keys, marker, objects, content);
         let wanted = match &scan.chain.problem {
             Some(ChainProblem::Gap { expected, .. }) => *expected,
             // The log listed ends before a listed checkpoint does: read on past its tip.
@@ -255,7 +256,10 @@ mod tests {
     ) -> slotlog_kernel::format::ChainScan {
         let mut objects = super::super::read_all(store, prefix).await.expect("read");
         let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).expect("a marker").1.clone();
-        settle_log(store, keys, &marker, &mut objects).await.expect("settled").chain
+        settle_log(store, keys, &marker, &mut objects, super::super::Content::Held)
+            .await
+            .expect("settled")
+            .chain
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -64,7 +64,7 @@ pub async fn verify_store(
         .map(|(_, b, _)| b.clone())
         .ok_or_else(|| format!("no world at {url} prefix {prefix:?}: it has no marker"))?;
     // A listing is a hint: settle its gaps, and read the bodies it missed (`settle`).
-    let scan = super::settle::settle_log(&store, &keys, &marker, &mut objects).await?;
+    let scan = super::settle::settle_log(&store, &keys, &marker, &mut objects, super::Content::Held).await?;
     super::settle::settle_bodies(&store, &keys, &scan, &mut objects).await?;
     let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
     let mut in_log: BTreeMap<String, Vec<Placement>> = BTreeMap::new();
@@ -144,7 +144,7 @@ pub async fn verify_store(
     for fork in &scan.forks {
         eprintln!("fork: {fork}");
     }
-    let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &scan);
+    let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &scan, super::Content::Held);
     for p in &checkpoints {
         eprintln!("checkpoint: {p}");
     }

@@ -60,7 +60,7 @@ fn put(objects: &mut Vec<Object>, key: &str, bytes: Vec<u8>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_whole_log_is_judged_from_the_marker() {
     let (keys, objects) = written("whole").await;
-    let scan = scan_log(&keys, &marker(&keys, &objects), &objects);
+    let scan = scan_log(&keys, &marker(&keys, &objects), &objects, Content::Held);
     assert!(scan.anchor.is_none());
     assert!(scan.is_whole(), "{:?} {:?}", scan.chain.problem, scan.forks);
     assert!(scan.chain.slots.len() >= 8, "a few slots: {}", scan.chain.slots.len());
@@ -75,11 +75,12 @@ async fn a_collected_log_is_judged_from_the_oldest_checkpoint_it_continues() {
     let (lingering, kept) = (full[0], full[1]);
     // The first checkpoint's delete was fenced: it lingers, its slots gone.
     collect(&keys, &mut objects, kept, &[]);
-    let scan = scan_log(&keys, &marker(&keys, &objects), &objects);
+    let scan = scan_log(&keys, &marker(&keys, &objects), &objects, Content::Held);
     let anchor = scan.anchor.as_ref().expect("collected");
     assert_eq!(anchor.key, keys.checkpoint(kept), "not the lingering {}", keys.checkpoint(lingering));
     assert!(scan.is_whole(), "{:?} {:?} {:?}", scan.chain.problem, scan.forks, scan.anchor_problem());
-    let problems = super::super::checkpoint_problems(&keys, &marker(&keys, &objects), &objects, &scan);
+    let problems =
+        super::super::checkpoint_problems(&keys, &marker(&keys, &objects), &objects, &scan, Content::Held);
     assert_eq!(problems, Vec::<String>::new());
 }
 
@@ -90,7 +91,7 @@ async fn a_slot_that_does_not_chain_onto_its_predecessor_is_named_a_fork() {
     let (key, mut slot) = slot_at(&keys, &objects, 3);
     slot.prev_hash = Hash32::of(b"another history");
     put(&mut objects, &key, slot.encode());
-    let scan = scan_log(&keys, &marker(&keys, &objects), &objects);
+    let scan = scan_log(&keys, &marker(&keys, &objects), &objects, Content::Held);
     assert!(!scan.is_whole());
     let fork = Fork { key: key.clone(), kind: ForkKind::NotChained { predecessor: before.clone() } };
     assert_eq!(scan.forks, vec![fork.clone()]);
@@ -111,7 +112,7 @@ async fn a_slot_created_in_a_collected_name_is_named_a_fork_below_collection() {
     assert!(keys.parse_slot(&key).expect("a slot") < kept);
     collect(&keys, &mut objects, kept, &full[..1]);
     put(&mut objects, &key, stalled.to_vec());
-    let scan = scan_log(&keys, &marker(&keys, &objects), &objects);
+    let scan = scan_log(&keys, &marker(&keys, &objects), &objects, Content::Held);
     let anchor = keys.checkpoint(kept);
     assert_eq!(scan.anchor.as_ref().map(|a| a.key.clone()), Some(anchor.clone()));
     assert_eq!(scan.chain.problem, None, "the retained log itself is whole");
