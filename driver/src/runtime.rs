@@ -246,6 +246,10 @@ impl Loop {
         let mut totals_seen = (0, 0, 0);
         // Writes answered in this drain of effects, to name their phases.
         let mut answered = crate::telemetry::Answered::new();
+        // A wake-up due at once that the loop already yielded for, and the commands it
+        // then takes before that wake-up (see below).
+        let mut yielded_for: Option<tokio::time::Instant> = None;
+        let mut commands_first = 0usize;
         loop {
             // Carry out every effect, then sleep until the next input or wake-up.
             while let Some(effect) = self.replica.poll_effect() {
@@ -397,6 +401,25 @@ impl Loop {
             }
             let mut wake =
                 self.replica.poll_timeout().map(|t| self.base + Duration::from_micros(t.as_micros()));
+            // A wake-up due at once follows writes just answered (the kernel defers its
+            // next seal to the next input, `Config::seal_after_answers`): let the callers
+            // answered run first, once, while they keep sending (callers on the other
+            // workers too), and take what they sent before waking the replica, so their
+            // next writes ride the next slot.
+            if wake.is_some_and(|w| w <= tokio::time::Instant::now()) && yielded_for != wake {
+                yielded_for = wake;
+                for _ in 0..YIELDS_FOR_ANSWERED_MAX {
+                    let before = self.commands.len();
+                    tokio::task::yield_now().await;
+                    if self.commands.len() == before {
+                        break;
+                    }
+                }
+                commands_first = self.commands.len();
+            }
+            if commands_first > 0 {
+                wake = None;
+            }
             if let Some(c) = &closing {
                 wake = Some(wake.map_or(c.by, |w| w.min(c.by)));
             }
@@ -416,6 +439,7 @@ impl Loop {
             tokio::select! {
                 command = self.commands.recv() => {
                     let Some(command) = command else { break };
+                    commands_first = commands_first.saturating_sub(1);
                     let now = self.now();
                     match command {
                         Command::Request { request, reply } => {
@@ -515,6 +539,11 @@ impl Loop {
         tracing::debug!(waiting = waiting.len(), watches = watches.len(), "closed");
     }
 }
+
+/// Turns of the runtime the driver loop gives the callers a slot just answered before it
+/// wakes the replica to seal the next batch: it stops early once a turn brings no
+/// command. A bound, so a flood of writes cannot hold the seal.
+const YIELDS_FOR_ANSWERED_MAX: usize = 8;
 
 /// The call as the kernel reissues it: the retry budget's key.
 fn call_key(op: &BlobOp) -> CallKey {

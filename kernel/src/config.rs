@@ -27,6 +27,10 @@ pub struct Config {
     /// Batches built and staged while one slot create is in flight (record: 2; one ahead
     /// capped batch 16 at 256 to 291 writes/s, three added nothing). 0 to 3.
     pub batches_ahead_max: usize,
+    /// After a slot's writes are answered, the open batch seals on the replica's next
+    /// input instead of at once, so writers answered by that slot can ride the next one
+    /// (docs/PERFORMANCE.md, "Peers"). No timer: the replica asks to be woken at once.
+    pub seal_after_answers: bool,
     /// Writes waiting for a batch beyond which a new write is refused with `Busy`, so a
     /// caller hears at once instead of timing out (record: the 10 s deadline caps the queue
     /// at about ten seconds of throughput; 4,096 is about ten seconds at 400 writes/s).
@@ -327,6 +331,7 @@ impl Default for Config {
             body_inline_bytes_max: 16 * 1024,
             slot_bytes_max: 1024 * 1024,
             batches_ahead_max: 2,
+            seal_after_answers: true,
             queue_members_max: 4_096,
             admission_wait_max: Duration::from_secs(5),
             request_deadline: Duration::from_secs(10),

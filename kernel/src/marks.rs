@@ -80,6 +80,9 @@ marks! {
     /// A create found its name taken below the tip and older than the index of recent
     /// slots: read to learn whose it is.
     CreateTakenOlderThanIndex = "create_taken_older_than_index",
+    /// A slot's writes were just answered and the open batch waited one input before
+    /// sealing, so the writers answered could join it.
+    SealDeferred = "seal_deferred",
     /// A create answered without the store's time (S3): a metadata read of the new slot
     /// learns it before any member is answered.
     CreateUntimedStat = "create_untimed_stat",

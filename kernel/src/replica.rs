@@ -150,6 +150,10 @@ impl Replica {
 
     /// Feeds one input at `now`; then drain [`Replica::poll_effect`] (the drain rule).
     pub fn handle(&mut self, now: Instant, input: Input) {
+        // Requests join a batch whose seal waits for them; anything else ends the wait.
+        if !matches!(input, Input::Request { .. }) {
+            self.committer.next_input();
+        }
         self.check_confirmed(now);
         match input {
             Input::Request { id, request } => self.request(now, id, request),
@@ -187,8 +191,15 @@ impl Replica {
         self.settle(now);
     }
 
+    /// Whether the replica waits for one more input to seal its next batch (it just
+    /// answered a slot's writes, `Config::seal_after_answers`); it asks to be woken at once.
+    pub fn seal_deferred(&self) -> bool {
+        self.committer.seal_deferred()
+    }
+
     /// Call at (or after) the instant [`Replica::poll_timeout`] named.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.committer.next_input();
         self.check_confirmed(now);
         self.io.reissue_due(now);
         self.committer.expire(now, &mut self.io);

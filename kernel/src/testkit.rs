@@ -274,6 +274,7 @@ impl Harness {
     pub fn input(&mut self, input: Input) {
         self.replica.handle(self.now, input);
         self.drain();
+        self.wake_for_deferred_seal();
     }
 
     pub fn write(&mut self, op: u128, mutation: Mutation) -> RequestId {
@@ -308,7 +309,17 @@ impl Harness {
         };
         self.replica.handle(self.now, Input::BlobDone { id, result });
         self.drain();
+        self.wake_for_deferred_seal();
         op
+    }
+
+    /// As the driver does: a replica that answered a slot's writes and deferred its next
+    /// seal (`Config::seal_after_answers`) is woken at once, with no new request between.
+    fn wake_for_deferred_seal(&mut self) {
+        if self.replica.seal_deferred() {
+            self.replica.handle_timeout(self.now);
+            self.drain();
+        }
     }
 
     pub fn deliver(&mut self) -> BlobOp {

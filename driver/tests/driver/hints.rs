@@ -189,11 +189,20 @@ async fn three_handles_on_one_world_take_turns_through_shared_hints() {
 async fn without_any_hints_three_handles_degrade_but_none_starves() {
     let mut none = config(Peers::Unknown);
     none.hints_in_process = false;
-    let (counts, failed, stats) = three_handles_race(none).await;
+    let (counts, failed, _) = three_handles_race(none.clone()).await;
     let total: u64 = counts.iter().sum();
     assert_eq!(failed, 0, "{counts:?}");
     for c in &counts {
         assert!(*c as f64 >= 0.3 * total as f64 / 3.0, "a fair share each: {counts:?}");
+    }
+    // A winner that seals at once (no wait for the writers it answered) wins streaks:
+    // blind turns are what keep the others writing then.
+    none.kernel.seal_after_answers = false;
+    let (counts, failed, stats) = three_handles_race(none).await;
+    let total: u64 = counts.iter().sum();
+    assert_eq!(failed, 0, "{counts:?}");
+    for c in &counts {
+        assert!(*c as f64 >= 0.3 * total as f64 / 3.0, "a fair share each, sealing at once: {counts:?}");
     }
     assert!(stats.blind_holds > 0, "{stats:?}");
 }

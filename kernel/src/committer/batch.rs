@@ -139,8 +139,11 @@ impl Committer {
             }
             // The head does not grow: it goes as soon as its bodies are stored, and
             // writes that arrive meanwhile must not keep adding bodies for it to wait on.
+            // Only while its seal is deferred (the writers a slot just answered may join
+            // it, `next_input`) does an unsealed head take writes.
             let room = self.config.batch_members_max.saturating_sub(last.built.len());
-            if self.pipeline.len() > 1 && !last.sealed && !last.full && room > 0 {
+            let open = self.pipeline.len() > 1 || self.seal_deferred_at.is_some();
+            if open && !last.sealed && !last.full && room > 0 {
                 // Whatever is queued, up to the most: batches grow with the queue, never
                 // by a timer.
                 let take = room.min(self.queue.len());

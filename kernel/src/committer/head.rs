@@ -31,13 +31,18 @@ impl Committer {
         // A probe or a peer's hint may have installed slots past the head's base. The head
         // still creates: its lost create is the signal (SPEC 7), and what tells peers.
         assert!(head.base_sequence <= world_sequence, "the head builds on a confirmed state");
-        if !head.members.is_empty() {
+        let has_members = !head.members.is_empty();
+        if has_members {
             self.turns.give_way(now, sn, &mut self.stats, &mut io.marks);
         }
-        if !head.members.is_empty() && self.holding(now, sn, &mut io.marks) {
+        if has_members && self.holding(now, sn, &mut io.marks) {
             return false;
         }
         if self.pipeline.len() == 1 {
+            if self.seal_deferred_at.is_some() && has_members {
+                io.marks.hit(Mark::SealDeferred);
+                return false;
+            }
             self.seal_last(sn);
         }
         let Some(head) = self.pipeline.front_mut() else { return true };
@@ -269,6 +274,9 @@ impl Committer {
         }
         answer_batch(now, &mut head, &mut self.deadlines, io);
         io.effects.push_back(Effect::Committed { sequence: last });
+        if self.config.seal_after_answers {
+            self.seal_deferred_at = Some(now);
+        }
         Ok(())
     }
 
