@@ -526,6 +526,34 @@ fn slot_k_plus_one_is_created_only_after_slot_k_is_confirmed() {
     assert_eq!(slots[2].prev_hash, Hash32::of(&slots[1].encode()));
 }
 
+/// A slot's writes answered, a caller writing again before the replica's next other input
+/// rides the slot after it with the writes already waiting, not one slot later.
+fn slot_sizes_when_a_write_comes_between_an_answer_and_the_next_input(
+    seal_after_answers: bool,
+) -> Vec<usize> {
+    let mut h = Harness::opened(Config { seal_after_answers, ..Config::default() });
+    h.publish(1, "/a.md", "a");
+    assert_eq!(pending_slot_creates(&h), vec![keys().slot(1)]);
+    h.publish(2, "/b.md", "b");
+    // Slot 1's create answered, as the driver hands it in: no wake-up yet.
+    let (id, op) = h.calls.pop_front().expect("slot 1's create");
+    let result = h.store.apply(h.now, &op);
+    h.replica.handle(h.now, crate::effect::Input::BlobDone { id, result });
+    h.drain();
+    assert!(matches!(h.reply(RequestId(1)), Some(Ok(_))), "slot 1's write answered");
+    assert_eq!(h.replica.seal_deferred(), seal_after_answers);
+    // The caller answered writes again at once; then the replica is woken.
+    h.publish(3, "/c.md", "c");
+    h.run();
+    h.slots_sent().iter().map(|s| s.members.len()).collect()
+}
+
+#[test]
+fn a_write_sent_as_its_callers_slot_is_answered_rides_the_next_slot() {
+    assert_eq!(slot_sizes_when_a_write_comes_between_an_answer_and_the_next_input(true), vec![1, 2]);
+    assert_eq!(slot_sizes_when_a_write_comes_between_an_answer_and_the_next_input(false), vec![1, 1, 1]);
+}
+
 // Acknowledgement.
 
 #[test]
