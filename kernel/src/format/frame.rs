@@ -230,7 +230,11 @@ pub fn encode_value<T: Serialize>(kind: Kind, value: &T) -> Vec<u8> {
 
 /// [`encode_value`] at another schema than 1, for a kind that has more than one.
 pub fn encode_value_schema<T: Serialize>(kind: Kind, schema: u16, value: &T) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
+    // Sized first (a walk that copies nothing) so a slot carrying bodies is written into
+    // one buffer of its exact length, not grown and copied as it fills.
+    let payload_len = postcard::serialize_with_flavor(value, postcard::ser_flavors::Size::default())
+        .expect("postcard encodes every slotlog type");
+    let mut out = Vec::with_capacity(HEADER_LEN + payload_len + TRAILER_LEN);
     out.extend_from_slice(&MAGIC);
     out.push(kind as u8);
     out.extend_from_slice(&schema.to_le_bytes());
