@@ -69,7 +69,7 @@ mod views_tests;
 pub use blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
 pub use collector::{Collected, CollectorStats};
 pub use committer::{CommitterStats, WritePhases};
-pub use compactor::{CompactorStats, LedgerHeld};
+pub use compactor::{CompactorStats, LedgerHeld, SegmentStats};
 pub use config::{CompactionRole, Config, ConfigError, Defects};
 pub use effect::{Effect, Input, Read, Request, Warning, WatchEnd};
 pub use feed::{event_bytes, FeedStats, CHANGES_BYTES_MAX};

@@ -256,6 +256,12 @@ marks! {
     /// A checkpoint of ours landed later than the grace after its look: withdrawn.
     CheckpointWithdrawn = "checkpoint_withdrawn",
 
+    /// A body segment's part 0 was created: the label's segment of this window is whole
+    /// (SPEC 10.17).
+    SegmentWritten = "segment_written",
+    /// A segment writer took bodies from the label's earlier segment instead of blobs.
+    SegmentCarried = "segment_carried",
+
     // The collector (SPEC 10.15).
 
     /// A drop deleted checkpoint objects no kept checkpoint needs.

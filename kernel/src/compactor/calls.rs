@@ -10,6 +10,20 @@ use crate::io::Purpose;
 pub(crate) enum CompactCall {
     Step(StepCall),
     Adopt(AdoptCall),
+    Segment(SegmentCall),
+}
+
+/// The calls of writing a body segment (SPEC 10.17), one label at a time.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum SegmentCall {
+    /// List the label's prefix (paged).
+    List,
+    /// Read a part of the label's newest whole segment.
+    Part { part: u32 },
+    /// Read a body the segment lacked from its blob.
+    Blob { hash: Hash32 },
+    /// Create one part of the new segment if absent.
+    Create { part: u32 },
 }
 
 pub(super) fn step(what: StepCall) -> Purpose {

@@ -73,6 +73,7 @@ impl Compactor {
             return;
         }
         self.stats.written += 1;
+        self.queue_segments(landed_us);
         let names = self.run.as_ref().expect("running").names.clone();
         self.written_out = Some(Written { next_sequence, names });
         self.finish(next_sequence, now, true);

@@ -23,6 +23,7 @@ mod freshen;
 mod landed;
 mod ledger;
 mod recheck;
+mod segments;
 mod stats;
 #[cfg(test)]
 mod step_tests;
@@ -55,6 +56,8 @@ use calls::{adopt, step};
 pub(crate) use calls::{AdoptCall, CompactCall, StepCall};
 pub(crate) use ledger::Ledger;
 pub use ledger::LedgerHeld;
+pub use segments::SegmentStats;
+use segments::{LabelBodies, SegmentWriter};
 pub use stats::CompactorStats;
 
 /// Stored history blocks a fold needs before it can finish: a document's window that
@@ -84,6 +87,9 @@ struct Run {
     /// Its root's layers: what the next step folds over.
     layers: Layers,
     checkpoint_sent: bool,
+    /// The labels whose shards this step rewrote, with their live bodies: the segments
+    /// to write once the checkpoint landed (SPEC 10.17).
+    segment_labels: Vec<LabelBodies>,
 }
 
 pub(crate) struct Compactor {
@@ -156,6 +162,8 @@ pub(crate) struct Compactor {
     look_tip: u64,
     /// The sequence of a checkpoint just finished, for the ledger to count from.
     rebase_to: Option<u64>,
+    /// Body segments of the labels our checkpoints rewrote (SPEC 10.17).
+    segments: SegmentWriter,
     pub stats: CompactorStats,
 }
 
@@ -202,6 +210,7 @@ impl Compactor {
             continuing: false,
             look_tip: 0,
             rebase_to: None,
+            segments: SegmentWriter::new(config.checkpoint_reads_in_flight_max),
             stats: CompactorStats::default(),
         }
     }
@@ -315,6 +324,7 @@ impl Compactor {
         self.read_for_adoption(now, io);
         self.gather_blocks(now, sn, history, io)?;
         self.send(now, io);
+        self.segments.pump(now, &self.keys, io);
         Ok(())
     }
 
@@ -417,6 +427,7 @@ impl Compactor {
         if layers.deltas.is_empty() {
             self.stats.merged_steps += 1;
         }
+        let segment_labels = rewritten_labels(&folded);
         let mut names: BTreeSet<Hash32> = folded.objects.iter().map(|o| o.name).collect();
         let objects: Vec<Object> =
             folded.objects.into_iter().filter(|o| !self.stored.contains(&o.name)).collect();
@@ -435,6 +446,7 @@ impl Compactor {
             adopt: folded.adopt,
             layers,
             checkpoint_sent: false,
+            segment_labels,
         });
     }
 
@@ -469,6 +481,11 @@ impl Compactor {
             CompactCall::Adopt(AdoptCall::Look) => return self.on_look(now, call, result, io),
             CompactCall::Adopt(what) => {
                 self.on_adoption_read(now, what, call, result, io);
+                return Ok(());
+            }
+            CompactCall::Segment(what) => {
+                self.segments.on_done(now, what, result, &self.keys, io);
+                self.stats.segments = self.segments.stats.clone();
                 return Ok(());
             }
             CompactCall::Step(_) if self.run.is_none() => return Ok(()),
@@ -578,6 +595,14 @@ impl Compactor {
         Ok(())
     }
 
+    /// Our checkpoint landed at `landed_us` on the store's clock: the labels it rewrote
+    /// get their segments of that window, after it and never in its way.
+    fn queue_segments(&mut self, landed_us: u64) {
+        let run = self.run.as_mut().expect("running");
+        let labels = std::mem::take(&mut run.segment_labels);
+        self.segments.checkpoint_landed(labels, crate::format::segment_window(landed_us / 1_000));
+    }
+
     /// The checkpoint this replica's own create wrote since the last call, for a drop.
     pub fn take_written(&mut self) -> Option<Written> {
         self.written_out.take()
@@ -655,4 +680,19 @@ impl Compactor {
         self.layers = Some(run.layers);
         self.adopt = run.adopt;
     }
+}
+
+/// The labels whose shards a fold wrote anew, each with its live documents' body hashes.
+fn rewritten_labels(folded: &crate::checkpoint::Folded) -> Vec<LabelBodies> {
+    let root = &folded.root;
+    let mut labels = Vec::new();
+    for object in folded.objects.iter().filter(|o| o.kind == ObjectKind::Shard) {
+        let Ok(shard) = crate::format::Shard::decode(&object.bytes) else { continue };
+        let bodies: BTreeSet<Hash32> =
+            shard.entries.iter().filter(|e| !e.entry.archived).map(|e| e.entry.body_hash).collect();
+        for (index, _) in root.shards.iter().enumerate().filter(|(_, h)| **h == object.name) {
+            labels.push(LabelBodies { bits: root.shard_bits, label: index as u32, bodies: bodies.clone() });
+        }
+    }
+    labels
 }

@@ -54,6 +54,8 @@ pub struct CompactorStats {
     /// landing), and so were deleted again by it (SPEC 10.15, "A checkpoint that lands
     /// late").
     pub checkpoints_withdrawn: u64,
+    /// The body segment writer's counters (SPEC 10.17).
+    pub segments: super::SegmentStats,
 }
 
 impl CompactorStats {
@@ -80,6 +82,7 @@ impl CompactorStats {
             runs_superseded,
             runs_on_damaged,
             checkpoints_withdrawn,
+            segments,
         } = other;
         self.runs += runs;
         self.steps += steps;
@@ -101,5 +104,6 @@ impl CompactorStats {
         self.runs_superseded += runs_superseded;
         self.runs_on_damaged += runs_on_damaged;
         self.checkpoints_withdrawn += checkpoints_withdrawn;
+        self.segments.add(segments);
     }
 }

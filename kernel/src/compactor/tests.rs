@@ -81,7 +81,14 @@ fn the_checkpoint_object_is_created_after_every_object_it_names() {
     let creates: Vec<&BlobOp> = h.log.iter().filter(|op| matches!(op, BlobOp::Create { .. })).collect();
     let at = creates.iter().position(|op| is_checkpoint_create(op) && op.key() != keys().checkpoint(1));
     let at = at.expect("a full checkpoint was created");
-    assert_eq!(at, creates.len() - 1, "nothing is created after the checkpoint object");
+    // Only body segments, optional work, come after it (SPEC 10.17).
+    let after: Vec<&str> = creates[at + 1..].iter().map(|op| op.key()).collect();
+    assert!(
+        after.iter().all(|k| keys().parse_segment(k).is_some()),
+        "only segments after the checkpoint: {after:?}"
+    );
+    assert!(!after.is_empty(), "the rewritten shards' segments follow the checkpoint");
+    assert!(creates[..at].iter().all(|op| keys().parse_segment(op.key()).is_none()), "no segment before it");
     for kind in ["/roots/", "/shards/", "/history/", "/receipts/"] {
         assert!(creates[..at].iter().any(|op| op.key().contains(kind)), "{kind} before the checkpoint");
     }

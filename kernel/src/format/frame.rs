@@ -35,6 +35,8 @@ pub enum Kind {
     Receipts = 8,
     /// A delta (SPEC 10.16).
     Delta = 9,
+    /// A body segment part (SPEC 10.17).
+    Segment = 10,
 }
 
 impl Kind {
@@ -49,6 +51,7 @@ impl Kind {
             7 => Some(Kind::History),
             8 => Some(Kind::Receipts),
             9 => Some(Kind::Delta),
+            10 => Some(Kind::Segment),
             _ => None,
         }
     }
@@ -66,6 +69,7 @@ impl core::fmt::Display for Kind {
             Kind::History => "history block",
             Kind::Receipts => "receipt block",
             Kind::Delta => "delta",
+            Kind::Segment => "segment part",
         })
     }
 }
@@ -155,6 +159,12 @@ pub enum NameRule {
     /// begins.
     #[error("slot is not the one the chain names under its name")]
     SlotNotInTheChain,
+    /// A segment part read under another part number than the one it names.
+    #[error("segment part {part} under another part's name")]
+    SegmentPartUnderAnotherName {
+        /// The part number it names.
+        part: u32,
+    },
     /// A content-addressed object read under `name` whose content hash is `found`.
     #[error("{kind} read as {name} has content hash {found}")]
     NotItsName {
@@ -377,8 +387,8 @@ mod tests {
             decode_raw(Kind::Slot, &bytes),
             Err(DecodeError::WrongKind { expected: Kind::Slot, found: Kind::Marker })
         );
-        bytes[4] = 10;
-        assert_eq!(decode_raw(Kind::Slot, &bytes), Err(DecodeError::UnknownKind(10)));
+        bytes[4] = 11;
+        assert_eq!(decode_raw(Kind::Slot, &bytes), Err(DecodeError::UnknownKind(11)));
     }
 
     #[test]

@@ -13,13 +13,14 @@
 
 use super::frame::{encode_raw_schema, Kind, HEADER_LEN, SCHEMA, TRAILER_LEN};
 use super::roundtrip_tests::{bytes_up_to, checkpoint, hash32, slot, world_id};
+use super::segment::verified_bodies;
 use super::snapshot_tests::{
     example_checkpoint, example_history, example_receipts, example_root, example_shard, marker,
     worked_example_slot,
 };
 use super::{
     checkpoint_objects_tests, decode_body, encode_body, Checkpoint, HistoryBlock, Keys, Marker, ReceiptBlock,
-    ReceiptBlockRef, Root, Shard, ShardEntry, Slot, StoredReceipt,
+    ReceiptBlockRef, Root, SegmentBody, SegmentName, SegmentPart, Shard, ShardEntry, Slot, StoredReceipt,
 };
 use crate::hash::Hash32;
 use crate::ids::StoreId;
@@ -150,6 +151,7 @@ pub(super) enum Original {
     History(HistoryBlock),
     Receipts(ReceiptBlock),
     Body(Vec<u8>),
+    Segment(SegmentPart),
 }
 
 impl Original {
@@ -163,6 +165,7 @@ impl Original {
             Original::History(_) => Kind::History,
             Original::Receipts(_) => Kind::Receipts,
             Original::Body(_) => Kind::Body,
+            Original::Segment(_) => Kind::Segment,
         }
     }
 
@@ -184,6 +187,7 @@ impl Original {
             Original::History(v) => v.encode(),
             Original::Receipts(v) => v.encode(),
             Original::Body(v) => encode_body(v),
+            Original::Segment(v) => v.encode(),
         }
     }
 }
@@ -258,6 +262,17 @@ pub(super) fn judge(original: &Original, bytes: &[u8]) -> Result<(), TestCaseErr
                 same_bytes(encode_body(&v))?;
             }
         }
+        Original::Segment(o) => {
+            if let Ok(v) = bounded(bytes, || SegmentPart::decode(bytes))? {
+                same_bytes(v.encode())?;
+            }
+            let name = SegmentName { bits: 1, label: 0, window: 7, part: o.part };
+            if let Ok((_, bodies)) = bounded(bytes, || verified_bodies(bytes, &name))? {
+                for b in &bodies {
+                    prop_assert_eq!(Hash32::of(&b.body), b.hash, "a body kept that is not its hash");
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -295,6 +310,9 @@ pub(super) fn judge_every_decoder(bytes: &[u8], name: &Hash32) -> Result<(), Tes
     }
     if let Ok(v) = bounded(bytes, || decode_body(bytes, name))? {
         prop_assert_eq!(Hash32::of(&v), *name);
+    }
+    if let Ok(v) = bounded(bytes, || SegmentPart::decode(bytes))? {
+        same_bytes(Kind::Segment, v.encode())?;
     }
     Ok(())
 }
@@ -424,6 +442,27 @@ fn mutate_frame(object: &[u8], mutations: &[Mutation]) -> Vec<u8> {
     bytes
 }
 
+/// A segment part of one to four bodies, numbered within its count.
+fn segment_part() -> BoxedStrategy<SegmentPart> {
+    (prop::collection::vec(bytes_up_to(120), 0..4), 1u32..5, any::<prop::sample::Index>())
+        .prop_map(|(bodies, parts, at)| {
+            let mut bodies: Vec<SegmentBody> =
+                bodies.into_iter().map(|body| SegmentBody { hash: Hash32::of(&body), body }).collect();
+            bodies.sort_by_key(|b| b.hash);
+            bodies.dedup_by_key(|b| b.hash);
+            SegmentPart { part: at.index(parts as usize) as u32, parts, bodies }
+        })
+        .boxed()
+}
+
+fn example_segment_part() -> SegmentPart {
+    let bodies = [b"hi".to_vec(), b"hello, world".to_vec()];
+    let mut bodies: Vec<SegmentBody> =
+        bodies.into_iter().map(|body| SegmentBody { hash: Hash32::of(&body), body }).collect();
+    bodies.sort_by_key(|b| b.hash);
+    SegmentPart { part: 0, parts: 2, bodies }
+}
+
 fn marker_strategy() -> BoxedStrategy<Marker> {
     (world_id(), any::<u64>())
         .prop_map(|(world_id, store)| Marker { world_id, created_by: StoreId(store) })
@@ -441,6 +480,7 @@ fn original() -> BoxedStrategy<Original> {
         checkpoint_objects_tests::history_block().prop_map(Original::History),
         checkpoint_objects_tests::receipt_block().prop_map(Original::Receipts),
         bytes_up_to(300).prop_map(Original::Body),
+        segment_part().prop_map(Original::Segment),
     ]
     .boxed()
 }
@@ -456,6 +496,7 @@ fn examples() -> Vec<Original> {
         Original::History(example_history()),
         Original::Receipts(example_receipts()),
         Original::Body(b"hello, world".to_vec()),
+        Original::Segment(example_segment_part()),
     ]
 }
 
@@ -484,7 +525,7 @@ proptest! {
     #[test]
     fn random_bytes_and_random_payloads_never_panic_a_decoder(
         bytes in bytes_up_to(600),
-        kind in 1u8..=8,
+        kind in 1u8..=10,
         schema in 1u16..=2,
         name in hash32(),
     ) {
@@ -516,6 +557,9 @@ proptest! {
             }
             if let Some(hash) = keys.parse_receipts(&candidate) {
                 prop_assert_eq!(keys.receipts(&hash), candidate.clone());
+            }
+            if let Some(name) = keys.parse_segment(&candidate) {
+                prop_assert_eq!(keys.segment(&name), candidate.clone());
             }
         }
     }

@@ -112,6 +112,41 @@ impl Keys {
         self.hash_key("receipts/", hash)
     }
 
+    /// The prefix every segment part key starts with (SPEC 10.17).
+    pub fn segments_prefix(&self) -> String {
+        format!("{}segments/", self.root)
+    }
+
+    /// The prefix of one shard label's segments: `segments/<bits>-<label>/`, the shard
+    /// bits in two decimal digits and the label in eight hex digits.
+    pub fn segment_label_prefix(&self, bits: u8, label: u32) -> String {
+        format!("{}segments/{bits:02}-{label:08x}/", self.root)
+    }
+
+    /// The key of one segment part: the window in 16 hex digits and the part in 4, so
+    /// byte order is window order, then part order.
+    pub fn segment(&self, name: &SegmentName) -> String {
+        format!("{}{:016x}/{:04x}", self.segment_label_prefix(name.bits, name.label), name.window, name.part)
+    }
+
+    /// The segment part a key names, or None for a key that is not exactly one.
+    pub fn parse_segment(&self, key: &str) -> Option<SegmentName> {
+        let rest = key.strip_prefix(&self.root)?.strip_prefix("segments/")?;
+        let mut fields = rest.split('/');
+        let (label_field, window, part) = (fields.next()?, fields.next()?, fields.next()?);
+        if fields.next().is_some() {
+            return None;
+        }
+        let (bits, label) = label_field.split_once('-')?;
+        let name = SegmentName {
+            bits: parse_digits(bits, 2, 10)?.try_into().ok()?,
+            label: parse_digits(label, 8, 16)?.try_into().ok()?,
+            window: parse_digits(window, 16, 16)?,
+            part: parse_digits(part, 4, 16)?.try_into().ok()?,
+        };
+        (self.segment(&name) == key).then_some(name)
+    }
+
     /// `<root><dir><64 hex digits>`, built in one allocation (keys are made for every
     /// body and slot call, so this is on the simulator's hot path).
     fn hash_key(&self, dir: &str, hash: &Hash32) -> String {
@@ -166,6 +201,27 @@ impl Keys {
     pub fn parse_checkpoint(&self, key: &str) -> Option<u64> {
         parse_sequence(key.strip_prefix(&self.root)?.strip_prefix("checkpoints/")?)
     }
+}
+
+/// What a segment part key names (SPEC 10.17).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SegmentName {
+    /// The shard bits of the layout the label belongs to.
+    pub bits: u8,
+    /// The shard index within that layout.
+    pub label: u32,
+    /// The 10-minute store-clock window it was written in.
+    pub window: u64,
+    /// The part number, from 0.
+    pub part: u32,
+}
+
+/// Exactly `width` lowercase digits of `radix`.
+fn parse_digits(digits: &str, width: usize, radix: u32) -> Option<u64> {
+    if digits.len() != width || !digits.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
 }
 
 /// Exactly 16 lowercase hex digits, read as a sequence.
@@ -244,6 +300,25 @@ mod tests {
         let hex: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(h.to_hex(), hex);
         assert_eq!(k.body(&h), format!("worlds/w1/blobs/{hex}"));
+    }
+
+    #[test]
+    fn segment_keys_sort_by_window_then_part_and_round_trip() {
+        let k = Keys::new("worlds/w1");
+        let n = SegmentName { bits: 3, label: 5, window: 0x2a, part: 1 };
+        assert_eq!(k.segment(&n), "worlds/w1/segments/03-00000005/000000000000002a/0001");
+        assert!(k.segment(&n).starts_with(&k.segment_label_prefix(3, 5)));
+        assert!(k.segment_label_prefix(3, 5).starts_with(&k.segments_prefix()));
+        assert_eq!(k.parse_segment(&k.segment(&n)), Some(n));
+        assert!(k.segment(&n) < k.segment(&SegmentName { window: 0x2b, part: 0, ..n }));
+        assert!(k.segment(&n) < k.segment(&SegmentName { part: 2, ..n }));
+        // Each field at its exact width and case, nothing after the part, no other root.
+        assert_eq!(k.parse_segment("worlds/w1/segments/3-00000005/000000000000002a/0001"), None);
+        assert_eq!(k.parse_segment("worlds/w1/segments/03-00000005/000000000000002A/0001"), None);
+        assert_eq!(k.parse_segment("worlds/w1/segments/03-00000005/000000000000002a/0001/x"), None);
+        assert_eq!(k.parse_segment("worlds/w1/segments/0a-00000005/000000000000002a/0001"), None);
+        assert_eq!(k.parse_segment("worlds/w2/segments/03-00000005/000000000000002a/0001"), None);
+        assert_eq!(k.parse_segment(&k.shard(&Hash32::ZERO)), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod marker;
 pub mod receipts;
 pub mod root;
 pub mod rule;
+pub mod segment;
 pub mod shard;
 pub mod slot;
 pub mod stamp;
@@ -24,7 +25,7 @@ pub use checkpoint::Checkpoint;
 pub use delta::{Delta, DeltaRef, DELTAS_PER_ROOT_MAX, DELTA_ENTRIES_MAX};
 pub use frame::{DecodeError, Kind, NameRule};
 pub use history::HistoryBlock;
-pub use key::Keys;
+pub use key::{Keys, SegmentName};
 pub use layout::{
     history_window, history_window_start, receipt_block_of, shard_bits_for, shard_count, shard_of,
     DOCUMENTS_PER_SHARD_TARGET, RECORDS_PER_HISTORY_BLOCK_MAX, SHARD_BITS_MAX,
@@ -32,7 +33,13 @@ pub use layout::{
 pub use marker::Marker;
 pub use receipts::{ReceiptBlock, ReceiptBlockRef, StoredReceipt, RECEIPTS_PER_BLOCK_MAX};
 pub use root::Root;
-pub use rule::{CheckpointRule, DeltaRule, HistoryRule, ReceiptBlockRule, RootRule, ShapeRule, ShardRule};
+pub use rule::{
+    CheckpointRule, DeltaRule, HistoryRule, ReceiptBlockRule, RootRule, SegmentRule, ShapeRule, ShardRule,
+};
+pub use segment::{
+    newest_whole_window, segment_window, verified_bodies, window_holds, SegmentBody, SegmentPart,
+    SEGMENT_PARTS_MAX, SEGMENT_PART_BODY_BYTES_MAX, SEGMENT_WINDOW_MS,
+};
 pub use shard::{HistoryRef, Shard, ShardEntry};
 pub use slot::{Slot, SLOT_MEMBERS_MAX};
 

@@ -42,6 +42,8 @@ pub enum ShapeRule {
     Receipts(ReceiptBlockRule),
     /// A delta breaks a rule of SPEC 10.16.
     Delta(DeltaRule),
+    /// A segment part breaks a rule of SPEC 10.17.
+    Segment(SegmentRule),
 }
 
 /// SPEC 10.2.
@@ -218,6 +220,33 @@ pub enum DeltaRule {
     Entry(ShardRule),
 }
 
+/// SPEC 10.17.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SegmentRule {
+    /// A part count of zero or past `SEGMENT_PARTS_MAX`.
+    PartCount {
+        /// The count it names.
+        parts: u32,
+    },
+    /// A part number not below the part count.
+    PartPastCount {
+        /// The part number it names.
+        part: u32,
+        /// The count it names.
+        parts: u32,
+    },
+    /// Bodies not in strictly ascending hash order (the position after the break).
+    BodiesNotSorted {
+        /// The position of the first body out of order.
+        position: usize,
+    },
+    /// More body bytes than one part may hold.
+    TooLarge {
+        /// Body bytes it holds.
+        bytes: u64,
+    },
+}
+
 /// SPEC 10.7.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HistoryRule {
@@ -296,6 +325,11 @@ impl From<HistoryRule> for ShapeRule {
         ShapeRule::History(rule)
     }
 }
+impl From<SegmentRule> for ShapeRule {
+    fn from(rule: SegmentRule) -> Self {
+        ShapeRule::Segment(rule)
+    }
+}
 impl From<DeltaRule> for ShapeRule {
     fn from(rule: DeltaRule) -> Self {
         ShapeRule::Delta(rule)
@@ -329,6 +363,7 @@ impl fmt::Display for ShapeRule {
             ShapeRule::History(r) => write!(f, "history block: {r}"),
             ShapeRule::Receipts(r) => write!(f, "receipt block: {r}"),
             ShapeRule::Delta(r) => write!(f, "delta: {r}"),
+            ShapeRule::Segment(r) => write!(f, "segment part: {r}"),
         }
     }
 }
@@ -431,6 +466,17 @@ impl fmt::Display for DeltaRule {
             DeltaRule::TooManyEntries { count } => write!(f, "{count} entries, more than a delta holds"),
             DeltaRule::EntriesNotSorted { path } => write!(f, "entries not sorted by path at {path}"),
             DeltaRule::Entry(r) => write!(f, "{r}"),
+        }
+    }
+}
+
+impl fmt::Display for SegmentRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SegmentRule::PartCount { parts } => write!(f, "a count of {parts} parts"),
+            SegmentRule::PartPastCount { part, parts } => write!(f, "part {part} of {parts}"),
+            SegmentRule::BodiesNotSorted { position } => write!(f, "body {position} out of hash order"),
+            SegmentRule::TooLarge { bytes } => write!(f, "{bytes} body bytes, more than a part holds"),
         }
     }
 }

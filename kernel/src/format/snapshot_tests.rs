@@ -4,9 +4,11 @@
 //! snapshot means "new schema", never "accept the new bytes".
 
 use super::frame::{Kind, HEADER_LEN, TRAILER_LEN};
+use super::segment::verified_bodies;
 use super::{
     decode_body, encode_body, shard_bits_for, Checkpoint, Delta, DeltaRef, HistoryBlock, HistoryRef, Keys,
-    Marker, ReceiptBlock, ReceiptBlockRef, Root, Shard, ShardEntry, Slot, StoredReceipt,
+    Marker, ReceiptBlock, ReceiptBlockRef, Root, SegmentBody, SegmentName, SegmentPart, Shard, ShardEntry,
+    Slot, StoredReceipt,
 };
 use crate::hash::Hash32;
 use crate::ids::{OperationId, StoreId, WorldId};
@@ -748,4 +750,33 @@ fn keys_of_checkpoint_objects() {
         writeln!(out, "  delta       {}", k.delta(&h)).expect("write");
     }
     insta::assert_snapshot!("keys_of_checkpoint_objects", out);
+}
+
+// Body segments (SPEC 10.17). One part of a two-part segment of label 1 of a two-bit
+// layout, in window 0x2a, holding the body "hi". A part has no content hash: it is named
+// by its label, window and number, and its bodies by their own hashes.
+
+#[test]
+fn segment_part_bytes() {
+    let part = SegmentPart {
+        part: 1,
+        parts: 2,
+        bodies: vec![SegmentBody { hash: Hash32::of(b"hi"), body: b"hi".to_vec() }],
+    };
+    let b = &part.bodies[0];
+    let payload: Vec<(String, Vec<u8>)> = vec![
+        ("segment.part (varint u32) = 1".into(), pc(&part.part)),
+        ("segment.parts (varint u32) = 2".into(), pc(&part.parts)),
+        ("segment.bodies length (varint) = 1".into(), pc(&part.bodies.len())),
+        ("body.hash ([u8; 32]) = BLAKE3(\"hi\")".into(), pc(&b.hash)),
+        ("body.body length (varint) = 2".into(), pc(&b.body.len())),
+        ("body.body bytes = \"hi\"".into(), b.body.clone()),
+    ];
+    let parts = framed(Kind::Segment, "segment part", 1, payload);
+    let bytes = part.encode();
+    assert_eq!(joined(&parts), bytes, "the annotation covers every byte in order");
+    let name = SegmentName { bits: 2, label: 1, window: 0x2a, part: 1 };
+    assert_eq!(verified_bodies(&bytes, &name), Ok((2, part.bodies.clone())));
+    let key = Keys::new("worlds/w1").segment(&name);
+    insta::assert_snapshot!("segment_part", format!("key {key}\n{}", annotate(&parts)));
 }
