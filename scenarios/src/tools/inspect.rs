@@ -25,6 +25,7 @@ fn kind_of(keys: &Keys, key: &str) -> &'static str {
         (keys.deltas_prefix(), "deltas"),
         (keys.history_prefix(), "history"),
         (keys.receipts_prefix(), "receipts"),
+        (keys.segments_prefix(), "segments"),
     ];
     kinds.iter().find(|(prefix, _)| key.starts_with(prefix.as_str())).map_or("other", |(_, kind)| kind)
 }
