@@ -25,6 +25,7 @@ pub(crate) enum Purpose {
     Compact(crate::compactor::CompactCall),
     Collect(crate::collector::CollectCall),
     History(crate::history::HistoryCall),
+    Search(crate::search::SearchCall),
 }
 
 #[derive(Clone, Debug)]

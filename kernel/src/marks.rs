@@ -178,6 +178,8 @@ marks! {
     SearchIndexIdle = "search_index_idle",
     /// The index grew past `search_bytes_max` and was dropped.
     SearchIndexOverBudget = "search_index_over_budget",
+    /// A build read a body segment part and took its verified bodies (SPEC 10.17).
+    SearchSegmentRead = "search_segment_read",
 
     // The change feed (SPEC 9).
 

@@ -130,7 +130,7 @@ impl Replica {
         );
         Ok(Replica {
             reads: Reads::new(&config, keys.clone()),
-            search: Search::new(&config),
+            search: Search::new(&config, keys.clone()),
             feed: Feed::new(&config, keys.clone()),
             watches_max: config.watches_max,
             reload_after: config.reload_after,
@@ -353,6 +353,10 @@ impl Replica {
             }
             Purpose::Collect(what) => {
                 self.collector.on_done(now, what, call, result, &mut self.io);
+                Ok(())
+            }
+            Purpose::Search(what) => {
+                self.search.on_done(now, what, call, result, &mut self.io);
                 Ok(())
             }
             Purpose::History(what) => match self.history.on_done(now, what, call, result, &mut self.io) {

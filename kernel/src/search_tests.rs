@@ -230,3 +230,74 @@ fn a_views_search_waiting_for_the_index_when_the_view_expires_is_refused_and_lea
     let next = h.replica.poll_timeout();
     assert!(next.is_none_or(|t| t > h.now), "a wake-up at {next:?} with the clock at {:?}", h.now);
 }
+
+/// A build takes its first bodies from the bucket's body segments (SPEC 10.17): one
+/// listing of `segments/`, then the parts of each label's newest whole window, and a blob
+/// read only for a body no such part holds, or holds under another hash.
+#[test]
+fn a_build_reads_bodies_from_segments_and_blobs_only_for_what_they_lack() {
+    use crate::format::{SegmentBody, SegmentName, SegmentPart};
+    use crate::hash::Hash32;
+    use bytes::Bytes;
+    let config = blob_bodies(Config::default());
+    let mut writer = Harness::opened(config.clone());
+    let writes = [
+        (1, "/a.md", "alpha dog"),
+        (2, "/b.md", "beta dog"),
+        (3, "/c.md", "gamma dog"),
+        (4, "/d.md", "delta dog"),
+    ];
+    publish_all(&mut writer, &writes);
+    let mut store = writer.store.clone();
+    let body = |s: &str| SegmentBody { hash: Hash32::of(s.as_bytes()), body: s.as_bytes().to_vec() };
+    let mut put = |label: u32, window: u64, bodies: Vec<SegmentBody>| {
+        for part in SegmentPart::split(bodies).expect("fits") {
+            let name = SegmentName { bits: 1, label, window, part: part.part };
+            store.put(writer.now, keys().segment(&name), Bytes::from(part.encode()));
+        }
+    };
+    // Label 0's newest whole window holds alpha and beta; its older one gamma, unread.
+    put(0, 4, vec![body("gamma dog")]);
+    put(0, 5, vec![body("alpha dog"), body("beta dog")]);
+    // Label 1's part holds delta under gamma's hash: not trusted.
+    put(1, 5, vec![SegmentBody { hash: Hash32::of(b"gamma dog"), body: b"delta dog".to_vec() }]);
+    // A key under segments/ that names no part.
+    store.put(writer.now, format!("{}notes.txt", keys().segments_prefix()), Bytes::from_static(b"hi"));
+
+    let mut h = Harness::with_store(config, store, 2);
+    h.run();
+    let id = h.read(search("dog", None, 0));
+    h.run();
+    assert_eq!(found(h.read_ok(id)), (vec!["/a.md", "/b.md", "/c.md", "/d.md"], SearchMatch::Body, false));
+    let segment_gets: Vec<&BlobOp> = h
+        .log
+        .iter()
+        .filter(|op| matches!(op, BlobOp::Get { key } if key.starts_with(&keys().segments_prefix())))
+        .collect();
+    assert_eq!(segment_gets.len(), 2, "the newest whole window of each label: {segment_gets:?}");
+    assert_eq!(h.log.iter().filter(|op| is_body_get(op)).count(), 2, "gamma and delta from their blobs");
+    let stats = h.replica.search_stats();
+    assert_eq!((stats.segment_parts_read, stats.bodies_from_segments, stats.bodies_fetched), (2, 2, 2));
+    assert_eq!(h.marked(Mark::SearchSegmentRead), 2);
+}
+
+/// Segments are a cache: a build whose listing of `segments/` the store refuses reads
+/// every body from its blob and still answers from bodies.
+#[test]
+fn a_build_whose_segment_listing_fails_reads_blobs() {
+    let config = blob_bodies(Config::default());
+    let mut writer = Harness::opened(config.clone());
+    publish_all(&mut writer, &[(1, "/a.md", "alpha dog"), (2, "/b.md", "beta dog")]);
+    let mut h = Harness::with_store(config, writer.store.clone(), 2);
+    h.run();
+    let id = h.read(search("dog", None, 0));
+    let listing =
+        |op: &BlobOp| matches!(op, BlobOp::List { prefix, .. } if *prefix == keys().segments_prefix());
+    assert!(h.find(listing).is_some(), "a build lists segments first");
+    assert!(h.pending(is_body_get).is_empty(), "no blob read before the listing ends");
+    h.bring_forward(listing);
+    h.deliver_with(crate::testkit::Fate::Fail(crate::blob::BlobError::Unsupported));
+    h.run();
+    assert_eq!(found(h.read_ok(id)), (vec!["/a.md", "/b.md"], SearchMatch::Body, false));
+    assert_eq!(h.replica.search_stats().bodies_fetched, 2);
+}

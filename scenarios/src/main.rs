@@ -508,6 +508,9 @@ enum Bench {
         /// Keep the world's directory afterwards.
         #[arg(long)]
         keep: bool,
+        /// Write no body segments, so the index reads one blob per body.
+        #[arg(long)]
+        no_segments: bool,
         /// Print one JSON object instead of the readable report.
         #[arg(long)]
         json: bool,
@@ -689,8 +692,8 @@ fn main() -> ExitCode {
             let (report, _dir) = checkpoint_step::run(&args);
             tool_exit(report.map(|r| print_bench(&r, json, r.text())))
         }
-        Command::Bench { bench: Bench::Search { docs, dir, keep, json } } => {
-            let args = slotlog_scenarios::tools::bench_search::Args { docs, dir, keep };
+        Command::Bench { bench: Bench::Search { docs, dir, keep, no_segments, json } } => {
+            let args = slotlog_scenarios::tools::bench_search::Args { docs, dir, keep, no_segments };
             let (report, _dir) = slotlog_scenarios::tools::bench_search::run(&args);
             tool_exit(report.map(|r| print_bench(&r, json, r.text())))
         }

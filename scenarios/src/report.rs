@@ -881,8 +881,16 @@ impl Report {
         let q = &self.search;
         if q.body_answers + q.catalog_answers > 0 {
             s += &format!(
-                "  search   body {}  catalog {}  builds {}  bodies indexed {} (read {})  dropped idle {} over budget {}\n",
-                q.body_answers, q.catalog_answers, q.builds, q.bodies_indexed, q.bodies_fetched, q.idle_drops, q.over_budget_drops
+                "  search   body {}  catalog {}  builds {}  bodies indexed {} (blobs {}, from {} segment parts {})  dropped idle {} over budget {}\n",
+                q.body_answers,
+                q.catalog_answers,
+                q.builds,
+                q.bodies_indexed,
+                q.bodies_fetched,
+                q.segment_parts_read,
+                q.bodies_from_segments,
+                q.idle_drops,
+                q.over_budget_drops
             );
         }
         let w = &self.watch;

@@ -41,6 +41,10 @@ impl ContentIndex {
         self.body_ids.contains_key(hash)
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.body_ids.is_empty()
+    }
+
     #[cfg(test)]
     pub fn body_count(&self) -> usize {
         self.body_ids.len()

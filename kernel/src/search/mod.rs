@@ -10,15 +10,20 @@
 //! `search_idle_max` without one, or when it grows past `search_bytes_max`.
 //!
 //! The index is keyed by body hash, so it holds one immutable entry per body, right for
-//! every snapshot: a state is covered when every body its documents hold is indexed.
+//! every snapshot: a state is covered when every body its documents hold is indexed. A
+//! build takes its first bodies from the bucket's body segments (`segments`), then reads
+//! from blobs what they lacked.
 
 mod index;
 pub mod query;
+mod segments;
 
+use crate::blob::BlobResult;
 use crate::bodies::Bodies;
 use crate::config::Config;
+use crate::format::Keys;
 use crate::hash::Hash32;
-use crate::io::Io;
+use crate::io::{Call, Io};
 use crate::marks::Mark;
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -28,6 +33,8 @@ use bytes::Bytes;
 use core::time::Duration;
 use index::ContentIndex;
 use query::{words, Query};
+pub(crate) use segments::SearchCall;
+use segments::{Loaded, Room, SegmentLoad};
 use std::collections::{BTreeSet, VecDeque};
 
 /// More installs than this queued for the index collapse into one comparison with the
@@ -58,8 +65,12 @@ pub struct SearchStats {
     pub builds: u64,
     /// Bodies read and indexed.
     pub bodies_indexed: u64,
-    /// Bodies the index asked the bucket for.
+    /// Bodies the index asked the bucket for, one blob each.
     pub bodies_fetched: u64,
+    /// Segment parts read for a build (SPEC 10.17).
+    pub segment_parts_read: u64,
+    /// Bodies a build took from segment parts rather than blobs.
+    pub bodies_from_segments: u64,
     /// Times the index was dropped for going unused.
     pub idle_drops: u64,
     /// Times the index was dropped for growing past its bound.
@@ -75,6 +86,8 @@ impl SearchStats {
             builds,
             bodies_indexed,
             bodies_fetched,
+            segment_parts_read,
+            bodies_from_segments,
             idle_drops,
             over_budget_drops,
         } = other;
@@ -83,6 +96,8 @@ impl SearchStats {
         self.builds += builds;
         self.bodies_indexed += bodies_indexed;
         self.bodies_fetched += bodies_fetched;
+        self.segment_parts_read += segment_parts_read;
+        self.bodies_from_segments += bodies_from_segments;
         self.idle_drops += idle_drops;
         self.over_budget_drops += over_budget_drops;
     }
@@ -127,6 +142,8 @@ impl Installs {
 }
 
 pub(crate) struct Search {
+    keys: Keys,
+    list_page_max: u32,
     wait: Duration,
     idle_max: Duration,
     bytes_max: usize,
@@ -149,16 +166,21 @@ pub(crate) struct Search {
     /// Of those, the ones not asked for yet, in the order they were found.
     queue: VecDeque<Hash32>,
     fetching: BTreeSet<Hash32>,
-    /// Bodies in hand, waiting for their step to be indexed.
+    /// Bodies in hand, waiting for their step to be indexed, and their bytes.
     ready: VecDeque<(Hash32, Bytes)>,
+    ready_bytes: usize,
+    /// The build's reading of segments, until it is done: blobs wait for it.
+    segments: Option<SegmentLoad>,
     /// Bodies the served state stopped holding, and when.
     retired: VecDeque<(Instant, Hash32)>,
     pub stats: SearchStats,
 }
 
 impl Search {
-    pub fn new(config: &Config) -> Search {
+    pub fn new(config: &Config, keys: Keys) -> Search {
         Search {
+            keys,
+            list_page_max: config.list_page_max,
             wait: config.search_wait,
             idle_max: config.search_idle_max,
             bytes_max: config.search_bytes_max,
@@ -176,6 +198,8 @@ impl Search {
             queue: VecDeque::new(),
             fetching: BTreeSet::new(),
             ready: VecDeque::new(),
+            ready_bytes: 0,
+            segments: None,
             retired: VecDeque::new(),
             stats: SearchStats::default(),
         }
@@ -215,7 +239,7 @@ impl Search {
             return None;
         }
         // A build just asked for, or bodies in hand: due at once.
-        if self.rescan || !self.ready.is_empty() {
+        if self.rescan || !self.ready.is_empty() || self.segments.as_ref().is_some_and(|l| l.is_done()) {
             return Some(self.settled_at);
         }
         Some(self.last_search + self.idle_max)
@@ -225,7 +249,30 @@ impl Search {
     pub fn on_body(&mut self, hash: &Hash32, body: &Bytes) {
         let asked = self.fetching.remove(hash);
         if self.active && (asked || self.missing.contains(hash)) {
-            self.ready.push_back((*hash, body.clone()));
+            self.push_ready(*hash, body.clone());
+        }
+    }
+
+    fn push_ready(&mut self, hash: Hash32, body: Bytes) {
+        self.ready_bytes += body.len();
+        self.ready.push_back((hash, body));
+    }
+
+    /// A segment call completed. A call of a build since dropped is ignored.
+    pub fn on_done(&mut self, now: Instant, what: SearchCall, call: Call, result: BlobResult, io: &mut Io) {
+        let build = match &what {
+            SearchCall::List { build } | SearchCall::Part { build, .. } => *build,
+        };
+        let Some(load) = self.segments.as_mut().filter(|l| l.build() == build) else { return };
+        if let Loaded::Bodies(bodies) = load.on_done(now, what, call, result, &self.keys, io) {
+            self.stats.segment_parts_read += 1;
+            io.marks.hit(Mark::SearchSegmentRead);
+            for b in bodies {
+                if self.missing.contains(&b.hash) && !self.index.contains(&b.hash) {
+                    self.stats.bodies_from_segments += 1;
+                    self.push_ready(b.hash, Bytes::from(b.body));
+                }
+            }
         }
     }
 
@@ -257,6 +304,11 @@ impl Search {
                     self.queue.push_back(*hash);
                 }
             }
+            // A build reads segments first; a comparison after collapsed installs finds
+            // few bodies missing, and blobs serve them.
+            if self.index.is_empty() && !self.missing.is_empty() {
+                self.segments = Some(SegmentLoad::new(self.stats.builds));
+            }
         } else {
             // Only what the served state holds now: a slot may replace a body another
             // member of it (or an earlier slot) just brought.
@@ -278,8 +330,25 @@ impl Search {
             }
         }
         self.forget_retired(now, &sn.world);
-        self.fetch(now, sn, bodies, io);
+        self.load_segments(now, io);
+        if self.segments.is_none() {
+            self.fetch(now, sn, bodies, io);
+        }
         self.index_step(sn, io);
+    }
+
+    fn load_segments(&mut self, now: Instant, io: &mut Io) {
+        let Some(load) = self.segments.as_mut() else { return };
+        let room = Room {
+            reads_max: self.fetches_max,
+            list_page_max: self.list_page_max,
+            waiting_bytes: self.ready_bytes,
+        };
+        load.pump(now, &self.keys, room, io);
+        // Blobs start once the segments' bodies are indexed, so none is read twice.
+        if load.is_done() && self.ready.is_empty() {
+            self.segments = None;
+        }
     }
 
     /// Drops the index and everything it was doing; the stats stay.
@@ -291,6 +360,8 @@ impl Search {
         self.queue.clear();
         self.fetching.clear();
         self.ready.clear();
+        self.ready_bytes = 0;
+        self.segments = None;
         self.retired.clear();
         sn.search = Installs::default();
     }
@@ -321,7 +392,7 @@ impl Search {
                 continue;
             };
             if let Some(body) = bodies.get(&hash) {
-                self.ready.push_back((hash, body));
+                self.push_ready(hash, body);
                 continue;
             }
             // Where a version with this body was written, for a body carried in its slot.
@@ -338,6 +409,7 @@ impl Search {
         let mut budget = self.step_bytes_max;
         while budget > 0 {
             let Some((hash, body)) = self.ready.pop_front() else { break };
+            self.ready_bytes -= body.len();
             budget = budget.saturating_sub(body.len().max(1));
             // A body still held somewhere since it was asked for; one no state holds now
             // is not worth its bytes.

@@ -4,7 +4,9 @@
 //!
 //! The parent builds a world of word bodies in a local directory as `bench cold-start`
 //! does (the marker, checkpoint zero, slots of 256 creates with their body blobs, the
-//! full checkpoint `fold` makes). A separate process (the hidden `search-open`) opens it
+//! full checkpoint `fold` makes), then the body segment of every shard label, as a
+//! compactor writing that checkpoint would (SPEC 10.17; `--no-segments` leaves them out,
+//! so the index reads one blob per body). A separate process (the hidden `search-open`) opens it
 //! with the production driver, searches at once and every 100 ms until an answer comes
 //! from bodies, then runs a fixed query set; so its memory is the opening's and the
 //! index's alone.
@@ -18,10 +20,13 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use slotlog::{Answer, SearchMatch, World, WorldConfig};
 use slotlog_kernel::checkpoint::fold;
-use slotlog_kernel::format::{Checkpoint, Keys, Marker, SLOT_MEMBERS_MAX};
+use slotlog_kernel::format::{
+    segment_window, shard_of, Checkpoint, Keys, Marker, SegmentBody, SegmentName, SegmentPart,
+    SLOT_MEMBERS_MAX,
+};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{StoreId, WorldId};
-use slotlog_kernel::world::{Expected, Mutation, WorldState};
+use slotlog_kernel::world::{Expected, Mutation, Path as DocPath, WorldState};
 use slotlog_kernel::CompactionRole;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -38,6 +43,8 @@ pub struct Args {
     pub docs: u64,
     pub dir: Option<PathBuf>,
     pub keep: bool,
+    /// Write no body segments.
+    pub no_segments: bool,
 }
 
 /// Word `rank` of the vocabulary: rank 0 is the commonest.
@@ -127,6 +134,9 @@ pub struct Report {
     pub body_mb: f64,
     pub build_s: f64,
     pub checkpoint_s: f64,
+    /// Segment parts written (0 with `--no-segments`) and how long they took.
+    pub segment_parts: u64,
+    pub segments_s: f64,
     #[serde(flatten)]
     pub search: SearchReport,
 }
@@ -146,7 +156,7 @@ pub fn run(args: &Args) -> (Result<Report, String>, Option<WorldDir>) {
 fn run_in(args: &Args, dir: &Path) -> Result<Report, String> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    let (body_mb, build_s, checkpoint_s) = runtime.block_on(build(args.docs, dir))?;
+    let built = runtime.block_on(build(args.docs, dir, !args.no_segments))?;
     drop(runtime);
     eprintln!("searching from a separate process");
     let docs = args.docs.to_string();
@@ -157,10 +167,19 @@ fn run_in(args: &Args, dir: &Path) -> Result<Report, String> {
         "--dir".as_ref(),
         dir.as_os_str(),
     ])?;
-    Ok(Report { docs: args.docs, body_mb, build_s, checkpoint_s, search })
+    let Built { body_mb, build_s, checkpoint_s, segment_parts, segments_s } = built;
+    Ok(Report { docs: args.docs, body_mb, build_s, checkpoint_s, segment_parts, segments_s, search })
 }
 
-async fn build(docs: u64, dir: &Path) -> Result<(f64, f64, f64), String> {
+struct Built {
+    body_mb: f64,
+    build_s: f64,
+    checkpoint_s: f64,
+    segment_parts: u64,
+    segments_s: f64,
+}
+
+async fn build(docs: u64, dir: &Path, segments: bool) -> Result<Built, String> {
     let keys = Keys::new(PREFIX);
     let blobs = local_blobs(dir)?;
     let mut sink = Sink::new(blobs.clone(), BUILD_CREATES_IN_FLIGHT_MAX);
@@ -192,7 +211,51 @@ async fn build(docs: u64, dir: &Path) -> Result<(f64, f64, f64), String> {
     let started = Instant::now();
     let folded = fold(&world, &|_| None).expect("a world built in memory holds every version");
     create(&blobs, &keys, &folded, &BTreeSet::new(), true).await?;
-    Ok((body_bytes as f64 / MIB, build_s, started.elapsed().as_secs_f64()))
+    let checkpoint_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let segment_parts =
+        if segments { write_segments(docs, folded.root.shard_bits, &keys, &mut sink).await? } else { 0 };
+    let segments_s = started.elapsed().as_secs_f64();
+    Ok(Built { body_mb: body_bytes as f64 / MIB, build_s, checkpoint_s, segment_parts, segments_s })
+}
+
+/// The segment of every label of a `bits` layout, in the current window: every part but
+/// part 0 first, then the part 0s, so a listed part 0 names a whole segment.
+async fn write_segments(docs: u64, bits: u8, keys: &Keys, sink: &mut Sink) -> Result<u64, String> {
+    eprintln!("writing the body segments of {} labels", 1u64 << bits);
+    let mut by_label: Vec<Vec<u64>> = vec![Vec::new(); 1 << bits];
+    for i in 0..docs {
+        let path = DocPath::parse(&path_of(i)).map_err(|e| format!("{e:?}"))?;
+        by_label[shard_of(&path, bits) as usize].push(i);
+    }
+    let now_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_err(|e| e.to_string())?;
+    let window = segment_window(now_ms.as_millis() as u64);
+    let mut firsts = Vec::new();
+    let mut written = 0;
+    for (label, members) in by_label.into_iter().enumerate() {
+        let bodies = members.into_iter().map(|i| {
+            let body = body_of(i).to_vec();
+            SegmentBody { hash: Hash32::of(&body), body }
+        });
+        let parts = SegmentPart::split(bodies).ok_or("a label's bodies past the parts a segment holds")?;
+        for part in parts {
+            let name = SegmentName { bits, label: label as u32, window, part: part.part };
+            let bytes = Bytes::from(part.encode());
+            written += 1;
+            if part.part == 0 {
+                firsts.push((keys.segment(&name), bytes));
+            } else {
+                sink.create(keys.segment(&name), bytes).await?;
+            }
+        }
+    }
+    sink.drain().await?;
+    for (key, bytes) in firsts {
+        sink.create(key, bytes).await?;
+    }
+    sink.drain().await?;
+    Ok(written)
 }
 
 /// The child: open the world in `dir`, search until bodies answer, then time the set.
@@ -254,7 +317,7 @@ impl Report {
     pub fn text(&self) -> String {
         let s = &self.search;
         format!(
-            "search: {} documents, {:.1} MiB of bodies (build {:.1} s, checkpoint {:.1} s)\n\
+            "search: {} documents, {:.1} MiB of bodies (build {:.1} s, checkpoint {:.1} s, {} segment parts {:.1} s)\n\
              \x20 open               {:.2} s, RSS {:.0} MiB\n\
              \x20 first body answer  {:.2} s after the first search ({} catalog answers before)\n\
              \x20 resident           {:.0} MiB more (index counts {:.0} MiB, {} bodies)\n\
@@ -263,6 +326,8 @@ impl Report {
             self.body_mb,
             self.build_s,
             self.checkpoint_s,
+            self.segment_parts,
+            self.segments_s,
             s.open_s,
             s.rss_open_mb,
             s.first_body_answer_s,
