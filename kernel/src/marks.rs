@@ -270,6 +270,9 @@ marks! {
     CheckpointDropped = "checkpoint_dropped",
     /// A drop deleted slots the oldest kept checkpoint covers.
     SlotCollected = "slot_collected",
+    /// A drop deleted a body segment part a newer whole window of its label superseded,
+    /// or of a layout no kept checkpoint has (SPEC 10.17).
+    SegmentPartCollected = "segment_part_collected",
     /// A delete was refused because the object's generation changed since the listing
     /// (a freshen or a new write won): the generation fence at work.
     DeleteFenced = "delete_fenced",

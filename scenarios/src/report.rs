@@ -298,6 +298,8 @@ pub struct Deleted {
     pub root: u64,
     pub shard: u64,
     pub receipts: u64,
+    /// Body segment parts (SPEC 10.17).
+    pub segment: u64,
     pub slot: u64,
 }
 
@@ -753,6 +755,7 @@ impl Report {
                         root: all.deleted_roots,
                         shard: all.deleted_shards,
                         receipts: all.deleted_receipts,
+                        segment: all.deleted_segments,
                         slot: all.deleted_slots,
                     },
                     rewrites,

@@ -4,7 +4,9 @@
 //! shards, deltas and receipt blocks they use; deletes every shard, delta, receipt block
 //! and root that no
 //! kept checkpoint uses and that was older than the grace when the drop began; then the
-//! dropped checkpoint objects; then, oldest first, the slots the oldest kept checkpoint
+//! body segment parts a newer whole window superseded, or of another layout than every
+//! kept checkpoint's (SPEC 10.17), older than the grace; then the dropped checkpoint
+//! objects; then, oldest first, the slots the oldest kept checkpoint
 //! covers that were older than the slot retention. Every delete is conditioned on the
 //! generation the drop listed, so an object freshened or written again since the listing
 //! survives (the generation fence). Content objects (bodies, history blocks) are never
@@ -18,7 +20,7 @@ mod tests;
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, ObjectMeta};
 use crate::config::Config;
-use crate::format::{Checkpoint, Keys, Root};
+use crate::format::{newest_whole_window, Checkpoint, Keys, Root, SegmentName};
 use crate::hash::Hash32;
 use crate::io::{Call, Io, Purpose};
 use crate::marks::{Mark, Marks};
@@ -36,6 +38,9 @@ pub enum Collected {
     Receipts,
     /// A root no kept checkpoint uses.
     Root,
+    /// A body segment part a newer whole window of its label superseded, or of a layout
+    /// no kept checkpoint has (SPEC 10.17).
+    Segment,
     /// A checkpoint that is not kept.
     Checkpoint,
     /// A slot the oldest kept checkpoint covers, older than the slot retention.
@@ -50,6 +55,7 @@ pub(crate) enum Listing {
     Deltas,
     Receipts,
     Roots,
+    Segments,
     Slots,
 }
 
@@ -82,6 +88,7 @@ fn prefix(keys: &Keys, listing: Listing) -> String {
         Listing::Deltas => keys.deltas_prefix(),
         Listing::Receipts => keys.receipts_prefix(),
         Listing::Roots => keys.roots_prefix(),
+        Listing::Segments => keys.segments_prefix(),
         Listing::Slots => keys.log_prefix(),
     }
 }
@@ -109,6 +116,8 @@ pub struct CollectorStats {
     pub deleted_deltas: u64,
     /// Receipt blocks deleted.
     pub deleted_receipts: u64,
+    /// Body segment parts deleted.
+    pub deleted_segments: u64,
     /// Slots deleted.
     pub deleted_slots: u64,
     /// Bytes those deletes reclaimed (the sizes the drop listed).
@@ -134,6 +143,7 @@ impl CollectorStats {
             deleted_shards,
             deleted_deltas,
             deleted_receipts,
+            deleted_segments,
             deleted_slots,
             bytes_reclaimed,
             fenced_deletes,
@@ -148,6 +158,7 @@ impl CollectorStats {
         self.deleted_shards += deleted_shards;
         self.deleted_deltas += deleted_deltas;
         self.deleted_receipts += deleted_receipts;
+        self.deleted_segments += deleted_segments;
         self.deleted_slots += deleted_slots;
         self.bytes_reclaimed += bytes_reclaimed;
         self.fenced_deletes += fenced_deletes;
@@ -162,14 +173,16 @@ impl CollectorStats {
             + self.deleted_shards
             + self.deleted_deltas
             + self.deleted_receipts
+            + self.deleted_segments
             + self.deleted_slots
     }
 }
 
-/// The checkpoint a drop starts from: the one its replica just wrote, and every object
-/// name it uses (known, so the drop need not read it back).
+/// The checkpoint a drop starts from: the one its replica just wrote, its layout, and
+/// every object name it uses (known, so the drop need not read it back).
 pub(crate) struct Written {
     pub next_sequence: u64,
+    pub shard_bits: u8,
     pub names: BTreeSet<Hash32>,
 }
 
@@ -188,6 +201,11 @@ struct Drop {
     checkpoints: Vec<ObjectMeta>,
     /// Names of the shards, receipt blocks and roots the kept checkpoints use.
     used: BTreeSet<Hash32>,
+    /// The kept checkpoints' layouts: segments of any other go.
+    kept_bits: BTreeSet<u8>,
+    /// The segment parts listed of one label (bits and label), judged when the listing
+    /// moves past it: the buffer holds one label's parts, never the whole prefix.
+    label_parts: Vec<(SegmentName, ObjectMeta)>,
     /// Kept checkpoints still to read, and reads in flight.
     to_read: VecDeque<u64>,
     reads_in_flight: usize,
@@ -248,6 +266,8 @@ impl Collector {
             listed: false,
             checkpoints: Vec::new(),
             used: written.names,
+            kept_bits: BTreeSet::from([written.shard_bits]),
+            label_parts: Vec::new(),
             to_read: VecDeque::new(),
             reads_in_flight: 0,
             dropped: Vec::new(),
@@ -295,7 +315,8 @@ impl Collector {
                 Listing::Shards => Listing::Deltas,
                 Listing::Deltas => Listing::Receipts,
                 Listing::Receipts => Listing::Roots,
-                Listing::Roots => {
+                Listing::Roots => Listing::Segments,
+                Listing::Segments => {
                     let dropped = std::mem::take(&mut drop.dropped);
                     drop.doomed.extend(dropped.into_iter().map(|m| (Collected::Checkpoint, m)));
                     Listing::Slots
@@ -348,6 +369,7 @@ impl Collector {
                 let drop = self.drop.as_mut().expect("a drop");
                 match Root::decode_named(&bytes, &name) {
                     Ok(root) => {
+                        drop.kept_bits.insert(root.shard_bits);
                         drop.used.extend(root.shards);
                         drop.used.extend(root.deltas.iter().map(|d| d.block));
                         drop.used.extend(root.receipts.iter().map(|r| r.block));
@@ -392,6 +414,20 @@ impl Collector {
                     if unused && old(&m, grace_us) {
                         drop.doomed.push_back((kind, m));
                     }
+                }
+            }
+            Listing::Segments => {
+                for m in entries {
+                    // Not a segment part's key: not ours to judge.
+                    let Some(name) = self.keys.parse_segment(&m.key) else { continue };
+                    let label = |n: &SegmentName| (n.bits, n.label);
+                    if drop.label_parts.first().is_some_and(|(n, _)| label(n) != label(&name)) {
+                        judge_label(drop, grace_us);
+                    }
+                    drop.label_parts.push((name, m));
+                }
+                if drop.listed {
+                    judge_label(drop, grace_us);
                 }
             }
             Listing::Slots => {
@@ -448,6 +484,10 @@ impl Collector {
                     Collected::Delta => self.stats.deleted_deltas += 1,
                     Collected::Receipts => self.stats.deleted_receipts += 1,
                     Collected::Root => self.stats.deleted_roots += 1,
+                    Collected::Segment => {
+                        self.stats.deleted_segments += 1;
+                        marks.hit(Mark::SegmentPartCollected);
+                    }
                     Collected::Checkpoint => {
                         self.stats.deleted_checkpoints += 1;
                         marks.hit(Mark::CheckpointDropped);
@@ -485,6 +525,30 @@ impl Collector {
         if self.drop.take().is_some() {
             self.stats.drops_abandoned += 1;
             marks.hit(Mark::DropAbandoned);
+        }
+    }
+}
+
+/// Dooms the buffered label's parts past the grace that no kept checkpoint's reader
+/// would want: all of them if the label's layout is none a kept checkpoint has, else
+/// those of windows older than its newest whole one. Newer windows may be in progress
+/// (part 0 is created last), and without a whole window a reader has nothing else.
+fn judge_label(drop: &mut Drop, grace_us: u64) {
+    let parts = std::mem::take(&mut drop.label_parts);
+    let Some((first, _)) = parts.first() else { return };
+    // None: another layout's label, every window of it goes.
+    let newest = if drop.kept_bits.contains(&first.bits) {
+        let names: Vec<SegmentName> = parts.iter().map(|(n, _)| *n).collect();
+        let Some(newest) = newest_whole_window(&names) else { return };
+        Some(newest)
+    } else {
+        None
+    };
+    for (name, m) in parts {
+        let superseded = newest.is_none_or(|w| name.window < w);
+        let old = m.created_at_us.saturating_add(grace_us) <= drop.start_us;
+        if superseded && old {
+            drop.doomed.push_back((Collected::Segment, m));
         }
     }
 }

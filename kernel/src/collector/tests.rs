@@ -13,6 +13,7 @@ use bytes::Bytes;
 use core::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
+use std::collections::BTreeMap;
 
 const MINUTE_US: u64 = 60_000_000;
 const HOUR_US: u64 = 60 * MINUTE_US;
@@ -22,6 +23,8 @@ struct Bench {
     collector: Collector,
     io: Io,
     now: Instant,
+    /// Each checkpoint's layout, as `checkpoint` wrote it.
+    bits: BTreeMap<u64, u8>,
 }
 
 impl Bench {
@@ -40,6 +43,7 @@ impl Bench {
             collector: Collector::new(&config, keys()),
             io,
             now: Instant::ZERO,
+            bits: BTreeMap::new(),
         }
     }
 
@@ -76,6 +80,7 @@ impl Bench {
             receipts: vec![],
             stamp: 0,
         };
+        self.bits.insert(next_sequence, shard_bits);
         let root_bytes = root.encode();
         let root_name = Hash32::of(&root_bytes);
         self.store.put(at, keys().root_object(&root_name), Bytes::from(root_bytes));
@@ -94,7 +99,8 @@ impl Bench {
     /// carrying out every call at once.
     fn drop_at(&mut self, start_us: u64, next_sequence: u64, names: BTreeSet<Hash32>) {
         self.now = Instant::from_micros(start_us);
-        self.collector.start(start_us, Written { next_sequence, names });
+        let shard_bits = self.bits[&next_sequence];
+        self.collector.start(start_us, Written { next_sequence, shard_bits, names });
         self.collector.pump(self.now, &mut self.io);
         while let Some(effect) = self.io.effects.pop_front() {
             let Effect::Blob { id, op } = effect else { panic!("only calls") };
@@ -108,6 +114,13 @@ impl Bench {
         let Some((call, result)) = self.io.complete(id, result) else { return };
         let Purpose::Collect(what) = call.purpose.clone() else { panic!("a collector call") };
         self.collector.on_done(self.now, what, call, result, &mut self.io);
+    }
+
+    /// Stores one body segment part at store time `at_us`; its key.
+    fn segment(&mut self, bits: u8, window: u64, part: u32, at_us: u64) -> String {
+        let key = keys().segment(&SegmentName { bits, label: 0, window, part });
+        self.store.put(Instant::from_micros(at_us), key.clone(), Bytes::from(vec![part as u8]));
+        key
     }
 
     fn has(&self, key: &str) -> bool {
@@ -184,7 +197,7 @@ fn a_shard_freshened_after_the_listing_survives_its_delete() {
     b.checkpoint(30, &[3], 2 * HOUR_US);
     let names = b.checkpoint(40, &[4], 3 * HOUR_US);
     b.now = Instant::from_micros(3 * HOUR_US);
-    b.collector.start(3 * HOUR_US, Written { next_sequence: 40, names });
+    b.collector.start(3 * HOUR_US, Written { next_sequence: 40, shard_bits: 0, names });
     b.collector.pump(b.now, &mut b.io);
     // Carry out calls until the shard's delete is asked for, then freshen the shard first.
     let mut fenced = false;
@@ -263,7 +276,7 @@ fn a_backend_without_conditional_deletes_turns_collection_off() {
     b.checkpoint(30, &[3], 2 * HOUR_US);
     let names = b.checkpoint(40, &[4], 3 * HOUR_US);
     b.now = Instant::from_micros(4 * HOUR_US);
-    b.collector.start(4 * HOUR_US, Written { next_sequence: 40, names: names.clone() });
+    b.collector.start(4 * HOUR_US, Written { next_sequence: 40, shard_bits: 0, names: names.clone() });
     b.collector.pump(b.now, &mut b.io);
     while let Some(effect) = b.io.effects.pop_front() {
         let Effect::Blob { id, op } = effect else { panic!("only calls") };
@@ -275,7 +288,7 @@ fn a_backend_without_conditional_deletes_turns_collection_off() {
     }
     assert!(b.collector.stats.off);
     assert!(b.has(&shard(1)), "nothing deleted");
-    b.collector.start(5 * HOUR_US, Written { next_sequence: 40, names });
+    b.collector.start(5 * HOUR_US, Written { next_sequence: 40, shard_bits: 0, names });
     assert!(!b.collector.is_running(), "no drop once off");
 }
 
@@ -292,4 +305,132 @@ fn a_kept_checkpoint_that_cannot_be_read_abandons_the_drop_before_any_delete() {
     assert_eq!(b.collector.stats.drops_abandoned, 1);
     assert_eq!(b.collector.stats.deleted(), 0);
     assert!(b.has(&shard(1)));
+}
+
+#[test]
+fn a_segment_window_a_newer_whole_window_superseded_goes_once_past_the_grace() {
+    let mut b = Bench::new();
+    let names = b.checkpoint(40, &[4], 0);
+    let superseded = [b.segment(0, 1, 0, 0), b.segment(0, 1, 1, 0)];
+    let newest = [b.segment(0, 2, 0, HOUR_US), b.segment(0, 2, 1, HOUR_US)];
+    b.drop_at(3 * HOUR_US, 40, names);
+    assert!(superseded.iter().all(|k| !b.has(k)), "window 1 is superseded and old");
+    assert!(newest.iter().all(|k| b.has(k)), "the newest whole window stays, however old");
+    assert_eq!(b.collector.stats.deleted_segments, 2);
+    assert_eq!(b.io.marks.count(crate::marks::Mark::SegmentPartCollected), 2);
+}
+
+#[test]
+fn a_superseded_segment_window_younger_than_the_grace_stays() {
+    let mut b = Bench::new();
+    let names = b.checkpoint(40, &[4], 0);
+    let superseded = b.segment(0, 1, 0, 3 * HOUR_US - 10 * MINUTE_US);
+    b.segment(0, 2, 0, 3 * HOUR_US - 5 * MINUTE_US);
+    b.drop_at(3 * HOUR_US, 40, names);
+    assert!(b.has(&superseded), "10 minutes old: inside the grace");
+    assert_eq!(b.collector.stats.deleted_segments, 0);
+}
+
+#[test]
+fn segment_parts_of_a_layout_no_kept_checkpoint_has_go_whatever_their_window() {
+    let mut b = Bench::new();
+    let names = b.checkpoint(40, &[4], 0);
+    // The kept checkpoint has one shard (bits 0): labels of bits 1 belong to no kept layout.
+    let other = [b.segment(1, 7, 0, 0), b.segment(1, 7, 1, 0)];
+    let young = b.segment(1, 8, 1, 3 * HOUR_US - MINUTE_US);
+    let ours = b.segment(0, 7, 0, 0);
+    b.drop_at(3 * HOUR_US, 40, names);
+    assert!(other.iter().all(|k| !b.has(k)), "another layout's newest whole window goes too");
+    assert!(b.has(&young), "inside the grace");
+    assert!(b.has(&ours), "the kept layout's newest whole window");
+    assert_eq!(b.collector.stats.deleted_segments, 2);
+}
+
+#[test]
+fn a_newer_segment_window_without_part_zero_does_not_supersede_the_whole_one() {
+    let mut b = Bench::new();
+    let names = b.checkpoint(40, &[4], 0);
+    let older = b.segment(0, 1, 0, 0);
+    let whole = [b.segment(0, 2, 0, 0), b.segment(0, 2, 1, 0)];
+    // A writer that has not yet created part 0 (it is created last), or never will.
+    let partial = b.segment(0, 3, 1, 0);
+    b.drop_at(3 * HOUR_US, 40, names);
+    assert!(!b.has(&older), "superseded by window 2");
+    assert!(whole.iter().all(|k| b.has(k)), "window 2 is still the newest whole one");
+    assert!(b.has(&partial), "newer than the newest whole window");
+}
+
+#[test]
+fn a_label_without_a_whole_segment_window_keeps_every_part() {
+    let mut b = Bench::new();
+    let names = b.checkpoint(40, &[4], 0);
+    let parts = [b.segment(0, 1, 1, 0), b.segment(0, 2, 1, 0)];
+    b.drop_at(3 * HOUR_US, 40, names);
+    assert!(parts.iter().all(|k| b.has(k)));
+}
+
+#[test]
+fn a_key_under_segments_that_names_no_part_stays() {
+    let mut b = Bench::new();
+    let names = b.checkpoint(40, &[4], 0);
+    b.segment(0, 1, 0, 0);
+    b.segment(0, 2, 0, 0);
+    let strays = [
+        format!("{}00-00000000/000000000000000A/0000", keys().segments_prefix()),
+        format!("{}00-00000000/0000000000000001/0000/x", keys().segments_prefix()),
+        format!("{}notes", keys().segments_prefix()),
+    ];
+    for k in &strays {
+        b.store.put(Instant::ZERO, k.clone(), Bytes::from_static(b"stray"));
+    }
+    b.drop_at(3 * HOUR_US, 40, names);
+    assert!(strays.iter().all(|k| b.has(k)), "not a segment part: not ours");
+    assert_eq!(b.collector.stats.deleted_segments, 1, "window 1 still went");
+}
+
+#[test]
+fn segment_labels_are_judged_whole_across_listing_pages() {
+    let mut b = Bench::new();
+    let config = Config { list_page_max: 1, ..Config::default() };
+    b.collector = Collector::new(&config, keys());
+    let names = b.checkpoint(40, &[4], 0);
+    let key = |bits, label, window, part| keys().segment(&SegmentName { bits, label, window, part });
+    for (label, window, part) in [(0, 1, 0), (0, 2, 0), (0, 2, 1), (1, 1, 0), (1, 1, 1), (1, 3, 1)] {
+        b.store.put(Instant::ZERO, key(0, label, window, part), Bytes::from_static(b"part"));
+    }
+    b.drop_at(3 * HOUR_US, 40, names);
+    assert!(!b.has(&key(0, 0, 1, 0)), "label 0's window 1 is superseded by window 2");
+    for (label, window, part) in [(0, 2, 0), (0, 2, 1), (1, 1, 0), (1, 1, 1), (1, 3, 1)] {
+        assert!(b.has(&key(0, label, window, part)), "label {label} window {window} part {part}");
+    }
+    assert_eq!(b.collector.stats.deleted_segments, 1);
+}
+
+#[test]
+fn a_segment_part_rewritten_after_the_listing_survives_its_delete() {
+    let mut b = Bench::new();
+    let names = b.checkpoint(40, &[4], 0);
+    let superseded = b.segment(0, 1, 0, 0);
+    b.segment(0, 2, 0, 0);
+    b.now = Instant::from_micros(3 * HOUR_US);
+    b.collector.start(3 * HOUR_US, Written { next_sequence: 40, shard_bits: 0, names });
+    b.collector.pump(b.now, &mut b.io);
+    let mut fenced = false;
+    while let Some(effect) = b.io.effects.pop_front() {
+        let Effect::Blob { id, op } = effect else { panic!("only calls") };
+        if let BlobOp::Delete { key, .. } = &op {
+            if *key == superseded {
+                let (bytes, g, _) = b.store.objects[key].clone();
+                let rewrite = BlobOp::Rewrite { key: key.clone(), bytes, if_generation: Generation::from(g) };
+                assert!(b.store.apply(b.now, &rewrite).is_ok());
+                fenced = true;
+            }
+        }
+        let result = b.store.apply(b.now, &op);
+        b.answer(id, result);
+    }
+    assert!(fenced, "the drop asked to delete the superseded part");
+    assert!(b.has(&superseded), "the delete at the listed generation failed");
+    let st = &b.collector.stats;
+    assert_eq!((st.fenced_deletes, st.deleted_segments), (1, 0));
 }

@@ -74,8 +74,9 @@ impl Compactor {
         }
         self.stats.written += 1;
         self.queue_segments(landed_us);
-        let names = self.run.as_ref().expect("running").names.clone();
-        self.written_out = Some(Written { next_sequence, names });
+        let run = self.run.as_ref().expect("running");
+        let (names, shard_bits) = (run.names.clone(), run.layers.shard_bits);
+        self.written_out = Some(Written { next_sequence, shard_bits, names });
         self.finish(next_sequence, now, true);
     }
 

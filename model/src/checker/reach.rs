@@ -4,7 +4,8 @@
 //! checkpoints present, and any whose successor is younger than the grace. Checked at
 //! every delete (of a kept checkpoint, of an object a kept checkpoint reaches, of a slot
 //! the oldest kept checkpoint does not cover or younger than the retention, of any
-//! content object) and at every checkpoint create (everything it reaches is present).
+//! content object, of a body segment part of its label's newest whole window in a kept
+//! checkpoint's layout) and at every checkpoint create (everything it reaches is present).
 //! Knows nothing of the collector's code.
 //!
 //! A checkpoint that *landed late* (created more than the grace after the slot holding the
@@ -16,8 +17,9 @@
 
 use super::{CheckReport, Violation};
 use crate::history::{NameChange, NameHistory};
-use slotlog_kernel::format::{Checkpoint, Keys, Root};
+use slotlog_kernel::format::{Checkpoint, Keys, Root, SegmentName};
 use slotlog_kernel::time::Instant;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The ages the rules use: the world's configured grace and slot retention.
 #[derive(Clone, Copy, Debug)]
@@ -37,7 +39,13 @@ pub(super) fn check(names: &NameHistory, keys: &Keys, ages: Ages, r: &mut CheckR
         })
         .collect();
     slots.sort_unstable();
-    let judge = Judge { names, keys, ages, content_prefixes, slots };
+    let mut segments: BTreeMap<(u8, u32), Vec<(SegmentName, &str)>> = BTreeMap::new();
+    for (k, _) in names.names() {
+        if let Some(n) = keys.parse_segment(k) {
+            segments.entry((n.bits, n.label)).or_default().push((n, k));
+        }
+    }
+    let judge = Judge { names, keys, ages, content_prefixes, slots, segments };
     let checkpoints: Vec<(u64, &str)> = names
         .names()
         .filter_map(|(k, _)| keys.parse_checkpoint(k).filter(|s| *s > 1).map(|s| (s, k)))
@@ -81,6 +89,8 @@ struct Judge<'a> {
     content_prefixes: [String; 2],
     /// Every slot name's first sequence and first creation, by first sequence.
     slots: Vec<(u64, Instant)>,
+    /// Every body segment part name ever held, by bits and label.
+    segments: BTreeMap<(u8, u32), Vec<(SegmentName, &'a str)>>,
 }
 
 impl Judge<'_> {
@@ -104,6 +114,13 @@ impl Judge<'_> {
                     return Some(Violation::YoungDeleted { key: owned(), written, at });
                 }
             }
+        }
+        if let Some(part) = keys.parse_segment(key) {
+            // A reader of a kept checkpoint's layout reads its label's newest whole window
+            // (SPEC 10.17): only superseded windows and other layouts' parts may go.
+            let newest = self.newest_whole_window(part.bits, part.label, just_before) == Some(part.window);
+            let kept_layout = kept.iter().any(|(_, k)| self.shard_bits(k, just_before) == Some(part.bits));
+            return (newest && kept_layout).then(|| Violation::NewestSegmentDeleted { key: owned(), at });
         }
         if let Some(sequence) = keys.parse_checkpoint(key) {
             // The create that began what the name holds (a freshen rewrites it later).
@@ -137,6 +154,27 @@ impl Judge<'_> {
         let holding = self.slots.partition_point(|(first, _)| *first <= covered);
         let Some((_, slot_created)) = holding.checked_sub(1).map(|i| self.slots[i]) else { return false };
         at.as_micros() > slot_created.as_micros() + self.ages.grace_us
+    }
+
+    /// The newest window of a label whose parts present at `at` run from 0 to their
+    /// highest with none missing.
+    fn newest_whole_window(&self, bits: u8, label: u32, at: Instant) -> Option<u64> {
+        let mut windows: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
+        for (n, k) in self.segments.get(&(bits, label)).into_iter().flatten() {
+            if self.names.held_at(k, at).is_some() {
+                windows.entry(n.window).or_default().insert(n.part);
+            }
+        }
+        let whole =
+            |parts: &BTreeSet<u32>| parts.last().is_some_and(|&max| parts.len() as u64 == u64::from(max) + 1);
+        windows.into_iter().rev().find(|(_, parts)| whole(parts)).map(|(w, _)| w)
+    }
+
+    /// The layout of checkpoint `key`'s root at `at`, if both are present and decode.
+    fn shard_bits(&self, key: &str, at: Instant) -> Option<u8> {
+        let bytes = |k: &str| self.names.held_at(k, at)?.bytes_hash.and_then(|h| self.names.bytes_of(&h));
+        let root = Checkpoint::decode(bytes(key)?).ok()?.root?;
+        Some(Root::decode(bytes(&self.keys.root_object(&root))?).ok()?.shard_bits)
     }
 
     /// The kept full checkpoints present at `at`, oldest first.

@@ -3,7 +3,7 @@
 use super::reach::{check, Ages};
 use super::{CheckReport, Rule, Violation};
 use crate::history::{NameChange, NameHistory};
-use slotlog_kernel::format::{Checkpoint, Keys, Root};
+use slotlog_kernel::format::{Checkpoint, Keys, Root, SegmentName};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::WorldId;
 use slotlog_kernel::time::Instant;
@@ -232,4 +232,42 @@ fn a_rewrite_that_keeps_the_bytes_is_caught() {
     names.record(Instant::from_micros(2 * HOUR_US), &shard, NameChange::Rewritten, Some(&[1, 7]));
     let r = judge(&names);
     assert!(matches!(r.violations[..], [Violation::RewriteKeptBytes { .. }]), "{r:?}");
+}
+
+/// Records body segment part `part` of label 0 in layout `bits`, window `window`, at `at_us`.
+fn segment(names: &mut NameHistory, bits: u8, window: u64, part: u32, at_us: u64) -> String {
+    let key = keys().segment(&SegmentName { bits, label: 0, window, part });
+    names.record(Instant::from_micros(at_us), &key, NameChange::Created, Some(&[part as u8]));
+    key
+}
+
+/// Body segments (SPEC 10.17): a reader of a kept checkpoint's layout reads its label's
+/// newest whole window, so a drop may not take a part of it.
+#[test]
+fn deleting_a_part_of_the_newest_whole_segment_window_is_caught() {
+    let mut names = history();
+    checkpoint(&mut names, 10, 1, 0);
+    segment(&mut names, 0, 1, 0, 0);
+    let newest = segment(&mut names, 0, 2, 0, 0);
+    segment(&mut names, 0, 2, 1, 0);
+    // A newer window without part 0 is not whole: window 2 stays the newest whole one.
+    segment(&mut names, 0, 3, 1, 0);
+    delete(&mut names, &newest, HOUR_US);
+    let r = judge(&names);
+    assert!(matches!(r.violations[..], [Violation::NewestSegmentDeleted { .. }]), "{r:?}");
+    assert_eq!(rules(&r), vec![Rule::Reachable]);
+}
+
+#[test]
+fn deleting_a_superseded_segment_window_or_another_layouts_parts_passes() {
+    let mut names = history();
+    checkpoint(&mut names, 10, 1, 0);
+    let superseded = [segment(&mut names, 0, 1, 0, 0), segment(&mut names, 0, 1, 1, 0)];
+    segment(&mut names, 0, 2, 0, 0);
+    // Layout 1 is no kept checkpoint's: its newest whole window may go too.
+    let other = segment(&mut names, 1, 2, 0, 0);
+    for key in superseded.iter().chain([&other]) {
+        delete(&mut names, key, HOUR_US);
+    }
+    assert_eq!(rules(&judge(&names)), vec![]);
 }

@@ -788,6 +788,14 @@ pub enum Violation {
         /// When it was deleted (store time).
         at: Instant,
     },
+    /// A body segment part of its label's newest whole window, in a kept checkpoint's layout, was deleted: a reader wants it (SPEC 10.17).
+    #[error("segment part {key} deleted at {at:?}: its label's newest whole window, in a kept checkpoint's layout")]
+    NewestSegmentDeleted {
+        /// The part's name.
+        key: String,
+        /// When it was deleted (store time).
+        at: Instant,
+    },
     /// A kept checkpoint was deleted.
     #[error("kept checkpoint {key} deleted at {at:?}")]
     KeptCheckpointDeleted {
@@ -1136,6 +1144,7 @@ impl Violation {
             V::SlotForked { .. } => Rule::SlotFork,
             V::ReachableDeleted { .. }
             | V::KeptCheckpointDeleted { .. }
+            | V::NewestSegmentDeleted { .. }
             | V::RetainedSlotDeleted { .. }
             | V::ContentDeleted { .. }
             | V::YoungDeleted { .. }
