@@ -24,24 +24,24 @@ sim SCENARIO="single" SEED="1": build
 # The full test suite behind the gates: rustfmt, clippy, rustdoc and cargo-deny (warnings
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
-# simulated GCS over HTTP) and 2,628 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on 2211be9 (2 cores, 15 min 38 s in all,
+# simulated GCS over HTTP) and 2,631 seeded runs, at least the 2,000 issue 13 asks. This
+# is what CI runs. A fresh-clone CI on 0a91544 (2 cores, 18 min 44 s in all,
 # 2026-12-05): build with moto and Azurite installing and cargo-deny building beside it,
-# then clippy and rustdoc, nextest 940 tests 85 s, then
-#   light     seeds 1..100     8 x 100 =   800 runs   134 s
-#   cheap     seeds 101..500   4 x 400 = 1,600 runs   105 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    57 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs    89 s (compact, and edges: the rare paths)
-#   collect   seeds 1..24      1 x  24 =    24 runs    21 s (30 virtual hours each:
-#             checkpoints, drops, slot collection, a pause and a stall)
-#   overload  seeds 1..8       1 x   8 =     8 runs    10 s (three times what commits, offered)
-#   search    seeds 1..30      1 x  30 =    30 runs    17 s (body search through crashes)
-#   soak48    seeds 16..24     1 x   9 =     9 runs    ?? s (48 virtual hours, every fault)
+# then clippy and rustdoc, nextest 971 tests 98 s, then
+#   light     seeds 1..100     8 x 100 =   800 runs   161 s
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs   120 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    73 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs    90 s (compact, and edges: the rare paths)
+#   collect   seeds 1..24      1 x  24 =    24 runs    22 s (30 virtual hours each:
+#             checkpoints, drops, slot and segment collection, a pause and a stall)
+#   overload  seeds 1..8       1 x   8 =     8 runs     9 s (three times what commits, offered)
+#   search    seeds 1..30      1 x  30 =    30 runs    19 s (body search through crashes)
+#   soak48    seeds 16..24     1 x   9 =     9 runs    23 s (48 virtual hours, every fault)
 #             (since drops sweep segments, soak48 seed 16 is the run that reaches
 #             probe_below_collection, and seed 24 freshen_raced; of seeds 1..40, 16 and
 #             20 reach the one, 24, 28 and 39 the other; collect 1..120 reaches neither)
 # Every run ends in a settle phase with the faults stopped (docs/SIMULATION.md). Together
-# these runs hit every required coverage mark (70; coverage_missed empty,
+# these runs hit every required coverage mark (75; coverage_missed empty,
 # scripts/coverage-table.py lists who reaches each in docs/GUARANTEES.md). `just soak`
 # is 73,100 runs over every scenario. The driver under madsim is `just madsim-sweep` (its
 # own build, ~3 min).
