@@ -491,11 +491,6 @@ fn record_run_panics() {
 }
 
 /// Runs one scenario and judges it.
-/// `d` in whole ms, for the checker's options (which count ms).
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).expect("a configured time fits in u64 ms")
-}
-
 pub fn run_scenario(scenario: &Scenario, seed: u64, o: &Overrides) -> Report {
     run_scenario_traced(scenario, seed, o, None)
 }
@@ -543,20 +538,20 @@ pub fn run_scenario_traced(
         }
     };
     let options = CheckOptions {
-        catalog_staleness_ms: millis(config.kernel.catalog_staleness_max),
+        catalog_staleness: config.kernel.catalog_staleness_max,
         recent_slots_max: config.kernel.recent_slots_max,
-        checkpoint_grace_ms: millis(config.kernel.checkpoint_grace),
-        slot_retention_ms: millis(config.kernel.slot_retention),
+        checkpoint_grace: config.kernel.checkpoint_grace,
+        slot_retention: config.kernel.slot_retention,
         checkpoint_deltas_max: config.kernel.checkpoint_deltas_max,
         checkpoint_delta_entries_per_mille_max: config.kernel.checkpoint_delta_entries_per_mille_max,
         // From the scenario's own config: the poll interval its replicas run with, plus
         // the slack it states for the probe's latency.
-        watch_delivery_bound_ms: config
+        watch_delivery_bound: config
             .watchers
             .as_ref()
             .and_then(|w| w.delivery_slack_ms)
-            .map(|slack| millis(config.kernel.watch_poll) + slack),
-        view_age_max_ms: millis(config.kernel.view_age_max),
+            .map(|slack| config.kernel.watch_poll + Duration::from_millis(slack)),
+        view_age_max: config.kernel.view_age_max,
     };
     let check =
         slotlog_model::check(&result.history, &result.objects, &result.keys, result.world_id, options);

@@ -31,6 +31,7 @@ use crate::{
     ModelInvalid, ModelPolicyBody, ModelReceipt, ModelRejection, ModelWorld, PathProblem, PolicyProblem,
     ReceiptKind, Verdict,
 };
+use core::time::Duration;
 use slotlog_kernel::format::{Checkpoint, Keys, Marker, Slot};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
@@ -38,6 +39,11 @@ use slotlog_kernel::reply::{WriteError, WriteOk};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{self as kw, SlotMember, VersionKind, WorldState};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A duration in whole microseconds, the unit the store's times are judged in (saturating).
+pub(super) fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
 
 /// Violations past this many are counted, not listed.
 const VIOLATIONS_LISTED_MAX: usize = 50;
@@ -115,37 +121,37 @@ pub struct CheckReport {
 #[derive(Clone, Copy, Debug)]
 pub struct CheckOptions {
     /// How much older than its start a catalog read's state may be.
-    pub catalog_staleness_ms: u64,
+    pub catalog_staleness: Duration,
     /// A watch may resync only when its cursor is further back than this many slots.
     pub recent_slots_max: usize,
     /// The world's checkpoint grace (SPEC 10.15).
-    pub checkpoint_grace_ms: u64,
+    pub checkpoint_grace: Duration,
     /// The world's slot retention (SPEC 10.15).
-    pub slot_retention_ms: u64,
+    pub slot_retention: Duration,
     /// The merge rule (SPEC 10.16): the most deltas a root names...
     pub checkpoint_deltas_max: usize,
     /// ...and the most delta entries in all, per mille of the checkpoint's documents (or
     /// one full delta, whichever is more).
     pub checkpoint_delta_entries_per_mille_max: u64,
-    /// The watch delivery rule: every event reaches every watch within this many
-    /// milliseconds of its slot's creation (or of the watch's start). None judges nothing;
-    /// a run sets it from its replicas' poll interval plus a slack it states.
-    pub watch_delivery_bound_ms: Option<u64>,
+    /// The watch delivery rule: every event reaches every watch within this long of its
+    /// slot's creation (or of the watch's start). None judges nothing; a run sets it from
+    /// its replicas' poll interval plus a slack it states.
+    pub watch_delivery_bound: Option<Duration>,
     /// The kernel's `view_age_max`: a view answers `ViewExpired` only past it.
-    pub view_age_max_ms: u64,
+    pub view_age_max: Duration,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
-            catalog_staleness_ms: 1_000,
+            catalog_staleness: Duration::from_secs(1),
             recent_slots_max: 16_384,
-            checkpoint_grace_ms: 900_000,
-            slot_retention_ms: 86_400_000,
+            checkpoint_grace: Duration::from_secs(15 * 60),
+            slot_retention: Duration::from_secs(24 * 3_600),
             checkpoint_deltas_max: 32,
             checkpoint_delta_entries_per_mille_max: 64,
-            watch_delivery_bound_ms: None,
-            view_age_max_ms: 900_000,
+            watch_delivery_bound: None,
+            view_age_max: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -285,8 +291,8 @@ pub fn check(
             .collect();
         names::check(names, objects, keys, &acked, &mut r);
         let ages = reach::Ages {
-            grace_us: options.checkpoint_grace_ms * 1_000,
-            slot_retention_us: options.slot_retention_ms * 1_000,
+            grace_us: micros(options.checkpoint_grace),
+            slot_retention_us: micros(options.slot_retention),
         };
         reach::check(names, keys, ages, &mut r);
     }

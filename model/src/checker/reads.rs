@@ -2,7 +2,7 @@
 //! that state must have been the tip while the read was in flight (exact reads) or
 //! within the staleness bound before it began (catalog reads).
 
-use super::{receipt_to_model, tip_interval, CheckOptions, CheckReport, SlotSpan, Violation};
+use super::{micros, receipt_to_model, tip_interval, CheckOptions, CheckReport, SlotSpan, Violation};
 use crate::history::{History, Outcome, ReadOp, ReadOutcome};
 use crate::{normalize_path, ModelDocument, ModelReceiptAnswer, ModelVersion, ModelWorld, ReceiptKind};
 use slotlog_kernel::reply::{Answer, ReadError, WriteOk};
@@ -54,7 +54,7 @@ impl<'a> Judge<'a> {
             max = max.max(a.1);
             a.1 = max;
         }
-        let staleness_us = options.catalog_staleness_ms * 1_000;
+        let staleness_us = micros(options.catalog_staleness);
         let mut views: BTreeMap<usize, ViewPin> = BTreeMap::new();
         for (i, op) in history.reads.iter().enumerate() {
             let Some(view) = op.view else { continue };
@@ -68,7 +68,7 @@ impl<'a> Judge<'a> {
                 pin.pinning = Some((i, ok.at_sequence));
             }
         }
-        let view_age_max_us = options.view_age_max_ms * 1_000;
+        let view_age_max_us = micros(options.view_age_max);
         Judge { history, spans, staleness_us, view_age_max_us, acked, views }
     }
 

@@ -85,7 +85,8 @@ fn a_view_expired_before_its_age_is_caught_and_one_past_it_passes() {
         reads: vec![view_read(0, Ok(pinned)), view_read(500, expired.clone()), view_read(1_500, expired)],
         ..History::default()
     };
-    let options = CheckOptions { view_age_max_ms: 1_000, ..CheckOptions::default() };
+    let options =
+        CheckOptions { view_age_max: core::time::Duration::from_secs(1), ..CheckOptions::default() };
     let mut r = CheckReport::default();
     Judge::new(&history, &[], options).judge_view_expiries(&mut r);
     let early = Violation::ViewExpiredEarly { read: 1, view: 3, age_ms: 510, age_max_ms: 1_000 };

@@ -4,8 +4,9 @@
 //! event reaches every watch within it: from the slot's creation in the store (or the
 //! watch's start, for a slot created before), hints or none.
 
-use super::{holding, CheckOptions, CheckReport, SlotSpan, Violation};
+use super::{holding, micros, CheckOptions, CheckReport, SlotSpan, Violation};
 use crate::history::{History, SessionEnd};
+use core::time::Duration;
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::Receipt;
 use slotlog_kernel::WatchEnd;
@@ -17,8 +18,8 @@ pub(super) fn check(
     options: CheckOptions,
     r: &mut CheckReport,
 ) {
-    if let Some(bound_ms) = options.watch_delivery_bound_ms {
-        delivery(history, spans, bound_ms, r);
+    if let Some(bound) = options.watch_delivery_bound {
+        delivery(history, spans, bound, r);
     }
     for (i, w) in history.watches.iter().enumerate() {
         r.watch_sessions += 1;
@@ -75,8 +76,9 @@ pub(super) fn check(
 /// slot's creation, or the watch's start if later); a watch its replica did not end owes
 /// every event due from more than `bound_ms` before its subscriber closed it, or before
 /// the run ended.
-pub(super) fn delivery(history: &History, spans: &[SlotSpan], bound_ms: u64, r: &mut CheckReport) {
-    let bound_us = bound_ms.saturating_mul(1_000);
+pub(super) fn delivery(history: &History, spans: &[SlotSpan], bound: Duration, r: &mut CheckReport) {
+    let bound_us = micros(bound);
+    let bound_ms = bound_us / 1_000;
     let mut lag_us_max = 0u64;
     let due_from = |w: &crate::history::WatchSession, sequence: u64| -> Option<Instant> {
         holding(spans, sequence).map(|s| s.created_at.max(w.started_at))

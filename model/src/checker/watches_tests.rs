@@ -53,7 +53,7 @@ fn judge(watch: WatchSession, spans: &[SlotSpan], ended_ms: u64) -> CheckReport 
         ..History::default()
     };
     let mut r = CheckReport::default();
-    delivery(&history, spans, BOUND_MS, &mut r);
+    delivery(&history, spans, core::time::Duration::from_millis(BOUND_MS), &mut r);
     r
 }
 
