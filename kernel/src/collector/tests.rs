@@ -123,6 +123,25 @@ impl Bench {
         key
     }
 
+    /// Carries out calls until none is left, rewriting `doomed` (a freshen) just before
+    /// its delete is carried out; whether that delete was asked for.
+    fn run_rewriting_before_its_delete(&mut self, doomed: &str) -> bool {
+        let mut asked = false;
+        while let Some(effect) = self.io.effects.pop_front() {
+            let Effect::Blob { id, op } = effect else { panic!("only calls") };
+            if matches!(&op, BlobOp::Delete { key, .. } if key == doomed) {
+                let (bytes, g, _) = self.store.objects[doomed].clone();
+                let rewrite =
+                    BlobOp::Rewrite { key: doomed.to_owned(), bytes, if_generation: Generation::from(g) };
+                assert!(self.store.apply(self.now, &rewrite).is_ok());
+                asked = true;
+            }
+            let result = self.store.apply(self.now, &op);
+            self.answer(id, result);
+        }
+        asked
+    }
+
     fn has(&self, key: &str) -> bool {
         self.store.bytes(key).is_some()
     }
@@ -200,20 +219,7 @@ fn a_shard_freshened_after_the_listing_survives_its_delete() {
     b.collector.start(3 * HOUR_US, Written { next_sequence: 40, shard_bits: 0, names });
     b.collector.pump(b.now, &mut b.io);
     // Carry out calls until the shard's delete is asked for, then freshen the shard first.
-    let mut fenced = false;
-    while let Some(effect) = b.io.effects.pop_front() {
-        let Effect::Blob { id, op } = effect else { panic!("only calls") };
-        if let BlobOp::Delete { key, .. } = &op {
-            if *key == shard(1) {
-                let (bytes, g, _) = b.store.objects[key].clone();
-                let rewrite = BlobOp::Rewrite { key: key.clone(), bytes, if_generation: Generation::from(g) };
-                assert!(b.store.apply(b.now, &rewrite).is_ok());
-                fenced = true;
-            }
-        }
-        let result = b.store.apply(b.now, &op);
-        b.answer(id, result);
-    }
+    let fenced = b.run_rewriting_before_its_delete(&shard(1));
     assert!(fenced, "the drop asked to delete shard 1");
     assert!(b.has(&shard(1)), "the delete at the listed generation failed");
     assert_eq!(b.collector.stats.fenced_deletes, 1);
@@ -415,20 +421,7 @@ fn a_segment_part_rewritten_after_the_listing_survives_its_delete() {
     b.now = Instant::from_micros(3 * HOUR_US);
     b.collector.start(3 * HOUR_US, Written { next_sequence: 40, shard_bits: 0, names });
     b.collector.pump(b.now, &mut b.io);
-    let mut fenced = false;
-    while let Some(effect) = b.io.effects.pop_front() {
-        let Effect::Blob { id, op } = effect else { panic!("only calls") };
-        if let BlobOp::Delete { key, .. } = &op {
-            if *key == superseded {
-                let (bytes, g, _) = b.store.objects[key].clone();
-                let rewrite = BlobOp::Rewrite { key: key.clone(), bytes, if_generation: Generation::from(g) };
-                assert!(b.store.apply(b.now, &rewrite).is_ok());
-                fenced = true;
-            }
-        }
-        let result = b.store.apply(b.now, &op);
-        b.answer(id, result);
-    }
+    let fenced = b.run_rewriting_before_its_delete(&superseded);
     assert!(fenced, "the drop asked to delete the superseded part");
     assert!(b.has(&superseded), "the delete at the listed generation failed");
     let st = &b.collector.stats;
