@@ -65,37 +65,39 @@ pub fn stored_receipt(m: &SlotMember) -> StoredReceipt {
 }
 
 /// BLAKE3 of the preimage SPEC 10.13 states: the domain, a kind byte, then the fields,
-/// each length as a little-endian `u32` before its bytes, integers little-endian.
+/// each length as a little-endian `u32` before its bytes, integers little-endian. The
+/// preimage is gathered first and hashed in one call: a hasher fed field by field cost
+/// four times as much (every member of every slot is digested on apply).
 fn digest(content: &Content<'_>) -> Hash32 {
-    let mut h = blake3::Hasher::new();
-    h.update(DOMAIN);
-    let field = |h: &mut blake3::Hasher, bytes: &[u8]| {
-        h.update(&(bytes.len() as u32).to_le_bytes());
-        h.update(bytes);
+    let mut pre = Vec::with_capacity(DOMAIN.len() + 80);
+    pre.extend_from_slice(DOMAIN);
+    let field = |pre: &mut Vec<u8>, bytes: &[u8]| {
+        pre.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        pre.extend_from_slice(bytes);
     };
     match content {
         Content::Publish { path, body_hash } => {
-            h.update(&[1]);
-            field(&mut h, path.as_str().as_bytes());
-            h.update(&body_hash.0);
+            pre.push(1);
+            field(&mut pre, path.as_str().as_bytes());
+            pre.extend_from_slice(&body_hash.0);
         }
         Content::Append { path } => {
-            h.update(&[2]);
-            field(&mut h, path.as_str().as_bytes());
+            pre.push(2);
+            field(&mut pre, path.as_str().as_bytes());
         }
         Content::Archive { path, archived } => {
-            h.update(&[if *archived { 3 } else { 4 }]);
-            field(&mut h, path.as_str().as_bytes());
+            pre.push(if *archived { 3 } else { 4 });
+            field(&mut pre, path.as_str().as_bytes());
         }
         Content::Policy { rules } => {
-            h.update(&[5]);
-            h.update(&rules.retention_versions.to_le_bytes());
-            h.update(&rules.body_bytes_max.to_le_bytes());
-            h.update(&(rules.read_only_prefixes.len() as u32).to_le_bytes());
+            pre.push(5);
+            pre.extend_from_slice(&rules.retention_versions.to_le_bytes());
+            pre.extend_from_slice(&rules.body_bytes_max.to_le_bytes());
+            pre.extend_from_slice(&(rules.read_only_prefixes.len() as u32).to_le_bytes());
             for prefix in &rules.read_only_prefixes {
-                field(&mut h, prefix.as_str().as_bytes());
+                field(&mut pre, prefix.as_str().as_bytes());
             }
         }
     }
-    Hash32(*h.finalize().as_bytes())
+    Hash32::of(&pre)
 }
