@@ -30,6 +30,19 @@ pub enum WriteOk {
     },
 }
 
+/// `committed: published /a v2 at 17 op:…`, `unchanged v2 at 17`, `duplicate of … at 20`.
+impl core::fmt::Display for WriteOk {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            WriteOk::Committed(receipt) => write!(f, "committed: {receipt}"),
+            WriteOk::Unchanged { version, at_sequence } => write!(f, "unchanged v{version} at {at_sequence}"),
+            WriteOk::Duplicate { receipt, at_sequence } => {
+                write!(f, "duplicate of {receipt} at {at_sequence}")
+            }
+        }
+    }
+}
+
 /// A write that did not succeed. Every variant says whether it may still apply.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -1552,7 +1552,10 @@ impl Cluster<'_> {
         };
         match (what, reply) {
             (InFlight::Write(index), Reply::Write(result)) => {
-                self.trace_fmt(&[10, node as u64, request.0], format_args!("{result:?}"));
+                match &result {
+                    Ok(ok) => self.trace_fmt(&[10, node as u64, request.0], format_args!("{ok}")),
+                    Err(e) => self.trace_fmt(&[10, node as u64, request.0], format_args!("error: {e:?}")),
+                }
                 let write = &self.writes[index - self.config.preload_documents];
                 self.generator.observe(write, &result);
                 self.note_write_answered(node, &result);

@@ -41,9 +41,16 @@ pub enum PathDecodeError {
 
 /// A normalized path: `/` then non-empty segments joined by `/`. Only [`Path::parse`] and
 /// decoding (which re-checks) make one, so every `Path` in the kernel is normalized.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(try_from = "String")]
 pub struct Path(String);
+
+/// As the string it is, borrowed: `serde(into)` cloned every path it encoded.
+impl Serialize for Path {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
 
 impl Path {
     /// Normalizes a raw client path: drops empty segments, joins the rest under `/`.
