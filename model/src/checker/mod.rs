@@ -251,20 +251,29 @@ fn check_checkpoint_zero(
 
 /// Every slot the run created, as first created, in key order: those collection deleted
 /// as well as those in the bucket (a name created again with other bytes is a fork, which
-/// the name rules report). Without a name history, the bucket's alone.
-fn log_objects(history: &History, objects: &[StoredObject], keys: &Keys) -> Vec<StoredObject> {
+/// the name rules report). Without a name history, the bucket's alone. From the history,
+/// each comes with the hash it recorded of the bytes (the key they are kept under), so
+/// the chain is not hashed twice.
+fn log_objects(
+    history: &History,
+    objects: &[StoredObject],
+    keys: &Keys,
+) -> Vec<(StoredObject, Option<Hash32>)> {
     let prefix = keys.log_prefix();
-    let in_bucket = || objects.iter().filter(|o| o.key.starts_with(&prefix)).cloned().collect();
+    let in_bucket =
+        || objects.iter().filter(|o| o.key.starts_with(&prefix)).map(|o| (o.clone(), None)).collect();
     let Some(names) = &history.names else { return in_bucket() };
     let mut log = Vec::new();
     for (key, events) in names.names().filter(|(k, _)| k.starts_with(&prefix)) {
         let first = events.iter().find(|e| e.change == NameChange::Created);
-        let Some(bytes) = first.and_then(|e| names.bytes_of(&e.bytes_hash?)) else {
+        let Some((hash, bytes)) =
+            first.and_then(|e| e.bytes_hash).and_then(|h| Some((h, names.bytes_of(&h)?)))
+        else {
             // A history that does not keep slot bytes judges the bucket's log.
             return in_bucket();
         };
         let created_at = first.expect("found").at;
-        log.push(StoredObject { key: key.to_owned(), bytes: bytes.clone(), created_at });
+        log.push((StoredObject { key: key.to_owned(), bytes: bytes.clone(), created_at }, Some(hash)));
     }
     log
 }
@@ -319,7 +328,7 @@ pub fn check(
     let mut slot_hashes: Vec<Hash32> = Vec::new();
     let mut auditor = WorldState::genesis(world_id, prev_hash);
     let log_prefix = keys.log_prefix();
-    for o in log.iter().filter(|o| o.key.starts_with(&log_prefix)) {
+    for (o, recorded_hash) in log.iter().filter(|(o, _)| o.key.starts_with(&log_prefix)) {
         let Some(sequence) = keys.parse_slot(&o.key) else {
             r.violation(Violation::NotASlotName { key: o.key.clone() });
             continue;
@@ -352,7 +361,7 @@ pub fn check(
                 r.violation(Violation::SlotCreatedEarly { sequence });
             }
         }
-        let slot_hash = Hash32::of(&o.bytes);
+        let slot_hash = recorded_hash.unwrap_or_else(|| Hash32::of(&o.bytes));
         if let Err(error) = auditor.apply_slot(&slot, slot_hash) {
             r.violation(Violation::KernelCannotApply { sequence, error });
             break;
