@@ -212,8 +212,18 @@ impl Bodies {
             (BodyCall::FromSlot { hash, first, at, then_blob }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 let slot = Slot::decode_at(first, &bytes)
                     .map_err(|error| FailReason::Decode { key: self.keys.slot(first), error })?;
-                if let Some(body) = slot.body(&hash) {
-                    return Ok(Some(self.read(hash, body.clone())));
+                // The slot's other carried bodies are as verified as the one wanted (decode
+                // matched each to a member): cache them too, so reading a sibling costs no
+                // blob miss, listing and slot read again.
+                let mut wanted = None;
+                for (carried, body) in slot.bodies_by_hash() {
+                    match carried == hash {
+                        true => wanted = Some(body.clone()),
+                        false => self.cache.insert(carried, body.clone()),
+                    }
+                }
+                if let Some(body) = wanted {
+                    return Ok(Some(self.read(hash, body)));
                 }
                 if slot.last_sequence() < at {
                     // A listing that missed the slot holding `at` named an earlier one.

@@ -136,6 +136,29 @@ fn a_carried_body_is_read_from_the_slot_of_its_version() {
 }
 
 #[test]
+fn reading_one_carried_body_caches_the_others_its_slot_carries() {
+    let mut writer = Harness::opened(Config::default());
+    let writes = [(1, publish("/a.md", "one", Expected::Any)), (2, publish("/b.md", "two", Expected::Any))];
+    let (mut slot, bodies) = Peer::following(&writer).build(&writer.store, &writes);
+    // One slot carrying both bodies, and no blob of either.
+    slot.bodies = bodies;
+    let now = writer.now;
+    writer.store.put(now, keys().slot(1), Bytes::from(slot.encode()));
+    let mut h = Harness::with_store(Config::default(), std::mem::take(&mut writer.store), 2);
+    h.settle();
+    assert_eq!(tip(&h), 2);
+    let r = h.read(fetch("/a.md"));
+    h.settle();
+    assert_eq!(document(h.read_ok(r)), ("/a.md".into(), 1, Bytes::from_static(b"one")));
+    let mark = h.log.len();
+    let r = h.read(fetch("/b.md"));
+    h.settle();
+    assert_eq!(document(h.read_ok(r)), ("/b.md".into(), 1, Bytes::from_static(b"two")));
+    let body_calls = h.log[mark..].iter().filter(|op| !is_slot_stat(op)).count();
+    assert_eq!(body_calls, 0, "the sibling came from the cache: {:?}", &h.log[mark..]);
+}
+
+#[test]
 fn a_carried_body_whose_slot_is_not_indexed_is_found_by_listing_after_its_blob_is_absent() {
     let config = Config { recent_slots_max: 1, ..Config::default() };
     let mut h = cold_replica_on_carried(config, &[(1, "/a.md", "one"), (2, "/b.md", "two")]);
