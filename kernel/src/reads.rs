@@ -602,7 +602,11 @@ impl Reads {
             ValidRead::Fetch { path, version } => match fetch(world, path, *version, history) {
                 Err(Found::Answer(a)) => *a,
                 Err(found) => return self.not_in_hand(now, found, history, io),
-                Ok((entry, version)) => match bodies.get(&version.body_hash) {
+                Ok((entry, version)) => match bodies.get(&version.body_hash).or_else(|| {
+                    let body = sn.ledger.carried_body(version.sequence, &version.body_hash)?;
+                    bodies.remember(version.body_hash, body.clone());
+                    Some(body)
+                }) {
                     Some(body) => Answer::Document { entry, version, body },
                     None => {
                         // The body is content-addressed: read later, it is still this state's.

@@ -136,6 +136,20 @@ fn a_carried_body_is_read_from_the_slot_of_its_version() {
 }
 
 #[test]
+fn a_carried_body_of_a_slot_since_the_newest_checkpoint_is_read_from_the_ledger() {
+    // A compacting replica keeps the slots since its newest checkpoint (the ledger): a
+    // body one of them carries is read from memory, with no store call.
+    let compacting = Config { checkpoint_slots: 64, ..Config::default() };
+    let mut h = cold_replica_on_carried(compacting, &[(1, "/a.md", "one"), (2, "/b.md", "two")]);
+    let mark = h.log.len();
+    let r = h.read(fetch("/b.md"));
+    h.settle();
+    assert_eq!(document(h.read_ok(r)), ("/b.md".into(), 1, Bytes::from_static(b"two")));
+    let calls: Vec<&BlobOp> = h.log[mark..].iter().filter(|op| !is_slot_stat(op)).collect();
+    assert!(calls.is_empty(), "read from the ledger, not the bucket: {calls:?}");
+}
+
+#[test]
 fn reading_one_carried_body_caches_the_others_its_slot_carries() {
     let mut writer = Harness::opened(Config::default());
     let writes = [(1, publish("/a.md", "one", Expected::Any)), (2, publish("/b.md", "two", Expected::Any))];

@@ -90,6 +90,15 @@ impl Ledger {
             .collect()
     }
 
+    /// The body `hash` as the slot holding `sequence` carried it, when the ledger holds
+    /// that slot (one applied since the newest checkpoint): a read finds it here rather
+    /// than in the bucket. Slots are in sequence order, so the search is a bisection.
+    pub fn carried_body(&self, sequence: u64, hash: &Hash32) -> Option<Bytes> {
+        let i = self.slots.partition_point(|(slot, _)| slot.last_sequence() < sequence);
+        let (slot, _) = self.slots.get(i).filter(|(slot, _)| slot.first_sequence <= sequence)?;
+        slot.body(hash).cloned()
+    }
+
     /// A replica that never compacts keeps nothing.
     pub fn disable(&mut self) {
         self.enabled = false;
