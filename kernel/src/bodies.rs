@@ -210,13 +210,13 @@ impl Bodies {
                 Ok(None)
             }
             (BodyCall::FromSlot { hash, first, at, then_blob }, Ok(BlobOutcome::Got { bytes, .. })) => {
-                let slot = Slot::decode_at(first, &bytes)
+                let (slot, carried) = Slot::decode_at_hashed(first, &bytes)
                     .map_err(|error| FailReason::Decode { key: self.keys.slot(first), error })?;
                 // The slot's other carried bodies are as verified as the one wanted (decode
                 // matched each to a member): cache them too, so reading a sibling costs no
                 // blob miss, listing and slot read again.
                 let mut wanted = None;
-                for (carried, body) in slot.bodies_by_hash() {
+                for (carried, body) in carried.into_iter().zip(&slot.bodies) {
                     match carried == hash {
                         true => wanted = Some(body.clone()),
                         false => self.cache.insert(carried, body.clone()),

@@ -122,6 +122,12 @@ impl Slot {
 
     /// Decodes and checks the slot's own shape (not its place in a chain).
     pub fn decode(bytes: &[u8]) -> Result<Slot, DecodeError> {
+        Slot::decode_hashed(bytes).map(|(slot, _)| slot)
+    }
+
+    /// [`Slot::decode`], with the hash of each carried body, in `bodies` order: decoding
+    /// computes them to check the bodies, so a reader that wants them need not again.
+    pub fn decode_hashed(bytes: &[u8]) -> Result<(Slot, Vec<Hash32>), DecodeError> {
         let (schema, payload) = decode_raw_schema(Kind::Slot, &[SCHEMA_MEMBERS, SCHEMA_WITH_BODIES], bytes)?;
         let slot = if schema == SCHEMA_MEMBERS {
             let m: MembersOnlyOwned = decode_payload(payload)?;
@@ -141,9 +147,12 @@ impl Slot {
             }
             slot
         };
-        match slot.shape_problem() {
-            Some(rule) => Err(DecodeError::Shape(rule)),
-            None => Ok(slot),
+        if let Some(rule) = slot.members_problem() {
+            return Err(DecodeError::Shape(rule));
+        }
+        match slot.carried_hashes() {
+            Err(rule) => Err(DecodeError::Shape(rule)),
+            Ok(hashes) => Ok((slot, hashes)),
         }
     }
 
@@ -151,16 +160,17 @@ impl Slot {
     /// takes a slot from the bucket. The bytes do not repeat their key (SPEC 2), so a slot
     /// that starts at another sequence is refused here rather than trusted under the name.
     pub fn decode_at(sequence: u64, bytes: &[u8]) -> Result<Slot, DecodeError> {
-        let slot = Slot::decode(bytes)?;
+        Slot::decode_at_hashed(sequence, bytes).map(|(slot, _)| slot)
+    }
+
+    /// [`Slot::decode_at`] with the carried bodies' hashes ([`Slot::decode_hashed`]).
+    pub fn decode_at_hashed(sequence: u64, bytes: &[u8]) -> Result<(Slot, Vec<Hash32>), DecodeError> {
+        let (slot, hashes) = Slot::decode_hashed(bytes)?;
         if slot.first_sequence != sequence {
             let first_sequence = slot.first_sequence;
             return Err(DecodeError::Misnamed(NameRule::SlotUnderAnotherName { first_sequence }));
         }
-        Ok(slot)
-    }
-
-    fn shape_problem(&self) -> Option<ShapeRule> {
-        self.members_problem().or_else(|| self.bodies_problem())
+        Ok((slot, hashes))
     }
 
     /// The shape rules but the carried bodies'.
@@ -194,12 +204,13 @@ impl Slot {
     }
 
     /// Carried bodies: each a member's new body, once, in the order of their first member.
-    fn bodies_problem(&self) -> Option<ShapeRule> {
+    /// Their hashes, in order, when they are.
+    fn carried_hashes(&self) -> Result<Vec<Hash32>, ShapeRule> {
         if self.bodies.is_empty() {
-            return None;
+            return Ok(Vec::new());
         }
         if self.bodies.iter().any(|b| b.len() > INLINE_BODY_BYTES_MAX) {
-            return Some(ShapeRule::InlineBodyTooLong);
+            return Err(ShapeRule::InlineBodyTooLong);
         }
         let mut first_member: BTreeMap<Hash32, usize> = BTreeMap::new();
         for (i, m) in self.members.iter().enumerate() {
@@ -208,13 +219,16 @@ impl Slot {
             }
         }
         let mut last: Option<usize> = None;
+        let mut hashes = Vec::with_capacity(self.bodies.len());
         for body in &self.bodies {
-            match first_member.get(&Hash32::of(body)) {
+            let hash = Hash32::of(body);
+            match first_member.get(&hash) {
                 Some(&i) if last.is_none_or(|l| l < i) => last = Some(i),
-                _ => return Some(ShapeRule::InlineBodyOutOfPlace),
+                _ => return Err(ShapeRule::InlineBodyOutOfPlace),
             }
+            hashes.push(hash);
         }
-        None
+        Ok(hashes)
     }
 }
 
