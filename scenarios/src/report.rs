@@ -9,6 +9,7 @@ use slotlog_kernel::world::Mutation;
 use slotlog_model::{CheckReport, Outcome};
 use slotlog_sim::{ClusterConfig, RunResult};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Latency {
@@ -69,12 +70,13 @@ impl Follower {
     }
 }
 
-/// How long the run paused or stalled replica `node` in all: time a bound on the
-/// replica's own waits does not count.
-fn stopped_ms(config: &ClusterConfig, node: usize) -> u64 {
-    let pauses = config.pause.iter().filter(|p| p.node == node).map(|p| p.for_ms);
-    let stalls = config.stalls.iter().filter(|s| s.node == node).map(|s| s.for_ms);
-    pauses.chain(stalls).sum()
+/// How long the run paused or stalled replica `node` in all, in whole µs: time a bound
+/// on the replica's own waits does not count.
+fn stopped_us(config: &ClusterConfig, node: usize) -> u64 {
+    let pauses = config.pause.iter().filter(|p| p.node == node).map(|p| p.length);
+    let stalls = config.stalls.iter().filter(|s| s.node == node).map(|s| s.length);
+    let stopped: Duration = pauses.chain(stalls).sum();
+    u64::try_from(stopped.as_micros()).expect("a run's pauses fit in u64 µs")
 }
 
 /// How long an ambiguous slot create may wait for a definitive answer on its name (the
@@ -537,7 +539,7 @@ impl Report {
         // The hold bound (TURNS.md 4): a hold ends at the first wake-up after `hold`, and
         // the simulator wakes a replica when it asks unless the run paused or stalled it.
         for (i, r) in result.replicas.iter().enumerate() {
-            let stopped_us = stopped_ms(config, i) * 1_000;
+            let stopped_us = stopped_us(config, i);
             if r.stats.hold_overrun_us_max > stopped_us {
                 violations.push(format!(
                     "replica {i} held a create {} us past the hold ({} ms); it was stopped for {} us",
@@ -567,7 +569,7 @@ impl Report {
         // the time the harness stopped the replica. Judged from the calls the harness
         // carried, not from anything the kernel reports.
         for (i, r) in result.replicas.iter().enumerate() {
-            let bound_us = (AMBIGUITY_BOUND_MS + stopped_ms(config, i)) * 1_000;
+            let bound_us = AMBIGUITY_BOUND_MS * 1_000 + stopped_us(config, i);
             if r.ambiguous_open_us_max > bound_us {
                 violations.push(format!(
                     "replica {i} left an ambiguous slot create unsettled for {} us (bound {bound_us} us)",
@@ -698,8 +700,8 @@ impl Report {
                 delivery_bound_ms: config
                     .watchers
                     .as_ref()
-                    .and_then(|w| w.delivery_slack_ms)
-                    .map(|slack| config.kernel.watch_poll.as_millis() as u64 + slack),
+                    .and_then(|w| w.delivery_slack)
+                    .map(|slack| (config.kernel.watch_poll + slack).as_millis() as u64),
             },
             checkpoints: Checkpoints {
                 in_bucket: result

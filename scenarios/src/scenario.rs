@@ -240,7 +240,7 @@ impl Without {
             c.stalls.clear();
         }
         if self.skew {
-            c.clock_skew_ms_max = 0;
+            c.clock_skew_max = Duration::ZERO;
         }
         if self.hint_loss {
             c.hints.loss_rate = 0.0;
@@ -386,7 +386,8 @@ impl Scenario {
             c.replicas = r;
         }
         if let Some(d) = o.duration_s {
-            c.duration_ms = (d * 1_000.0) as u64;
+            // Whole ms, as the flag has always been read.
+            c.duration = Duration::from_millis((d * 1_000.0) as u64);
         }
         if let Some(p) = o.profile {
             c.gcs = GcsConfig { faults: c.gcs.faults, listings: c.gcs.listings, ..GcsConfig::of(p) };
@@ -442,7 +443,7 @@ impl Scenario {
                 c.followers
             );
             // The follower is the node after the writers.
-            c.gone = Some(Gone { node: c.replicas, at_ms: (at * 1_000.0) as u64 });
+            c.gone = Some(Gone { node: c.replicas, at: Duration::from_millis((at * 1_000.0) as u64) });
         }
         o.without.apply(&mut c);
         // After `without`: `--hints off --without hint-loss` still loses every hint.
@@ -549,8 +550,8 @@ pub fn run_scenario_traced(
         watch_delivery_bound: config
             .watchers
             .as_ref()
-            .and_then(|w| w.delivery_slack_ms)
-            .map(|slack| config.kernel.watch_poll + Duration::from_millis(slack)),
+            .and_then(|w| w.delivery_slack)
+            .map(|slack| config.kernel.watch_poll + slack),
         view_age_max: config.kernel.view_age_max,
     };
     let check =
@@ -611,10 +612,13 @@ impl Determinism {
     }
 }
 
+const MINUTE: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3_600);
+
 fn single(seed: u64) -> ClusterConfig {
     let workload = Workload::new(Arrivals::Open { rate_per_s: 250.0 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 1, GcsConfig::of(ProfileKind::Gcs), workload);
-    c.duration_ms = 60_000;
+    c.duration = Duration::from_secs(60);
     c.preload_documents = 2_000;
     c
 }
@@ -626,7 +630,7 @@ fn overload(seed: u64) -> ClusterConfig {
     let mix = Mix { create: 30, blind_update: 66, archive_flip: 2, policy_flip: 2, ..Mix::default() };
     let workload = Workload::new(Arrivals::Open { rate_per_s: 8_000.0 }, mix);
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::GcsShaped), workload);
-    c.duration_ms = 10_000;
+    c.duration = Duration::from_secs(10);
     c.preload_documents = 2_000;
     c
 }
@@ -639,7 +643,7 @@ fn gate(seed: u64) -> ClusterConfig {
     let mut c = ClusterConfig::new(seed, 1, GcsConfig::of(ProfileKind::Gcs), workload);
     c.followers = 1;
     c.writers_role = Some(CompactionRole::Backstop);
-    c.duration_ms = 600_000;
+    c.duration = Duration::from_secs(600);
     c.preload_documents = 1_000_000;
     c.preload_checkpoint = true;
     c.clients_wait_for_open = true;
@@ -651,7 +655,7 @@ fn saturate(seed: u64) -> ClusterConfig {
     let workload =
         Workload::new(Arrivals::Closed { writers_per_replica: 256 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 1, GcsConfig::of(ProfileKind::Gcs), workload);
-    c.duration_ms = 20_000;
+    c.duration = Duration::from_secs(20);
     c.preload_documents = 2_000;
     c
 }
@@ -660,7 +664,7 @@ fn race(seed: u64) -> ClusterConfig {
     let workload =
         Workload::new(Arrivals::Closed { writers_per_replica: 64 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::GcsShaped), workload);
-    c.duration_ms = 20_000;
+    c.duration = Duration::from_secs(20);
     c.preload_documents = 2_000;
     c
 }
@@ -669,7 +673,7 @@ fn fast2(seed: u64) -> ClusterConfig {
     let workload =
         Workload::new(Arrivals::Closed { writers_per_replica: 64 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 2, GcsConfig::of(ProfileKind::Fast), workload);
-    c.duration_ms = 1_500;
+    c.duration = Duration::from_millis(1_500);
     c.preload_documents = 2_000;
     c
 }
@@ -677,7 +681,7 @@ fn fast2(seed: u64) -> ClusterConfig {
 fn open300(seed: u64) -> ClusterConfig {
     let workload = Workload::new(Arrivals::Open { rate_per_s: 300.0 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::GcsShaped), workload);
-    c.duration_ms = 60_000;
+    c.duration = Duration::from_secs(60);
     c.preload_documents = 2_000;
     c
 }
@@ -700,7 +704,7 @@ fn faults(seed: u64) -> ClusterConfig {
     let workload = Workload::new(Arrivals::Open { rate_per_s: 120.0 }, mix);
     let gcs = GcsConfig::of(ProfileKind::Gcs).with_faults(Faults::high()).with_listings(Listings::local());
     let mut c = ClusterConfig::new(seed, 3, gcs, workload);
-    c.duration_ms = 20_000;
+    c.duration = Duration::from_secs(20);
     c.preload_documents = 200;
     c.reads = some_reads();
     checkpoint_often(&mut c);
@@ -721,9 +725,13 @@ fn compact(seed: u64) -> ClusterConfig {
     let workload = Workload::new(Arrivals::Open { rate_per_s: 300.0 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::GcsShaped), workload);
     c.followers = 1;
-    c.duration_ms = 60_000;
+    c.duration = Duration::from_secs(60);
     c.preload_documents = 2_000;
-    c.crashes = Some(Crashes { mean_interval_ms: 8_000, down_ms_min: 200, down_ms_max: 2_000 });
+    c.crashes = Some(Crashes {
+        mean_interval: Duration::from_secs(8),
+        down_min: Duration::from_millis(200),
+        down_max: Duration::from_secs(2),
+    });
     c.reads = some_reads();
     checkpoint_often(&mut c);
     // Steps of 1,024 documents: runs still take several steps, and the checker judges a
@@ -736,17 +744,21 @@ fn compact(seed: u64) -> ClusterConfig {
 /// idle time) while checkpoints age past the grace and slots past the retention.
 fn collect(seed: u64) -> ClusterConfig {
     let mut workload = Workload::new(Arrivals::Open { rate_per_s: 20.0 }, Mix::creates_and_blind_updates());
-    workload.bursts = Some(Bursts { on_ms: 10_000, off_ms: 30 * 60_000 });
+    workload.bursts = Some(Bursts { on: Duration::from_secs(10), off: 30 * MINUTE });
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
-    c.duration_ms = 30 * 3_600_000;
+    c.duration = 30 * HOUR;
     c.preload_documents = 200;
-    c.crashes = Some(Crashes { mean_interval_ms: 3 * 3_600_000, down_ms_min: 1_000, down_ms_max: 30_000 });
-    c.clock_skew_ms_max = 100;
+    c.crashes = Some(Crashes {
+        mean_interval: 3 * HOUR,
+        down_min: Duration::from_secs(1),
+        down_max: Duration::from_secs(30),
+    });
+    c.clock_skew_max = Duration::from_millis(100);
     c.reads = Some(ReadLoad { exact_per_s: 5.0, catalog_per_s: 5.0, exact_on_followers: false });
     // A replica paused past the reload age, and one stalled at a slot create long enough
     // for the slot it wanted to be committed by a peer, covered and collected (24 h).
-    c.pause = Some(Pause { node: 1, at_ms: 2 * 3_600_000, for_ms: 13 * 3_600_000 });
-    c.stalls = vec![Stall { node: 2, after_ms: 3_600_000, for_ms: 26 * 3_600_000, at: StallAt::SlotCreate }];
+    c.pause = Some(Pause { node: 1, at: 2 * HOUR, length: 13 * HOUR });
+    c.stalls = vec![Stall { node: 2, after: HOUR, length: 26 * HOUR, at: StallAt::SlotCreate }];
     c
 }
 
@@ -754,17 +766,20 @@ fn collect(seed: u64) -> ClusterConfig {
 fn soak48(seed: u64) -> ClusterConfig {
     let mut c = collect(seed);
     let kind = if seed.is_multiple_of(2) { ProfileKind::S3 } else { ProfileKind::Gcs };
-    let faults = Faults { late_create_max_ms: 10 * 60_000, ..Faults::high() };
+    let faults = Faults { late_create_max: 10 * MINUTE, ..Faults::high() };
     c.gcs = GcsConfig::of(kind).with_faults(faults).with_listings(Listings::local());
-    c.duration_ms = 48 * 3_600_000;
-    c.clock_skew_ms_max = 2_000;
-    c.crashes = Some(Crashes { mean_interval_ms: 3_600_000, down_ms_min: 1_000, down_ms_max: 60_000 });
-    let hour = 3_600_000;
+    c.duration = 48 * HOUR;
+    c.clock_skew_max = Duration::from_secs(2);
+    c.crashes = Some(Crashes {
+        mean_interval: HOUR,
+        down_min: Duration::from_secs(1),
+        down_max: Duration::from_secs(60),
+    });
     c.stalls.extend([
         // A compactor run that resumes 40 minutes on, its clock stopped: past the grace.
-        Stall { node: 0, after_ms: 20 * hour, for_ms: 3 * hour, at: StallAt::CheckpointObjectCreate },
+        Stall { node: 0, after: 20 * HOUR, length: 3 * HOUR, at: StallAt::CheckpointObjectCreate },
         // A drop that resumes deleting from a listing 40 minutes old.
-        Stall { node: 1, after_ms: 30 * hour, for_ms: 40 * 60_000, at: StallAt::Delete },
+        Stall { node: 1, after: 30 * HOUR, length: 40 * MINUTE, at: StallAt::Delete },
     ]);
     c
 }
@@ -776,21 +791,25 @@ fn crash(seed: u64) -> ClusterConfig {
     );
     let gcs = GcsConfig::of(ProfileKind::Gcs).with_listings(Listings::local());
     let mut c = ClusterConfig::new(seed, 3, gcs, workload);
-    c.duration_ms = 20_000;
+    c.duration = Duration::from_secs(20);
     c.preload_documents = 200;
-    c.crashes = Some(Crashes { mean_interval_ms: 2_000, down_ms_min: 200, down_ms_max: 3_000 });
-    c.clock_skew_ms_max = 100;
+    c.crashes = Some(Crashes {
+        mean_interval: Duration::from_secs(2),
+        down_min: Duration::from_millis(200),
+        down_max: Duration::from_secs(3),
+    });
+    c.clock_skew_max = Duration::from_millis(100);
     c.reads = some_reads();
     c.watchers = Some(WatchLoad {
         per_node: 2,
-        session_ms_mean: 3_000,
-        pause_ms_max: 500,
+        session_mean: Duration::from_secs(3),
+        pause_max: Duration::from_millis(500),
         credit: 256,
-        consume_ms_max: 50,
+        consume_max: Duration::from_millis(50),
         old_cursor_rate: 0.2,
         old_cursor_back_max: 500,
         followers_only: false,
-        delivery_slack_ms: None,
+        delivery_slack: None,
     });
     c.hints.loss_rate = 0.1;
     checkpoint_often(&mut c);
@@ -804,7 +823,7 @@ fn edges(seed: u64) -> ClusterConfig {
     // S3 answers a create without its time: create_untimed_stat.
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::S3), workload);
     c.followers = 1;
-    c.duration_ms = 20_000;
+    c.duration = Duration::from_secs(20);
     // open_genesis, open_genesis_race.
     c.empty_bucket = true;
     // More offered than a queue of 256 holds: write_refused_busy.
@@ -818,12 +837,16 @@ fn edges(seed: u64) -> ClusterConfig {
     // Writers hear no hints: they learn of peers' slots from lost creates and probes.
     c.hints.loss_rate = 1.0;
     // Cold starts meet a damaged newest checkpoint: open_fallback_checkpoint.
-    c.crashes = Some(Crashes { mean_interval_ms: 6_000, down_ms_min: 200, down_ms_max: 2_000 });
+    c.crashes = Some(Crashes {
+        mean_interval: Duration::from_secs(6),
+        down_min: Duration::from_millis(200),
+        down_max: Duration::from_secs(2),
+    });
     c.damage_at_open = Some(DamagedObject::Checkpoint);
     c.reads = some_reads();
     // A writer paused past the request deadline (a GC pause, a suspended VM): reads it
     // was answering when it stopped pass their deadlines: read_deadline.
-    c.pause = Some(Pause { node: 0, at_ms: 8_000, for_ms: 11_000 });
+    c.pause = Some(Pause { node: 0, at: Duration::from_secs(8), length: Duration::from_secs(11) });
     c
 }
 
@@ -834,7 +857,7 @@ fn conflicts(seed: u64) -> ClusterConfig {
     workload.body_bytes_min = 16;
     workload.body_bytes_max = 256;
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
-    c.duration_ms = 15_000;
+    c.duration = Duration::from_secs(15);
     c.reads = some_reads();
     c
 }
@@ -843,14 +866,14 @@ fn reads(seed: u64) -> ClusterConfig {
     let workload = Workload::new(Arrivals::Open { rate_per_s: 250.0 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
     c.followers = 1;
-    c.duration_ms = 20_000;
+    c.duration = Duration::from_secs(20);
     c.preload_documents = 2_000;
     // The follower hears no hints and serves only catalog reads: it stays within a second
     // of the tip by the tip checks those reads make, and by nothing else.
     c.reads = Some(ReadLoad { exact_per_s: 100.0, catalog_per_s: 100.0, exact_on_followers: false });
     c.hints.loss_rate = 0.05;
     c.hints.follower_loss_rate = 1.0;
-    c.hints.delay_ms_max = 20;
+    c.hints.delay_max = Duration::from_millis(20);
     c
 }
 
@@ -859,9 +882,9 @@ fn views(seed: u64) -> ClusterConfig {
     // The profile's own faults (a few 429s, 5xx and timeouts) besides the crashes.
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
     c.followers = 1;
-    c.duration_ms = 10_000;
+    c.duration = Duration::from_secs(10);
     c.preload_documents = 2_000;
-    c.views = Some(ViewLoad { per_s: 40.0, reads_max: 8, gap_ms_max: 300 });
+    c.views = Some(ViewLoad { per_s: 40.0, reads_max: 8, gap_max: Duration::from_millis(300) });
     // Short enough that views reading on past it are refused, long enough that most end first.
     c.kernel.view_age_max = core::time::Duration::from_millis(1_500);
     // Small enough that pins at many sequences pass it and the oldest are evicted.
@@ -871,7 +894,11 @@ fn views(seed: u64) -> ClusterConfig {
     c.followers_read_only = true;
     c.kernel.checkpoint_slots = 16;
     c.kernel.checkpoint_jitter = Duration::ZERO;
-    c.crashes = Some(Crashes { mean_interval_ms: 3_000, down_ms_min: 200, down_ms_max: 2_000 });
+    c.crashes = Some(Crashes {
+        mean_interval: Duration::from_secs(3),
+        down_min: Duration::from_millis(200),
+        down_max: Duration::from_secs(2),
+    });
     c
 }
 
@@ -884,15 +911,19 @@ fn search(seed: u64) -> ClusterConfig {
     // The profile's own faults (a few 429s, 5xx and timeouts) besides the crashes.
     let mut c = ClusterConfig::new(seed, 3, GcsConfig::of(ProfileKind::Gcs), workload);
     c.followers = 1;
-    c.duration_ms = 10_000;
+    c.duration = Duration::from_secs(10);
     // Enough bodies that an index built after a crash takes longer than a search waits
     // (16 reads in flight of about 40 ms each), so some searches answer from the catalog.
     c.preload_documents = 800;
     c.reads = Some(ReadLoad { exact_per_s: 20.0, catalog_per_s: 60.0, exact_on_followers: false });
-    c.views = Some(ViewLoad { per_s: 10.0, reads_max: 6, gap_ms_max: 300 });
+    c.views = Some(ViewLoad { per_s: 10.0, reads_max: 6, gap_max: Duration::from_millis(300) });
     c.kernel.checkpoint_slots = 16;
     c.kernel.checkpoint_jitter = Duration::ZERO;
-    c.crashes = Some(Crashes { mean_interval_ms: 3_000, down_ms_min: 200, down_ms_max: 2_000 });
+    c.crashes = Some(Crashes {
+        mean_interval: Duration::from_secs(3),
+        down_min: Duration::from_millis(200),
+        down_max: Duration::from_secs(2),
+    });
     c
 }
 
@@ -900,7 +931,7 @@ fn watch(seed: u64) -> ClusterConfig {
     let workload = Workload::new(Arrivals::Open { rate_per_s: 100.0 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 1, GcsConfig::of(ProfileKind::Gcs), workload);
     c.followers = 1;
-    c.duration_ms = 10_000;
+    c.duration = Duration::from_secs(10);
     // More single-member slots than a replica indexes (16,384), so a cursor at 0 is past
     // them and one a few thousand back is inside them but past the ring.
     c.preload_documents = 16_600;
@@ -908,14 +939,14 @@ fn watch(seed: u64) -> ClusterConfig {
     c.kernel.replay_gets_max = 256;
     c.watchers = Some(WatchLoad {
         per_node: 2,
-        session_ms_mean: 2_000,
-        pause_ms_max: 500,
+        session_mean: Duration::from_secs(2),
+        pause_max: Duration::from_millis(500),
         credit: 1_024,
-        consume_ms_max: 200,
+        consume_max: Duration::from_millis(200),
         old_cursor_rate: 0.3,
         old_cursor_back_max: 12_000,
         followers_only: false,
-        delivery_slack_ms: None,
+        delivery_slack: None,
     });
     c
 }
@@ -924,28 +955,28 @@ fn watch(seed: u64) -> ClusterConfig {
 /// finds one by one (a stat and a read each, about 40 to 50 ms on the gcs profile), and
 /// at 4 writes/s a 5 s poll finds at most about 20 slots, about 1 s; 2 s leaves room for
 /// the jitter and the delivery.
-pub const WATCHPOLL_SLACK_MS: u64 = 2_000;
+pub const WATCHPOLL_SLACK: Duration = Duration::from_secs(2);
 
 /// Watches without hints (issue 19): a follower that takes no writes, serves no reads and
 /// hears no hint has only the backstop poll to advance its watcher, which must see every
-/// event within the poll interval plus [`WATCHPOLL_SLACK_MS`].
+/// event within the poll interval plus [`WATCHPOLL_SLACK`].
 fn watchpoll(seed: u64) -> ClusterConfig {
     let workload = Workload::new(Arrivals::Open { rate_per_s: 4.0 }, Mix::creates_and_blind_updates());
     let mut c = ClusterConfig::new(seed, 2, GcsConfig::of(ProfileKind::Gcs), workload);
     c.followers = 1;
-    c.duration_ms = 30_000;
+    c.duration = Duration::from_secs(30);
     c.hints.follower_loss_rate = 1.0;
     c.watchers = Some(WatchLoad {
         per_node: 1,
         // One session for the whole run, with credit to spare.
-        session_ms_mean: 10 * c.duration_ms,
-        pause_ms_max: 0,
+        session_mean: 10 * c.duration,
+        pause_max: Duration::ZERO,
         credit: 1_024,
-        consume_ms_max: 10,
+        consume_max: Duration::from_millis(10),
         old_cursor_rate: 0.0,
         old_cursor_back_max: 0,
         followers_only: true,
-        delivery_slack_ms: Some(WATCHPOLL_SLACK_MS),
+        delivery_slack: Some(WATCHPOLL_SLACK),
     });
     c
 }

@@ -74,9 +74,11 @@ fn smaller(scenario: &Scenario, seed: u64, o: &Overrides) -> Vec<(String, Overri
     for r in replicas.into_iter().filter(|r| (1..c.replicas).contains(r)) {
         out.push((format!("replicas {} -> {r}", c.replicas), Overrides { replicas: Some(r), ..o.clone() }));
     }
-    if c.duration_ms >= 2_000 {
-        let half = (c.duration_ms / 2) as f64 / 1_000.0;
-        let change = format!("duration {} s -> {half} s", c.duration_ms as f64 / 1_000.0);
+    // In whole ms, as `--duration-s` is read.
+    let duration_ms = c.duration.as_millis() as u64;
+    if duration_ms >= 2_000 {
+        let half = (duration_ms / 2) as f64 / 1_000.0;
+        let change = format!("duration {} s -> {half} s", duration_ms as f64 / 1_000.0);
         out.push((change, Overrides { duration_s: Some(half), ..o.clone() }));
     }
     match c.workload.arrivals {
@@ -130,7 +132,7 @@ mod tests {
         assert_eq!(found.rule, "Rule");
         let c = s.config(1, &found.overrides);
         assert_eq!((c.replicas, c.crashes.is_some()), (2, true), "{found:?}");
-        assert!(c.duration_ms < start.duration_ms, "{found:?}");
+        assert!(c.duration < start.duration, "{found:?}");
         let w = found.overrides.without;
         assert!(w.store_faults && w.stalls && w.skew && w.hint_loss && !w.crashes, "{found:?}");
         assert!(found.repro.starts_with("slotlog run crash --seed 1 --replicas 2"), "{}", found.repro);

@@ -12,8 +12,10 @@ use crate::gcs::{AtRestDamage, GcsConfig, PlannedReply, SimGcs, StoreStats};
 use crate::liveness::{LivenessBudget, LivenessWatch, NotLive};
 use crate::pause::{Gone, Pause, Paused, Stall, StallAt};
 use crate::rng::SimRng;
+use crate::time::{micros, millis, millis_f64};
 use crate::workload::{Arrivals, Generator, ReadLoad, ViewLoad, WatchLoad, Workload};
 use bytes::Bytes;
+use core::time::Duration;
 use slotlog_kernel::blob::{BlobOp, BlobResult};
 use slotlog_kernel::checkpoint::fold;
 use slotlog_kernel::format::{encode_body, Checkpoint, Keys, Marker, Slot, SLOT_MEMBERS_MAX};
@@ -38,11 +40,11 @@ use std::collections::{BTreeMap, BinaryHeap};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Crashes {
     /// The mean time between crashes (exponentially distributed), cluster-wide.
-    pub mean_interval_ms: u64,
-    /// How long a crashed replica stays down, drawn uniformly between these.
-    pub down_ms_min: u64,
-    /// See `down_ms_min`.
-    pub down_ms_max: u64,
+    pub mean_interval: Duration,
+    /// How long a crashed replica stays down, drawn uniformly between these in whole ms.
+    pub down_min: Duration,
+    /// See `down_min`.
+    pub down_max: Duration,
 }
 
 /// The writer of the preloaded slots and marker: no replica's (a replica's store id is its
@@ -58,9 +60,9 @@ pub struct Hints {
     /// The same for followers, which may be cut off from hints entirely.
     pub follower_loss_rate: f64,
     /// A hint that arrives takes between these to arrive, drawn uniformly.
-    pub delay_ms_min: u64,
-    /// See `delay_ms_min`.
-    pub delay_ms_max: u64,
+    pub delay_min: Duration,
+    /// See `delay_min`.
+    pub delay_max: Duration,
     /// Forged hints (docs/SECURITY.md): a party on the network between replicas, with no
     /// hint key to stop it, sends every replica this many hints a second while the
     /// clients write, each naming a sequence 1 to `flood_ahead` past the newest one it
@@ -75,8 +77,8 @@ impl Default for Hints {
         Hints {
             loss_rate: 0.0,
             follower_loss_rate: 0.0,
-            delay_ms_min: 1,
-            delay_ms_max: 5,
+            delay_min: Duration::from_millis(1),
+            delay_max: Duration::from_millis(5),
             flood_per_s: 0,
             flood_ahead: 0,
         }
@@ -137,7 +139,7 @@ pub struct ClusterConfig {
     /// How commit hints travel between replicas.
     pub hints: Hints,
     /// Clients send writes for this long.
-    pub duration_ms: u64,
+    pub duration: Duration,
     /// Documents written into the log before the run, and how many to a slot.
     pub preload_documents: usize,
     /// See `preload_documents`.
@@ -163,9 +165,9 @@ pub struct ClusterConfig {
     /// Clock-stopped stalls at chosen calls, each striking once.
     pub stalls: Vec<Stall>,
     /// Each replica's clock runs ahead of true time by up to this much.
-    pub clock_skew_ms_max: u64,
+    pub clock_skew_max: Duration,
     /// After the clients stop, how long the run may take to settle every write.
-    pub settle_ms_max: u64,
+    pub settle_max: Duration,
     /// The world's key prefix in the bucket.
     pub prefix: String,
     /// Just before each cold start (a restart after a crash or a reopen), this object of
@@ -197,7 +199,7 @@ impl ClusterConfig {
             views: None,
             watchers: None,
             hints: Hints::default(),
-            duration_ms: 10_000,
+            duration: Duration::from_secs(10),
             preload_documents: 0,
             preload_members_per_slot: SLOT_MEMBERS_MAX,
             preload_checkpoint: false,
@@ -207,8 +209,8 @@ impl ClusterConfig {
             pause: None,
             gone: None,
             stalls: Vec::new(),
-            clock_skew_ms_max: 0,
-            settle_ms_max: 60_000,
+            clock_skew_max: Duration::ZERO,
+            settle_max: Duration::from_secs(60),
             prefix: "worlds/sim".to_string(),
             damage_at_open: None,
             liveness: LivenessBudget::default(),
@@ -369,10 +371,10 @@ enum Event {
     Gone {
         node: usize,
     },
-    /// A replica stops taking input and sending calls for `for_ms`, then resumes.
+    /// A replica stops taking input and sending calls for `length`, then resumes.
     Pause {
         node: usize,
-        for_ms: u64,
+        length: Duration,
     },
     Resume {
         node: usize,
@@ -632,7 +634,7 @@ fn run_inner<'a>(
         next_request: 0,
         trace: TraceHasher::default(),
         trace_sink,
-        workload_end: Instant::from_millis(config.duration_ms),
+        workload_end: Instant::ZERO + config.duration,
         workload_start: Instant::ZERO,
         clients_waiting: config.clients_wait_for_open,
         calm: false,
@@ -646,8 +648,8 @@ fn run_inner<'a>(
     };
     c.preload();
     for n in 0..config.nodes() {
-        let skew_us =
-            if config.clock_skew_ms_max == 0 { 0 } else { c.chaos.below(config.clock_skew_ms_max * 1_000) };
+        let skew_us_max = micros(config.clock_skew_max);
+        let skew_us = if skew_us_max == 0 { 0 } else { c.chaos.below(skew_us_max) };
         let report = ReplicaReport { follower: n >= config.replicas, ..ReplicaReport::default() };
         c.nodes.push(Node {
             replica: None,
@@ -682,22 +684,22 @@ fn run_inner<'a>(
             for _ in 0..w.per_node {
                 let watcher = c.watchers.len();
                 c.watchers.push(Watcher { node: n, session: None, seen: 0 });
-                let at = Instant::ZERO + ms(c.chaos.uniform(0.0, w.pause_ms_max as f64));
+                let at = Instant::ZERO + ms(c.chaos.uniform(0.0, millis_f64(w.pause_max)));
                 c.schedule(at, Event::WatchStart { watcher });
             }
         }
     }
     if let Some(p) = config.pause {
-        c.schedule(Instant::from_millis(p.at_ms), Event::Pause { node: p.node, for_ms: p.for_ms });
+        c.schedule(Instant::ZERO + p.at, Event::Pause { node: p.node, length: p.length });
     }
     if let Some(g) = config.gone {
-        c.schedule(Instant::from_millis(g.at_ms), Event::Gone { node: g.node });
+        c.schedule(Instant::ZERO + g.at, Event::Gone { node: g.node });
     }
     if let Some(cr) = &config.crashes {
-        let first = Instant::ZERO + ms(c.chaos.exponential(cr.mean_interval_ms as f64));
+        let first = Instant::ZERO + ms(c.chaos.exponential(millis_f64(cr.mean_interval)));
         c.schedule(first, Event::Crash);
     }
-    let settle = core::time::Duration::from_millis(config.settle_ms_max);
+    let settle = config.settle_max;
     while let Some(Reverse((at, _, serial))) = c.queue.pop() {
         if at > c.workload_end + settle {
             break;
@@ -723,8 +725,8 @@ fn run_inner<'a>(
     c.finish()
 }
 
-fn ms(v: f64) -> core::time::Duration {
-    core::time::Duration::from_micros((v * 1_000.0) as u64)
+fn ms(v: f64) -> Duration {
+    Duration::from_micros((v * 1_000.0) as u64)
 }
 
 impl Cluster<'_> {
@@ -732,7 +734,7 @@ impl Cluster<'_> {
     fn start_clients(&mut self) {
         self.clients_waiting = false;
         self.workload_start = self.now;
-        self.workload_end = self.now + core::time::Duration::from_millis(self.config.duration_ms);
+        self.workload_end = self.now + self.config.duration;
         match self.config.workload.arrivals {
             Arrivals::Open { .. } => self.schedule(self.now, Event::Arrival { writer: None }),
             Arrivals::Closed { writers_per_replica } => {
@@ -767,7 +769,7 @@ impl Cluster<'_> {
             self.input(node, Input::Follow { sequence });
         }
         let period_us = (1_000_000 / self.config.hints.flood_per_s).max(1);
-        self.schedule(self.now + core::time::Duration::from_micros(period_us), Event::Flood);
+        self.schedule(self.now + Duration::from_micros(period_us), Event::Flood);
     }
 
     /// The settle phase (issue 13): once the clients have stopped, the bucket stops
@@ -1018,7 +1020,7 @@ impl Cluster<'_> {
             Event::Wake { node, .. } if self.nodes[node].paused.is_paused() => {
                 self.nodes[node].wake_at = None;
             }
-            Event::Pause { node, for_ms } => self.pause(node, for_ms),
+            Event::Pause { node, length } => self.pause(node, length),
             Event::Resume { node } => self.resume(node),
             Event::Reopen { node } => {
                 if self.nodes[node].replica.is_some() {
@@ -1140,8 +1142,7 @@ impl Cluster<'_> {
     /// Between bursts: when the next one starts.
     fn idle_until(&self) -> Option<Instant> {
         let bursts = self.config.workload.bursts?;
-        let now_ms = self.now.as_micros() / 1_000;
-        bursts.next_start_ms(now_ms).map(Instant::from_millis)
+        bursts.next_start(self.now)
     }
 
     fn read_arrival(&mut self, exact: bool) {
@@ -1248,7 +1249,7 @@ impl Cluster<'_> {
         self.watchers[watcher].node = node;
         self.watchers[watcher].session = Some((session, id));
         if self.now < self.workload_end {
-            let length = self.chaos.exponential(load.session_ms_mean as f64);
+            let length = self.chaos.exponential(millis_f64(load.session_mean));
             self.schedule(self.now + ms(length), Event::WatchStop { watcher, session });
         }
         self.trace(&[13, node as u64, cursor], "");
@@ -1271,7 +1272,7 @@ impl Cluster<'_> {
     fn resume_later(&mut self, watcher: usize) {
         let Some(load) = self.config.watchers.clone() else { return };
         if self.now < self.workload_end {
-            let at = self.now + ms(self.chaos.uniform(0.0, load.pause_ms_max as f64));
+            let at = self.now + ms(self.chaos.uniform(0.0, millis_f64(load.pause_max)));
             self.schedule(at, Event::WatchStart { watcher });
         }
     }
@@ -1281,7 +1282,7 @@ impl Cluster<'_> {
         if self.now >= self.workload_end {
             return;
         }
-        let next = self.now + ms(self.chaos.exponential(cr.mean_interval_ms as f64));
+        let next = self.now + ms(self.chaos.exponential(millis_f64(cr.mean_interval)));
         self.schedule(next, Event::Crash);
         // A paused replica is not crashed: the pause is the fault it is there to show.
         let live = self.live(false);
@@ -1291,8 +1292,9 @@ impl Cluster<'_> {
         let node = self.pick(&live).expect("live");
         self.trace(&[5, node as u64], "crash");
         self.take_down(node);
-        let down = cr.down_ms_min + self.chaos.below(cr.down_ms_max - cr.down_ms_min + 1);
-        self.schedule(self.now + core::time::Duration::from_millis(down), Event::Restart { node });
+        let (down_ms_min, down_ms_max) = (millis(cr.down_min), millis(cr.down_max));
+        let down = down_ms_min + self.chaos.below(down_ms_max - down_ms_min + 1);
+        self.schedule(self.now + Duration::from_millis(down), Event::Restart { node });
     }
 
     /// Stops a replica: what it held is gone, what it was asked and never answered ends
@@ -1327,13 +1329,14 @@ impl Cluster<'_> {
         }
     }
 
-    /// Stops a live replica for `for_ms`: its inputs wait, its calls are held.
-    fn pause(&mut self, node: usize, for_ms: u64) {
+    /// Stops a live replica for `length`: its inputs wait, its calls are held.
+    fn pause(&mut self, node: usize, length: Duration) {
         if self.nodes[node].replica.is_none() || self.nodes[node].paused.is_paused() {
             return;
         }
-        self.trace(&[12, node as u64, for_ms], "pause");
-        let until = self.now + core::time::Duration::from_millis(for_ms);
+        // In whole ms, as the trace has always counted it.
+        self.trace(&[12, node as u64, millis(length)], "pause");
+        let until = self.now + length;
         self.nodes[node].paused.until = Some(until);
         self.schedule(until, Event::Resume { node });
     }
@@ -1484,7 +1487,7 @@ impl Cluster<'_> {
                 continue;
             }
             let delay =
-                h.delay_ms_min as f64 + self.chaos.uniform(0.0, (h.delay_ms_max - h.delay_ms_min) as f64);
+                millis_f64(h.delay_min) + self.chaos.uniform(0.0, millis_f64(h.delay_max - h.delay_min));
             let incarnation = self.nodes[node].incarnation;
             self.schedule(self.now + ms(delay), Event::Hint { node, incarnation, sequence });
         }
@@ -1504,14 +1507,14 @@ impl Cluster<'_> {
                 (StallAt::Delete, BlobOp::Delete { .. }) => true,
                 _ => false,
             };
-            let due = !self.stalls_struck[*i] && self.now >= Instant::from_millis(s.after_ms) && !self.calm;
+            let due = !self.stalls_struck[*i] && self.now >= Instant::ZERO + s.after && !self.calm;
             s.node == node && place && due
         });
         if let Some((i, s)) = due.map(|(i, s)| (i, *s)) {
             self.stalls_struck[i] = true;
-            self.pause(node, s.for_ms);
+            self.pause(node, s.length);
             // Suspended: its clock resumes where it stopped.
-            self.nodes[node].frozen_us += s.for_ms * 1_000;
+            self.nodes[node].frozen_us += micros(s.length);
         }
     }
 
@@ -1581,8 +1584,8 @@ impl Cluster<'_> {
                         }
                         Err(_) => {}
                     }
-                    let gap = self.config.views.as_ref().map_or(0, |l| l.gap_ms_max);
-                    let at = self.now + ms(self.chaos.uniform(0.0, gap as f64));
+                    let gap = self.config.views.as_ref().map_or(Duration::ZERO, |l| l.gap_max);
+                    let at = self.now + ms(self.chaos.uniform(0.0, millis_f64(gap)));
                     self.schedule(at, Event::ViewNext { view });
                 }
                 self.history.reads[index].outcome = ReadOutcome::Answered { at: self.now, result };
@@ -1627,7 +1630,9 @@ impl Cluster<'_> {
             let waited = self.now.saturating_since(since);
             let waited_ms = waited.as_millis() as u64;
             n.report.starved_ms_max = n.report.starved_ms_max.max(waited_ms);
-            if healthy && waited_ms > self.config.liveness.starved_ms_max && self.not_live.is_none() {
+            // Judged in whole ms, as reported.
+            let starved = waited_ms > millis(self.config.liveness.starved_max);
+            if healthy && starved && self.not_live.is_none() {
                 self.not_live = Some(NotLive::Starved { replica: i, waited_ms });
             }
         }
@@ -1646,7 +1651,7 @@ impl Cluster<'_> {
         session_history.delivered_at.extend(events.iter().map(|_| self.now));
         session_history.events.extend(events);
         let load = self.config.watchers.clone().expect("watchers configured");
-        let consume = self.chaos.uniform(0.0, load.consume_ms_max as f64);
+        let consume = self.chaos.uniform(0.0, millis_f64(load.consume_max));
         self.schedule(self.now + ms(consume), Event::WatchCredit { watcher, session, events: n });
     }
 

@@ -12,6 +12,7 @@ pub mod liveness;
 pub(crate) mod math;
 pub mod pause;
 pub(crate) mod rng;
+pub(crate) mod time;
 pub mod workload;
 
 pub use cluster::{

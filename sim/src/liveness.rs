@@ -5,6 +5,7 @@
 //! violation. The budgets are far past what any scenario needs (measured figures beside
 //! each), so a run that meets one is broken, not busy.
 
+use core::time::Duration;
 use slotlog_kernel::time::Instant;
 
 /// Bounds past which a run is stopped as not live.
@@ -27,7 +28,7 @@ pub struct LivenessBudget {
     /// is starved. Measured: the longest wait over `just test`'s sweeps is in
     /// docs/SIMULATION.md; a write's own deadline is 10 s, and a starved store lets one
     /// expire after another.
-    pub starved_ms_max: u64,
+    pub starved_max: Duration,
 }
 
 impl Default for LivenessBudget {
@@ -37,7 +38,7 @@ impl Default for LivenessBudget {
             events_max: 200_000_000,
             queued_events_max: 10_000_000,
             resident_version_records_max: 20_000_000,
-            starved_ms_max: 8_000,
+            starved_max: Duration::from_secs(8),
         }
     }
 }
@@ -147,7 +148,7 @@ mod tests {
             events_max: 10,
             queued_events_max: 5,
             resident_version_records_max: 100,
-            starved_ms_max: 1_000,
+            starved_max: Duration::from_secs(1),
         }
     }
 

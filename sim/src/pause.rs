@@ -5,6 +5,7 @@
 //! replica sends a call of one kind ([`StallAt`]), which is held with it, so the call goes
 //! out long after the replica decided to make it.
 
+use core::time::Duration;
 use slotlog_kernel::effect::Input;
 use slotlog_kernel::{BlobOp, BlobOpId, Instant};
 use std::collections::VecDeque;
@@ -14,32 +15,32 @@ use std::collections::VecDeque;
 pub struct Pause {
     /// The replica (its index among the cluster's nodes).
     pub node: usize,
-    /// When the pause begins, in virtual ms.
-    pub at_ms: u64,
+    /// When the pause begins, from the start of the run.
+    pub at: Duration,
     /// How long it lasts.
-    pub for_ms: u64,
+    pub length: Duration,
 }
 
-/// A replica stopped for good at `at_ms`: taken down if it is up then, never restarted
+/// A replica stopped for good at `at`: taken down if it is up then, never restarted
 /// (a store decommissioned, or dead past any restart), so its peers must do its work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gone {
     /// The replica (its index among the cluster's nodes).
     pub node: usize,
-    /// When it goes, in virtual ms.
-    pub at_ms: u64,
+    /// When it goes, from the start of the run.
+    pub at: Duration,
 }
 
-/// A replica stalled at the first call of kind `at` it sends after `after_ms`, for
-/// `for_ms`, its clock stopped meanwhile.
+/// A replica stalled at the first call of kind `at` it sends after `after`, for
+/// `length`, its clock stopped meanwhile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stall {
     /// The replica (its index among the cluster's nodes).
     pub node: usize,
-    /// The stall strikes at the first call of its kind sent after this, in virtual ms.
-    pub after_ms: u64,
+    /// The stall strikes at the first call of its kind sent this long after the run began.
+    pub after: Duration,
     /// How long the replica stays stopped, its clock too.
-    pub for_ms: u64,
+    pub length: Duration,
     /// The kind of call it stops at.
     pub at: StallAt,
 }

@@ -2,9 +2,12 @@
 //! drawn against what the clients have learned of the world from their answers.
 
 use crate::rng::SimRng;
+use crate::time::micros;
 use bytes::Bytes;
+use core::time::Duration;
 use slotlog_kernel::ids::OperationId;
 use slotlog_kernel::reply::{WriteError, WriteOk};
+use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{Expected, Mutation, PolicyBody, Rejection, Write};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -95,7 +98,7 @@ pub struct ViewLoad {
     /// Reads one view makes: between 1 and this many, drawn uniformly.
     pub reads_max: u64,
     /// The longest wait between one read's answer and the next read, drawn uniformly.
-    pub gap_ms_max: u64,
+    pub gap_max: Duration,
 }
 
 /// Watchers: subscribers that connect, take events, disconnect and resume from cursors.
@@ -104,14 +107,14 @@ pub struct WatchLoad {
     /// Watchers per replica (followers included).
     pub per_node: usize,
     /// Mean length of one connection, and the longest pause before the next.
-    pub session_ms_mean: u64,
-    /// See `session_ms_mean`.
-    pub pause_ms_max: u64,
+    pub session_mean: Duration,
+    /// See `session_mean`.
+    pub pause_max: Duration,
     /// Events a watcher takes at a time, and how long it takes to consume them (a slow
     /// watcher gives credit back late).
     pub credit: u32,
     /// See `credit`.
-    pub consume_ms_max: u64,
+    pub consume_max: Duration,
     /// How often a resume asks for an older cursor than it last saw (past the ring, or
     /// past the newest slots), and how far back at most.
     pub old_cursor_rate: f64,
@@ -123,7 +126,7 @@ pub struct WatchLoad {
     /// When set, the checker holds every watch to the watch delivery rule: each event
     /// within the kernel's `watch_poll` plus this slack of its slot's creation. The slack
     /// covers the probe's own calls (a stat and a read per slot found) and delivery.
-    pub delivery_slack_ms: Option<u64>,
+    pub delivery_slack: Option<Duration>,
 }
 
 /// What the clients write, and when.
@@ -151,21 +154,22 @@ pub struct Workload {
     pub search_share: f64,
 }
 
-/// Bursts of arrivals: `on_ms` of load, then `off_ms` of none, from time zero.
+/// Bursts of arrivals: `on` of load, then `off` of none, from time zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bursts {
     /// How long each burst of load lasts.
-    pub on_ms: u64,
+    pub on: Duration,
     /// How long the quiet after it lasts.
-    pub off_ms: u64,
+    pub off: Duration,
 }
 
 impl Bursts {
-    /// None while a burst is on at `now_ms`; else when the next one starts.
-    pub fn next_start_ms(&self, now_ms: u64) -> Option<u64> {
-        let period = self.on_ms + self.off_ms;
-        let into = now_ms % period;
-        (into >= self.on_ms).then(|| now_ms - into + period)
+    /// None while a burst is on at `now`; else when the next one starts.
+    pub fn next_start(&self, now: Instant) -> Option<Instant> {
+        let (on_us, period_us) = (micros(self.on), micros(self.on + self.off));
+        let now_us = now.as_micros();
+        let into_us = now_us % period_us;
+        (into_us >= on_us).then(|| Instant::from_micros(now_us - into_us + period_us))
     }
 }
 
@@ -609,4 +613,21 @@ fn words_of(random: &[u8]) -> Vec<u8> {
     out.truncate(len);
     out.resize(random.len(), b' ');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_burst_is_due_while_one_is_on_and_the_next_starts_a_period_after_the_last() {
+        let bursts = Bursts { on: Duration::from_secs(10), off: Duration::from_secs(20) };
+        let at = Instant::from_micros;
+        assert_eq!(bursts.next_start(at(0)), None);
+        assert_eq!(bursts.next_start(at(9_999_999)), None);
+        assert_eq!(bursts.next_start(at(10_000_000)), Some(at(30_000_000)));
+        assert_eq!(bursts.next_start(at(29_999_999)), Some(at(30_000_000)));
+        assert_eq!(bursts.next_start(at(30_000_000)), None);
+        assert_eq!(bursts.next_start(at(70_000_001)), Some(at(90_000_000)));
+    }
 }

@@ -2,6 +2,8 @@
 //! latency profile (its own random stream, a fixed number of draws per operation).
 
 use crate::rng::SimRng;
+use crate::time::micros;
+use core::time::Duration;
 
 /// A spike multiplies latency by at least this much (assumed: a spike is an outlier well
 /// past the profile's own tail, which reaches 5x).
@@ -24,9 +26,9 @@ pub struct Faults {
     /// A late create lands at least this long after its caller's timeout (0: just
     /// after): minutes model a writer stalled between building a batch and its create
     /// reaching the store (issue 17), long enough for collection to act meanwhile.
-    pub late_create_min_ms: u64,
+    pub late_create_min: Duration,
     /// A late create lands up to this long after its caller's timeout.
-    pub late_create_max_ms: u64,
+    pub late_create_max: Duration,
     /// Latency multiplied by a uniform factor in [`SPIKE_FACTOR_MIN`], `spike_factor_max`.
     pub spike_rate: f64,
     /// See `spike_rate`.
@@ -48,8 +50,8 @@ impl Faults {
             timeout_applied_rate: 0.0,
             timeout_lost_rate: 0.0,
             late_create_rate: 0.0,
-            late_create_min_ms: 0,
-            late_create_max_ms: 0,
+            late_create_min: Duration::ZERO,
+            late_create_max: Duration::ZERO,
             spike_rate: 0.0,
             spike_factor_max: SPIKE_FACTOR_MIN,
         }
@@ -63,8 +65,8 @@ impl Faults {
             timeout_applied_rate: 0.02,
             timeout_lost_rate: 0.02,
             late_create_rate: 0.03,
-            late_create_min_ms: 0,
-            late_create_max_ms: 3_000,
+            late_create_min: Duration::ZERO,
+            late_create_max: Duration::from_secs(3),
             spike_rate: 0.02,
             spike_factor_max: 20.0,
         }
@@ -72,13 +74,8 @@ impl Faults {
 
     /// Creates that land minutes after their caller gave up, at `rate`, and nothing else:
     /// a stalled writer's create arriving after collection could have freed its name.
-    pub fn late_creates_minutes(rate: f64, min_ms: u64, max_ms: u64) -> Self {
-        Faults {
-            late_create_rate: rate,
-            late_create_min_ms: min_ms,
-            late_create_max_ms: max_ms,
-            ..Self::none()
-        }
+    pub fn late_creates_minutes(rate: f64, min: Duration, max: Duration) -> Self {
+        Faults { late_create_rate: rate, late_create_min: min, late_create_max: max, ..Self::none() }
     }
 
     /// Sum of the mutually exclusive outcomes' rates (a spike combines with any).
@@ -103,7 +100,7 @@ impl Faults {
         }
         assert!(self.exclusive_rate_sum() <= 1.0, "fault rates sum past 1");
         assert!(self.spike_factor_max >= SPIKE_FACTOR_MIN);
-        assert!(self.late_create_min_ms <= self.late_create_max_ms, "late creates: min past max");
+        assert!(self.late_create_min <= self.late_create_max, "late creates: min past max");
     }
 
     /// Draw this operation's faults: always five draws, whatever comes out.
@@ -136,8 +133,8 @@ impl Faults {
             .then_some(SPIKE_FACTOR_MIN + (self.spike_factor_max - SPIKE_FACTOR_MIN) * u_spike_factor);
         // In [min + 1 µs, max]: strictly after the caller's timeout. With min 0 this is
         // the draw every earlier run made.
-        let span_us = (self.late_create_max_ms - self.late_create_min_ms) * 1_000;
-        let late_by_us = self.late_create_min_ms * 1_000 + 1 + (u_late * span_us as f64) as u64;
+        let span_us = micros(self.late_create_max - self.late_create_min);
+        let late_by_us = micros(self.late_create_min) + 1 + (u_late * span_us as f64) as u64;
         Draw { injected, spike_factor, late_by_us, u_envelope }
     }
 }
@@ -190,7 +187,7 @@ mod tests {
     fn each_fault_occurs_at_its_rate_with_its_apply_and_reply_shape() {
         let faults = Faults::high();
         let config = GcsConfig::of(ProfileKind::GcsShaped).with_faults(faults);
-        let timeout_us = config.client_timeout_ms * 1_000;
+        let timeout_us = micros(config.client_timeout);
         let mut gcs = SimGcs::new(config, 21);
         let mut shapes: BTreeMap<Shape, u64> = BTreeMap::new();
         let mut spikes = 0;
@@ -215,7 +212,7 @@ mod tests {
                 Shape::LateCreate => {
                     assert_eq!(reply_us, timeout_us);
                     let late_us = plan.apply_at.unwrap().as_micros() - plan.reply_at.as_micros();
-                    assert!((1..=faults.late_create_max_ms * 1_000).contains(&late_us));
+                    assert!((1..=micros(faults.late_create_max)).contains(&late_us));
                 }
                 Shape::Applied => {
                     let apply = plan.apply_at.unwrap();
@@ -252,7 +249,8 @@ mod tests {
 
     #[test]
     fn late_creates_apply_after_their_reply_and_only_for_creates() {
-        let faults = Faults { late_create_rate: 1.0, late_create_max_ms: 3_000, ..Faults::none() };
+        let faults =
+            Faults { late_create_rate: 1.0, late_create_max: Duration::from_secs(3), ..Faults::none() };
         let mut gcs = SimGcs::new(GcsConfig::of(ProfileKind::Fast).with_faults(faults), 4);
         let now = Instant::from_millis(10);
         for i in 0..100 {
@@ -267,10 +265,10 @@ mod tests {
     #[test]
     fn late_creates_land_minutes_later_even_into_a_name_deleted_meanwhile() {
         use slotlog_kernel::blob::BlobOutcome;
-        let faults = Faults::late_creates_minutes(1.0, 120_000, 600_000);
+        let faults = Faults::late_creates_minutes(1.0, Duration::from_secs(120), Duration::from_secs(600));
         for kind in [ProfileKind::Gcs, ProfileKind::S3] {
             let config = GcsConfig::of(kind).with_faults(faults);
-            let timeout_us = config.client_timeout_ms * 1_000;
+            let timeout_us = micros(config.client_timeout);
             let mut gcs = SimGcs::new(config, 9);
             let issued = Instant::from_millis(1_000);
             let mut applies = Vec::new();
@@ -297,7 +295,7 @@ mod tests {
     fn an_operation_slower_than_the_client_timeout_is_a_timeout_that_applied() {
         let faults = Faults { spike_rate: 1.0, spike_factor_max: 100.0, ..Faults::none() };
         let config = GcsConfig::of(ProfileKind::GcsShaped).with_faults(faults);
-        let timeout_us = config.client_timeout_ms * 1_000;
+        let timeout_us = micros(config.client_timeout);
         let mut gcs = SimGcs::new(config, 8);
         let mut late_applies = 0;
         for i in 0..1_000 {

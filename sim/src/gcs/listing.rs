@@ -4,7 +4,7 @@
 //! depend on it, so every fault profile turns this on.
 //!
 //! The model: a listing is a walk that visits each name at some instant while it is in
-//! flight, and a walk takes time (up to [`Listings::walk_ms_max`] on top of the call's
+//! flight, and a walk takes time (up to [`Listings::walk_max`] on top of the call's
 //! latency). Every object created before the listing was sent is listed (what the kernel's
 //! freshness rests on: a listing sent at t shows every slot created before t); each object
 //! created while it was in flight (after it was sent, before the store answered) is left
@@ -14,12 +14,14 @@
 //!
 //! Deterministic: its own random stream, drawn only for listings, in apply order.
 
+use core::time::Duration;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use slotlog_kernel::blob::ObjectMeta;
 use slotlog_kernel::time::Instant;
 
 use crate::rng::SimRng;
+use crate::time::micros;
 
 /// How listings stray from snapshots.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -30,7 +32,7 @@ pub struct Listings {
     pub unsorted_rate: f64,
     /// A walk adds a uniform draw in [0, this] to the listing's latency: the longer the
     /// walk, the more names are made during it.
-    pub walk_ms_max: u64,
+    pub walk_max: Duration,
 }
 
 impl Default for Listings {
@@ -42,24 +44,24 @@ impl Default for Listings {
 impl Listings {
     /// Every listing a snapshot in key order (GCS and S3 as documented).
     pub fn snapshots() -> Self {
-        Listings { in_flight_miss_rate: 0.0, unsorted_rate: 0.0, walk_ms_max: 0 }
+        Listings { in_flight_miss_rate: 0.0, unsorted_rate: 0.0, walk_max: Duration::ZERO }
     }
 
     /// The default GCS profile: now and then a page strays (assumed: rare enough not to
     /// change the record's rates, often enough that every sweep meets one).
     pub fn rare() -> Self {
-        Listings { in_flight_miss_rate: 0.1, unsorted_rate: 0.05, walk_ms_max: 50 }
+        Listings { in_flight_miss_rate: 0.1, unsorted_rate: 0.05, walk_max: Duration::from_millis(50) }
     }
 
     /// The fault profiles: a local directory under writers (half of what is made during a
     /// walk of up to 300 ms is missed, every page unsorted).
     pub fn local() -> Self {
-        Listings { in_flight_miss_rate: 0.5, unsorted_rate: 1.0, walk_ms_max: 300 }
+        Listings { in_flight_miss_rate: 0.5, unsorted_rate: 1.0, walk_max: Duration::from_millis(300) }
     }
 
     /// Whether every listing is a snapshot: sorted, whole, taken at one instant.
     pub fn is_snapshot(&self) -> bool {
-        self.in_flight_miss_rate == 0.0 && self.unsorted_rate == 0.0 && self.walk_ms_max == 0
+        self.in_flight_miss_rate == 0.0 && self.unsorted_rate == 0.0 && self.walk_max.is_zero()
     }
 
     pub(crate) fn validate(&self) {
@@ -82,10 +84,11 @@ pub(crate) struct Walks {
 impl Walks {
     /// How much longer this listing's walk makes it.
     pub fn walk_us(config: &Listings, rng: &mut SimRng) -> u64 {
-        if config.walk_ms_max == 0 {
+        let max_us = micros(config.walk_max);
+        if max_us == 0 {
             return 0;
         }
-        rng.below(config.walk_ms_max * 1_000 + 1)
+        rng.below(max_us + 1)
     }
 
     /// A listing sent at `sent` applies at `apply_at`.
@@ -210,7 +213,8 @@ mod tests {
 
     #[test]
     fn a_walk_lists_what_predates_it_and_misses_some_made_during_it_which_a_relist_finds() {
-        let mut gcs = store(Listings { in_flight_miss_rate: 0.5, unsorted_rate: 0.0, walk_ms_max: 0 }, 3);
+        let mut gcs =
+            store(Listings { in_flight_miss_rate: 0.5, unsorted_rate: 0.0, walk_max: Duration::ZERO }, 3);
         let listed = list_during_creates(&mut gcs);
         let before: Vec<String> = (0..10).map(|i| format!("log/{i:02}")).collect();
         assert_eq!(listed[..10], before[..], "everything made before it was sent is listed");
@@ -224,7 +228,8 @@ mod tests {
 
     #[test]
     fn an_unsorted_page_holds_the_same_entries_in_another_order() {
-        let mut gcs = store(Listings { in_flight_miss_rate: 0.0, unsorted_rate: 1.0, walk_ms_max: 0 }, 5);
+        let mut gcs =
+            store(Listings { in_flight_miss_rate: 0.0, unsorted_rate: 1.0, walk_max: Duration::ZERO }, 5);
         let listed = list_during_creates(&mut gcs);
         let mut sorted = listed.clone();
         sorted.sort();

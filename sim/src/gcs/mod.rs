@@ -32,6 +32,7 @@ pub mod profile;
 mod testkit;
 
 use bytes::Bytes;
+use core::time::Duration;
 use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta};
 use slotlog_kernel::time::Instant;
 
@@ -43,11 +44,12 @@ pub use objects::{Objects, StoreRules, UnknownVersionTokens, VersionTokens};
 pub use profile::{OpKind, Profile, ProfileKind, UnknownProfile};
 
 use crate::rng::SimRng;
+use crate::time::micros;
 use faults::Injected;
 use listing::Walks;
 
 /// When a caller gives up: the record's clients use a 2 s deadline on object calls.
-pub const CLIENT_TIMEOUT_MS_DEFAULT: u64 = 2_000;
+pub const CLIENT_TIMEOUT_DEFAULT: Duration = Duration::from_secs(2);
 /// A normal operation lands at a uniform point in this fraction of its latency: the
 /// middle half, so it is strictly after issue and strictly before the reply.
 const APPLY_POINT_MIN: f64 = 0.25;
@@ -71,7 +73,7 @@ pub struct GcsConfig {
     /// none.
     pub envelope: Option<Envelope>,
     /// When a caller gives up: `Timeout` replies come at issue + this.
-    pub client_timeout_ms: u64,
+    pub client_timeout: Duration,
     /// What the store does with each operation (per-name limit, tokens, S3's 409).
     pub rules: StoreRules,
     /// How listings stray from snapshots ([`listing`]).
@@ -86,7 +88,7 @@ impl GcsConfig {
             profile: Profile::of(kind),
             faults: Faults::none(),
             envelope: (kind == ProfileKind::Gcs).then(Envelope::default),
-            client_timeout_ms: CLIENT_TIMEOUT_MS_DEFAULT,
+            client_timeout: CLIENT_TIMEOUT_DEFAULT,
             rules: if kind == ProfileKind::S3 { StoreRules::s3() } else { StoreRules::gcs() },
             listings: if kind == ProfileKind::Gcs { Listings::rare() } else { Listings::snapshots() },
         }
@@ -114,7 +116,7 @@ impl GcsConfig {
         if let Some(e) = &self.envelope {
             e.validate();
         }
-        assert!(self.client_timeout_ms > 0, "client timeout must be positive");
+        assert!(micros(self.client_timeout) > 0, "client timeout must be at least 1 µs");
         self.rules.validate();
         self.listings.validate();
     }
@@ -281,7 +283,7 @@ impl SimGcs {
         let write_rate_per_s =
             if kind.is_write() { self.write_rate.record(now_us) } else { self.write_rate.rate_per_s(now_us) };
         let draw = self.config.faults.draw(&mut self.fault_rng, kind == OpKind::Create);
-        let timeout_us = self.config.client_timeout_ms * 1_000;
+        let timeout_us = micros(self.config.client_timeout);
         let timeout_at = Instant::from_micros(now_us.saturating_add(timeout_us));
 
         let envelope_refuses = kind.is_write()

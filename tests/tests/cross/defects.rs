@@ -152,7 +152,7 @@ fn a_replica_that_settles_nothing_once_faults_stop_is_stopped_as_starved() {
     let faults = Scenario::find("faults").expect("a scenario");
     let defects = Defects { catch_up_keeps_installed_gap: true, ..Defects::default() };
     let after_workload = |seed: u64, r: &Report| {
-        r.virtual_s > faults.config(seed, &Overrides::default()).duration_ms as f64 / 1_000.0
+        r.virtual_s > faults.config(seed, &Overrides::default()).duration.as_secs_f64()
     };
     let (seed, _) = first_caught(faults, &[19], defects, "LivenessStarved", after_workload);
     let fixed = run_scenario(faults, seed, &Overrides::default());
