@@ -20,7 +20,7 @@ pub mod slot;
 pub mod stamp;
 
 pub use body::{decode_body, encode_body};
-pub use chain::{scan_chain, ChainProblem, ChainScan};
+pub use chain::{scan_chain, ChainProblem, ChainScan, ChainWalk, SlotLink};
 pub use checkpoint::Checkpoint;
 pub use delta::{Delta, DeltaRef, DELTAS_PER_ROOT_MAX, DELTA_ENTRIES_MAX};
 pub use frame::{DecodeError, Kind, NameRule};

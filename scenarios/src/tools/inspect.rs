@@ -2,14 +2,29 @@
 //! and every checkpoint against the chain.
 //!
 //! Reads only what the verdict stands on, and holds at once only what one step of it
-//! needs: the marker, the slots and the checkpoint records are read with the listing; a
-//! checkpoint's root, shards, deltas, history and receipt blocks are read when that
-//! checkpoint is judged and let go after, so a world whose checkpoints hold gigabytes is
-//! inspected in the memory of its log and one checkpoint. Bodies, and objects that are
-//! none of the world's, are counted from the listing (its sizes) and never read.
+//! needs, so a world whose log and checkpoints hold gigabytes is inspected in the memory
+//! of one world (two while a checkpoint's loaded world is compared with the chain's), a
+//! few slots, and a summary of about two hundred bytes a slot:
+//! - the listing is folded as it streams: the marker and checkpoint records are kept and
+//!   read (they are small), the slots' names and sizes kept, and of everything else only
+//!   its kind's count and bytes (bodies, and objects that are none of the world's, are
+//!   never read);
+//! - every slot is read once, a few at a time (`SLOT_READS_IN_FLIGHT_MAX`), summarised
+//!   to what the chain needs of it and let go; the chain, the anchor, the forks and the
+//!   gaps to settle are judged from the summaries (`log_scan`, `settle`);
+//! - the checkpoints are judged by replaying the chain once, its slots read back in
+//!   sequence order a few at a time and let go once applied; a checkpoint's root,
+//!   shards, deltas, history and receipt blocks are read when that checkpoint is judged
+//!   and let go after.
 
+use super::settle::Object;
 use super::Content;
+use futures_util::TryStreamExt;
+use object_store::path::Path as StorePath;
+use object_store::{ObjectStore, ObjectStoreExt};
 use slotlog_kernel::format::{Checkpoint, Keys};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What an object is, by its key under the world's root: the rows of the report.
 fn kind_of(keys: &Keys, key: &str) -> &'static str {
@@ -30,101 +45,158 @@ fn kind_of(keys: &Keys, key: &str) -> &'static str {
     kinds.iter().find(|(prefix, _)| key.starts_with(prefix.as_str())).map_or("other", |(_, kind)| kind)
 }
 
-/// Whether inspecting reads an object with the listing: the marker, slots and checkpoint
-/// records. A checkpoint's content is read when the checkpoint is judged; the rest is
-/// only counted.
-pub fn reads(keys: &Keys, key: &str) -> bool {
-    matches!(kind_of(keys, key), "marker" | "slots" | "checkpoints")
+/// Objects and bytes of each kind.
+type Counts = BTreeMap<&'static str, (u64, u64)>;
+
+/// What inspecting keeps of the listing as it streams by.
+#[derive(Default)]
+pub struct Listing {
+    /// The marker and the checkpoint records, in key order, read whole.
+    pub objects: Vec<Object>,
+    /// The slots' keys and listed sizes, in key order: they are read later, a few at a
+    /// time, and summarised (`settle`).
+    pub log: Vec<(String, u64)>,
+    /// Objects and bytes of every kind but slots (counted once the log is settled).
+    pub counts: Counts,
+}
+
+/// Lists the world's objects under `prefix`, keeping what [`Listing`] says, and reads the
+/// marker and the checkpoint records.
+pub async fn list(store: &Arc<dyn ObjectStore>, prefix: &str, keys: &Keys) -> Result<Listing, String> {
+    let root = (!prefix.is_empty()).then(|| StorePath::from(prefix));
+    let mut listed = store.list(root.as_ref());
+    let mut listing = Listing::default();
+    while let Some(meta) = listed.try_next().await.map_err(|e| e.to_string())? {
+        let key = meta.location.to_string();
+        let kind = kind_of(keys, &key);
+        if kind == "slots" {
+            listing.log.push((key, meta.size));
+            continue;
+        }
+        let count = listing.counts.entry(kind).or_default();
+        count.0 += 1;
+        count.1 += meta.size;
+        if matches!(kind, "marker" | "checkpoints") {
+            listing.objects.push((key, bytes::Bytes::new(), meta.size));
+        }
+    }
+    listing.objects.sort_by(|a, b| a.0.cmp(&b.0));
+    listing.log.sort();
+    for (key, bytes, _) in &mut listing.objects {
+        let path = StorePath::parse(key.as_str()).map_err(|e| e.to_string())?;
+        let got = store.get(&path).await.map_err(|e| e.to_string())?;
+        *bytes = got.bytes().await.map_err(|e| e.to_string())?;
+    }
+    Ok(listing)
 }
 
 pub async fn run(url: &str, prefix: &str) -> Result<bool, String> {
     let (store, backend, prefix) = super::store(url, prefix, false)?;
-    let keys = Keys::new(&prefix);
-    let mut objects = super::read_listed(&store, &prefix, |key| reads(&keys, key)).await?;
-    // A listing is a hint: settle its gaps before judging the chain (`settle`).
+    inspect_store(&store, url, backend.kind(), &prefix, &mut |line| println!("{line}")).await
+}
+
+/// `inspect` on a store already open (`url` and `kind` only name it in the report), each
+/// line of the report said to `say` as it is found; `prefix` is the world's whole key
+/// prefix in it.
+pub async fn inspect_store(
+    store: &Arc<dyn ObjectStore>,
+    url: &str,
+    kind: &str,
+    prefix: &str,
+    say: &mut (dyn FnMut(String) + Send),
+) -> Result<bool, String> {
+    let keys = Keys::new(prefix);
+    let Listing { mut objects, log, mut counts } = list(store, prefix, &keys).await?;
     let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).map(|(_, b, _)| b.clone());
-    let scan = match &marker {
-        Some(marker) => Some(
-            super::settle::settle_log(&store, &keys, marker, &mut objects, Content::Store(&store)).await?,
-        ),
-        None => None,
-    };
-    let mut counts: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
-    for (key, _, size) in &objects {
-        let c = counts.entry(kind_of(&keys, key)).or_default();
-        c.0 += 1;
-        c.1 += size;
-    }
-    let (Some(marker), Some(scan)) = (marker, scan) else {
+    let Some(marker) = marker else {
+        let nothing = counts.is_empty() && log.is_empty();
         return Err(format!(
             "no world at {url} prefix {prefix:?}: no marker{}",
-            if objects.is_empty() { ", nothing under the prefix" } else { ", but other objects" }
+            if nothing { ", nothing under the prefix" } else { ", but other objects" }
         ));
     };
-    println!("world at {url} prefix {prefix:?} ({} store)", backend.kind());
-    let members: usize = scan.slots().map(|(s, _)| s.members.len()).sum();
-    println!("  world id    {}", scan.chain.world_id.map_or("?".into(), |w| w.to_string()));
-    println!(
+    // A listing is a hint: settle its gaps before judging the chain (`settle`).
+    let content = Content::Store(store);
+    let mut scan = super::settle::settle_log(store, &keys, &marker, &mut objects, log, content).await?;
+    if !scan.log.is_empty() {
+        counts.insert("slots", (scan.log.len() as u64, scan.log.iter().map(|s| s.size).sum()));
+    }
+    say(format!("world at {url} prefix {prefix:?} ({kind} store)"));
+    let members: u64 = scan.slots().map(|s| s.members()).sum();
+    say(format!("  world id    {}", scan.chain.world_id.map_or("?".into(), |w| w.to_string())));
+    say(format!(
         "  tip         sequence {} ({} slots, {} members)",
         scan.chain.tip,
         scan.slots().count(),
         members
-    );
+    ));
     let from = match &scan.anchor {
         None => "the marker".to_string(),
         Some(a) => {
-            println!(
+            say(format!(
                 "  collected   slots below sequence {} (the log continues from {})",
                 a.next_sequence, a.key
-            );
+            ));
             a.key.clone()
         }
     };
     match (&scan.chain.problem, scan.anchor_problem()) {
-        (None, None) => println!("  chain       verified from {from}"),
-        (Some(p), _) => println!("  chain       BROKEN after sequence {}: {p}", scan.chain.tip),
-        (None, Some(p)) => println!("  chain       BROKEN: {p}"),
+        (None, None) => say(format!("  chain       verified from {from}")),
+        (Some(p), _) => say(format!("  chain       BROKEN after sequence {}: {p}", scan.chain.tip)),
+        (None, Some(p)) => say(format!("  chain       BROKEN: {p}")),
     }
     for fork in &scan.forks {
-        println!("  fork        {fork}");
+        say(format!("  fork        {fork}"));
     }
     for (key, bytes, _) in objects.iter().filter(|(k, _, _)| keys.parse_checkpoint(k).is_some()) {
-        match Checkpoint::decode(bytes) {
-            Ok(c) if c.is_zero() => println!("  checkpoint  {key}: checkpoint zero"),
-            Ok(c) => println!(
+        say(match Checkpoint::decode(bytes) {
+            Ok(c) if c.is_zero() => format!("  checkpoint  {key}: checkpoint zero"),
+            Ok(c) => format!(
                 "  checkpoint  {key}: through sequence {}, {} documents, root {}",
                 c.next_sequence - 1,
                 c.document_count,
                 c.root.map_or("-".into(), |r| r.to_hex())
             ),
-            Err(e) => println!("  checkpoint  {key}: does not decode: {e}"),
-        }
+            Err(e) => format!("  checkpoint  {key}: does not decode: {e}"),
+        });
     }
-    let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &scan, Content::Store(&store));
+    let whole = scan.is_whole();
+    let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &mut scan, content).await?;
     match checkpoints.as_slice() {
-        [] => println!("  checkpoints verified against the chain"),
-        problems => problems.iter().for_each(|p| println!("  checkpoints BAD: {p}")),
+        [] => say("  checkpoints verified against the chain".to_string()),
+        problems => problems.iter().for_each(|p| say(format!("  checkpoints BAD: {p}"))),
     }
     for (kind, (n, bytes)) in &counts {
-        println!("  {kind:<11} {n} objects, {bytes} bytes");
+        say(format!("  {kind:<11} {n} objects, {bytes} bytes"));
     }
-    Ok(scan.is_whole() && checkpoints.is_empty() && !counts.contains_key("other"))
+    Ok(whole && checkpoints.is_empty() && !counts.contains_key("other"))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::{checkpoint_problems, read_all, settle::settle_log, SLOT_READS_IN_FLIGHT_MAX};
     use super::*;
+    use async_trait::async_trait;
+    use bytes::Bytes;
+    use futures_util::stream::{BoxStream, StreamExt};
+    use object_store::{
+        CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
+        PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    };
+    use slotlog_kernel::format::scan_chain;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
-    /// A world with bodies of their own (documents too large to ride in their slots).
-    async fn written_world() -> (String, String) {
-        let dir = std::env::temp_dir().join(format!("slotlog-inspect-{}", std::process::id()));
+    /// A world with bodies of their own (documents too large to ride in their slots),
+    /// written for `duration_s` into a fresh local directory named after `name`.
+    async fn written_world(name: &str, duration_s: f64) -> (String, String) {
+        let dir = std::env::temp_dir().join(format!("slotlog-inspect-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let url = format!("file://{}", dir.display());
         let args = super::super::writer::WriterArgs {
             url: url.clone(),
             prefix: "w".into(),
             log: dir.with_extension("log").to_string_lossy().into_owned(),
-            duration_s: 1.0,
+            duration_s,
             writers: 2,
             paths: 10,
             listen: None,
@@ -137,28 +209,30 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn inspect_reads_its_log_with_the_listing_and_no_body_or_checkpoint_content() {
-        let (url, prefix) = written_world().await;
+    async fn inspect_keeps_of_its_listing_the_marker_and_checkpoint_records_read_and_the_slots_named() {
+        let (url, prefix) = written_world("listing", 1.0).await;
         let (store, _, prefix) = super::super::store(&url, &prefix, false).expect("the directory");
         let keys = Keys::new(&prefix);
-        let objects =
-            super::super::read_listed(&store, &prefix, |key| reads(&keys, key)).await.expect("read");
+        let listing = list(&store, &prefix, &keys).await.expect("listed");
         for kind in ["bodies", "shards"] {
-            let n = objects.iter().filter(|(k, _, _)| kind_of(&keys, k) == kind).count();
-            assert!(n > 0, "the writer wrote {kind}: they are counted, not read with the listing");
+            let counted = listing.counts.get(kind).map_or(0, |(n, _)| *n);
+            assert!(counted > 0, "the writer wrote {kind}: they are counted, not kept or read");
         }
-        for (key, bytes, size) in &objects {
-            match reads(&keys, key) {
-                true => assert_eq!(bytes.len() as u64, *size, "{key} is read whole"),
-                false => assert!(bytes.is_empty() && *size > 0, "{key} is counted, not read"),
-            }
+        assert!(!listing.log.is_empty(), "the slots are named");
+        for (key, size) in &listing.log {
+            assert!(kind_of(&keys, key) == "slots" && *size > 0, "{key} is a slot, named with its size");
+        }
+        assert!(listing.objects.iter().any(|(k, _, _)| *k == keys.marker()), "the marker is kept");
+        for (key, bytes, size) in &listing.objects {
+            assert!(matches!(kind_of(&keys, key), "marker" | "checkpoints"), "{key} is counted, not kept");
+            assert_eq!(bytes.len() as u64, *size, "{key} is read whole");
         }
         assert_eq!(run(&url, "w").await, Ok(true), "the world inspects whole");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_damaged_shard_read_when_its_checkpoint_is_judged_is_named() {
-        let (url, prefix) = written_world().await;
+        let (url, prefix) = written_world("damaged", 1.0).await;
         let (store, _, prefix) = super::super::store(&url, &prefix, false).expect("the directory");
         let keys = Keys::new(&prefix);
         let listed = super::super::read_listed(&store, &prefix, |_| false).await.expect("listed");
@@ -169,15 +243,175 @@ mod tests {
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0x40;
         std::fs::write(&file, bytes).expect("damaged");
-        let mut objects =
-            super::super::read_listed(&store, &prefix, |key| reads(&keys, key)).await.expect("read");
+        let Listing { mut objects, log, .. } = list(&store, &prefix, &keys).await.expect("listed");
         let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).expect("a marker").1.clone();
         let content = Content::Store(&store);
-        let scan = super::super::settle::settle_log(&store, &keys, &marker, &mut objects, content)
-            .await
-            .expect("settled");
-        let problems = super::super::checkpoint_problems(&keys, &marker, &objects, &scan, content);
+        let mut scan = settle_log(&store, &keys, &marker, &mut objects, log, content).await.expect("settled");
+        let problems =
+            checkpoint_problems(&keys, &marker, &objects, &mut scan, content).await.expect("judged");
         assert!(problems.iter().any(|p| p.contains(shard.as_str())), "{shard} named in {problems:?}");
         assert_eq!(run(&url, "w").await, Ok(false), "the world does not inspect whole");
+    }
+
+    /// Slot bytes handed out and not yet let go, and the most there were at once.
+    #[derive(Debug, Default)]
+    struct Tally {
+        held_bytes: AtomicU64,
+        held_bytes_max: AtomicU64,
+        reads: AtomicU64,
+    }
+
+    /// One slot's bytes as the counting store hands them out: counted in when made, and
+    /// out when the last holder lets them go.
+    struct Counted {
+        bytes: Bytes,
+        tally: Arc<Tally>,
+    }
+
+    impl Counted {
+        fn hand_out(bytes: Bytes, tally: &Arc<Tally>) -> Bytes {
+            let len = bytes.len() as u64;
+            let held = tally.held_bytes.fetch_add(len, Ordering::SeqCst) + len;
+            tally.held_bytes_max.fetch_max(held, Ordering::SeqCst);
+            tally.reads.fetch_add(1, Ordering::SeqCst);
+            Bytes::from_owner(Counted { bytes, tally: tally.clone() })
+        }
+    }
+
+    impl AsRef<[u8]> for Counted {
+        fn as_ref(&self) -> &[u8] {
+            &self.bytes
+        }
+    }
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.tally.held_bytes.fetch_sub(self.bytes.len() as u64, Ordering::SeqCst);
+        }
+    }
+
+    /// A store that counts the slot bytes its callers hold at once (`Tally`).
+    #[derive(Debug)]
+    struct Counting {
+        inner: Arc<dyn ObjectStore>,
+        log_prefix: String,
+        tally: Arc<Tally>,
+    }
+
+    impl std::fmt::Display for Counting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Counting({})", self.inner)
+        }
+    }
+
+    #[async_trait]
+    impl ObjectStore for Counting {
+        async fn put_opts(
+            &self,
+            location: &StorePath,
+            payload: PutPayload,
+            opts: PutOptions,
+        ) -> Result<PutResult> {
+            self.inner.put_opts(location, payload, opts).await
+        }
+        async fn put_multipart_opts(
+            &self,
+            location: &StorePath,
+            opts: PutMultipartOptions,
+        ) -> Result<Box<dyn MultipartUpload>> {
+            self.inner.put_multipart_opts(location, opts).await
+        }
+        async fn get_opts(&self, location: &StorePath, options: GetOptions) -> Result<GetResult> {
+            let head = options.head;
+            let got = self.inner.get_opts(location, options).await?;
+            if head || !location.as_ref().starts_with(&self.log_prefix) {
+                return Ok(got);
+            }
+            let (meta, range) = (got.meta.clone(), got.range.clone());
+            let (attributes, extensions) = (got.attributes.clone(), got.extensions.clone());
+            let counted = Counted::hand_out(got.bytes().await?, &self.tally);
+            let payload = GetResultPayload::Stream(futures_util::stream::once(async { Ok(counted) }).boxed());
+            Ok(GetResult { payload, meta, range, attributes, extensions })
+        }
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, Result<StorePath>>,
+        ) -> BoxStream<'static, Result<StorePath>> {
+            self.inner.delete_stream(locations)
+        }
+        fn list(&self, prefix: Option<&StorePath>) -> BoxStream<'static, Result<ObjectMeta>> {
+            self.inner.list(prefix)
+        }
+        fn list_with_offset(
+            &self,
+            prefix: Option<&StorePath>,
+            offset: &StorePath,
+        ) -> BoxStream<'static, Result<ObjectMeta>> {
+            self.inner.list_with_offset(prefix, offset)
+        }
+        async fn list_with_delimiter(&self, prefix: Option<&StorePath>) -> Result<ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+        async fn copy_opts(&self, from: &StorePath, to: &StorePath, options: CopyOptions) -> Result<()> {
+            self.inner.copy_opts(from, to, options).await
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn inspect_holds_a_few_slots_at_once_not_the_log_and_reports_as_a_scan_of_the_whole_log() {
+        let (url, prefix) = written_world("bound", 3.0).await;
+        let (store, _, prefix) = super::super::store(&url, &prefix, false).expect("the directory");
+        let keys = Keys::new(&prefix);
+        // The judgement as it was made before, every slot held: the kernel's scan of the
+        // log's bytes.
+        let objects = read_all(&store, &prefix).await.expect("read");
+        let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).expect("a marker").1.clone();
+        let log: Vec<(&str, &[u8])> = objects
+            .iter()
+            .filter(|(k, _, _)| kind_of(&keys, k) == "slots")
+            .map(|(k, b, _)| (k.as_str(), &b[..]))
+            .collect();
+        let log_bytes: u64 = log.iter().map(|(_, b)| b.len() as u64).sum();
+        let slot_bytes_max = log.iter().map(|(_, b)| b.len() as u64).max().expect("slots");
+        let whole = scan_chain(&keys, &marker, log.iter().copied());
+        assert_eq!(whole.problem, None, "the writer's log is whole");
+        let members: usize = whole.slots.iter().map(|(s, _)| s.members.len()).sum();
+        let tip =
+            format!("  tip         sequence {} ({} slots, {members} members)", whole.tip, whole.slots.len());
+
+        let tally = Arc::new(Tally::default());
+        let counting: Arc<dyn ObjectStore> =
+            Arc::new(Counting { inner: store.clone(), log_prefix: keys.log_prefix(), tally: tally.clone() });
+        let mut said = Vec::new();
+        let verdict = inspect_store(&counting, &url, "file", &prefix, &mut |line| said.push(line)).await;
+        assert_eq!(verdict, Ok(true), "the world inspects whole: {said:#?}");
+        for line in [
+            tip.as_str(),
+            "  chain       verified from the marker",
+            "  checkpoints verified against the chain",
+        ] {
+            assert!(said.iter().any(|l| l == line), "{line:?} in {said:#?}");
+        }
+        let reads = tally.reads.load(Ordering::SeqCst);
+        assert!(
+            reads > log.len() as u64,
+            "every slot read to judge the chain, and again to replay it: {reads}"
+        );
+        let held_max = tally.held_bytes_max.load(Ordering::SeqCst);
+        let window = SLOT_READS_IN_FLIGHT_MAX as u64 * slot_bytes_max;
+        assert!(held_max <= window, "{held_max} slot bytes held at once, more than {window}");
+        assert!(
+            held_max * 10 < log_bytes,
+            "{held_max} slot bytes held at once is not far below the log's {log_bytes} in {} slots",
+            log.len()
+        );
+
+        let mut direct = Vec::new();
+        let verdict = inspect_store(&store, &url, "file", &prefix, &mut |line| direct.push(line)).await;
+        assert_eq!(
+            (verdict, direct),
+            (Ok(true), said),
+            "the same report, read through the counting store or not"
+        );
     }
 }

@@ -7,16 +7,22 @@
 //! its listed tip while a listed checkpoint covers more, and every body a slot names that
 //! the listing did not hold is read directly. Slot 1, when not listed, is read directly
 //! too before the log is taken for collected (`log_scan`).
+//!
+//! Owns the reading of the log for judgement: every listed slot is read once (from the
+//! objects held, or from the store a few at a time) and summarised (`log_scan`), and
+//! every slot a settling read finds is summarised the same way; with `Content::Held` its
+//! bytes join the objects held too.
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
-use slotlog_kernel::format::{ChainProblem, Keys};
+use slotlog_kernel::format::{ChainProblem, Keys, Slot};
 use slotlog_kernel::hash::Hash32;
 use std::sync::Arc;
 
-use super::log_scan::{scan_log, LogScan};
+use super::log_scan::{judge_log, LogScan, SlotSummary};
+use super::Content;
 
 /// One object as the tools hold it: key, bytes, size.
 pub type Object = (String, Bytes, u64);
@@ -24,57 +30,101 @@ pub type Object = (String, Bytes, u64);
 /// Names read directly to settle gaps, at most: a bound, not a budget any world reaches.
 const SETTLE_READS_MAX: usize = 1_000_000;
 
-/// Settles every gap in `objects` (in key order) as the module docs say, adding what the
-/// direct reads and re-lists find; returns the scan of the settled log.
+/// Settles every gap in the log `listed` (the keys under `log/` the listing held, with
+/// their sizes, in key order) as the module docs say, against the marker and the
+/// checkpoint records in `objects` (key order); returns the judgement of the settled log,
+/// its anchor's checkpoint loaded.
 pub async fn settle_log(
     store: &Arc<dyn ObjectStore>,
     keys: &Keys,
     marker: &[u8],
     objects: &mut Vec<Object>,
-    content: super::Content<'_>,
+    listed: Vec<(String, u64)>,
+    content: Content<'_>,
 ) -> Result<LogScan, String> {
     let newest_checkpoint =
         objects.iter().filter_map(|(k, _, _)| keys.parse_checkpoint(k)).max().unwrap_or(1);
+    let mut log = summarise(objects, listed, content).await?;
     let first = keys.slot(1);
-    if !objects.iter().any(|(k, _, _)| *k == first) {
-        read_into(store, &first, objects).await?;
+    if !log.iter().any(|s| s.key == first) {
+        let found = read_slot(store, &first, objects, content).await?;
+        add(&mut log, found);
     }
     for _ in 0..SETTLE_READS_MAX {
-        let scan = scan_log(keys, marker, objects, content);
+        let mut scan = judge_log(keys, marker, objects, log);
         let wanted = match &scan.chain.problem {
             Some(ChainProblem::Gap { expected, .. }) => *expected,
             // The log listed ends before a listed checkpoint does: read on past its tip.
             None if scan.chain.tip + 1 < newest_checkpoint => scan.chain.tip + 1,
-            _ => return Ok(scan),
+            _ => {
+                scan.load_anchor(keys, objects, content);
+                return Ok(scan);
+            }
         };
         let key = keys.slot(wanted);
-        if read_into(store, &key, objects).await? {
-            continue;
-        }
-        // Absent: list once more from the name; still absent, the scan's verdict stands.
-        let after = (wanted > 1).then(|| keys.slot(wanted - 1));
-        let relisted = relist(store, &keys.log_prefix(), after.as_deref()).await?;
-        if !relisted.contains(&key) {
-            return Ok(scan);
-        }
-        for k in relisted {
-            if !objects.iter().any(|(o, _, _)| *o == k) {
-                read_into(store, &k, objects).await?;
+        let mut found: Vec<SlotSummary> =
+            read_slot(store, &key, objects, content).await?.into_iter().collect();
+        if found.is_empty() {
+            // Absent: list once more from the name; still absent, the scan's verdict stands.
+            let after = (wanted > 1).then(|| keys.slot(wanted - 1));
+            let relisted = relist(store, &keys.log_prefix(), after.as_deref()).await?;
+            if !relisted.contains(&key) {
+                scan.load_anchor(keys, objects, content);
+                return Ok(scan);
+            }
+            let known = |k: &String| scan.log.binary_search_by(|s| s.key.cmp(k)).is_ok();
+            for k in relisted.iter().filter(|k| !known(k)) {
+                found.extend(read_slot(store, k, objects, content).await?);
             }
         }
+        log = scan.log;
+        add(&mut log, found);
     }
     Err(format!("more than {SETTLE_READS_MAX} names missing from the listings"))
 }
 
-/// Reads every body the scanned slots name that the listing did not hold.
+/// The listed slots, summarised in key order: from the bytes held, or read from the store
+/// a few at a time, each let go once summarised.
+async fn summarise(
+    objects: &[Object],
+    listed: Vec<(String, u64)>,
+    content: Content<'_>,
+) -> Result<Vec<SlotSummary>, String> {
+    match content {
+        Content::Held => listed
+            .into_iter()
+            .map(|(key, size)| match objects.binary_search_by(|(k, _, _)| k.cmp(&key)) {
+                Ok(i) => Ok(SlotSummary::of(&key, &objects[i].1, size)),
+                Err(_) => Err(format!("{key} is listed but not held")),
+            })
+            .collect(),
+        Content::Store(store) => {
+            super::read_each(store, listed, |key, bytes, size| Ok(SlotSummary::of(key, &bytes, size)))
+                .try_collect()
+                .await
+        }
+    }
+}
+
+/// Adds summaries to `log`, in key order.
+fn add(log: &mut Vec<SlotSummary>, found: impl IntoIterator<Item = SlotSummary>) {
+    for s in found {
+        match log.binary_search_by(|o| o.key.cmp(&s.key)) {
+            Ok(i) => log[i] = s,
+            Err(i) => log.insert(i, s),
+        }
+    }
+}
+
+/// Reads every body `slots` name that the listing did not hold.
 pub async fn settle_bodies(
     store: &Arc<dyn ObjectStore>,
     keys: &Keys,
-    scan: &LogScan,
+    slots: &[Slot],
     objects: &mut Vec<Object>,
 ) -> Result<(), String> {
     let mut missing = Vec::new();
-    for (slot, _) in scan.slots() {
+    for slot in slots {
         let carried: Vec<Hash32> = slot.bodies_by_hash().map(|(h, _)| h).collect();
         let versions = slot.members.iter().filter_map(|m| m.version.as_ref());
         // A body its slot carries needs no blob (SPEC 5.7).
@@ -88,30 +138,47 @@ pub async fn settle_bodies(
     missing.sort();
     missing.dedup();
     for key in missing {
-        read_into(store, &key, objects).await?;
+        if let Some(bytes) = read(store, &key).await? {
+            hold(objects, &key, bytes);
+        }
     }
     Ok(())
 }
 
-/// Reads `key` directly and adds it in key order; false when it is absent.
-async fn read_into(
+/// Reads slot `key` directly, summarised (its bytes kept among the objects held, with
+/// `Content::Held`); None when it is absent.
+async fn read_slot(
     store: &Arc<dyn ObjectStore>,
     key: &str,
     objects: &mut Vec<Object>,
-) -> Result<bool, String> {
+    content: Content<'_>,
+) -> Result<Option<SlotSummary>, String> {
+    let Some(bytes) = read(store, key).await? else { return Ok(None) };
+    let summary = SlotSummary::of(key, &bytes, bytes.len() as u64);
+    if let Content::Held = content {
+        hold(objects, key, bytes);
+    }
+    Ok(Some(summary))
+}
+
+/// Reads `key` directly; None when it is absent.
+async fn read(store: &Arc<dyn ObjectStore>, key: &str) -> Result<Option<Bytes>, String> {
     let path = StorePath::parse(key).map_err(|e| e.to_string())?;
     let got = match store.get(&path).await {
         Ok(got) => got,
-        Err(object_store::Error::NotFound { .. }) => return Ok(false),
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(format!("{key}: {e}")),
     };
-    let bytes = got.bytes().await.map_err(|e| format!("{key}: {e}"))?;
+    got.bytes().await.map(Some).map_err(|e| format!("{key}: {e}"))
+}
+
+/// Adds `key` to the objects held, in key order.
+fn hold(objects: &mut Vec<Object>, key: &str, bytes: Bytes) {
     let size = bytes.len() as u64;
     match objects.binary_search_by(|(k, _, _)| k.as_str().cmp(key)) {
         Ok(i) => objects[i] = (key.to_string(), bytes, size),
         Err(i) => objects.insert(i, (key.to_string(), bytes, size)),
     }
-    Ok(true)
 }
 
 /// The keys under `prefix` (a directory's, ending in `/`) strictly after `after`, sorted.
@@ -249,26 +316,27 @@ mod tests {
         (prefix.clone(), Keys::new(&prefix), store)
     }
 
-    async fn settled(
-        store: &Arc<dyn ObjectStore>,
-        prefix: &str,
-        keys: &Keys,
-    ) -> slotlog_kernel::format::ChainScan {
+    /// The log settled, its objects read with the listing (as `verify` reads them).
+    async fn settled(store: &Arc<dyn ObjectStore>, prefix: &str, keys: &Keys) -> LogScan {
         let mut objects = super::super::read_all(store, prefix).await.expect("read");
         let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).expect("a marker").1.clone();
-        settle_log(store, keys, &marker, &mut objects, super::super::Content::Held)
-            .await
-            .expect("settled")
-            .chain
+        let listed = super::super::listed_log(keys, &objects);
+        settle_log(store, keys, &marker, &mut objects, listed, Content::Held).await.expect("settled")
+    }
+
+    /// The first sequences of the chain's slots.
+    fn chain_sequences(scan: &LogScan) -> Vec<u64> {
+        scan.chain_slots().map(|s| s.link().expect("a chained slot decodes").first_sequence).collect()
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_slot_left_out_of_the_listing_is_read_directly_and_the_chain_is_whole() {
         let (prefix, keys, store) = written_world("hidden").await;
         let whole = settled(&store, &prefix, &keys).await;
-        assert_eq!(whole.problem, None);
-        assert!(whole.slots.len() >= 3, "the writer committed a few slots: {}", whole.slots.len());
-        let middle = keys.slot(whole.slots[1].0.first_sequence);
+        assert_eq!(whole.chain.problem, None);
+        let sequences = chain_sequences(&whole);
+        assert!(sequences.len() >= 3, "the writer committed a few slots: {}", sequences.len());
+        let middle = keys.slot(sequences[1]);
         let hiding: Arc<dyn ObjectStore> = Arc::new(Hiding {
             inner: store.clone(),
             hidden: middle.clone(),
@@ -277,18 +345,17 @@ mod tests {
         let listed = super::super::read_all(&hiding, &prefix).await.expect("read");
         assert!(!listed.iter().any(|(k, _, _)| *k == middle), "the listing left {middle} out");
         let scan = settled(&hiding, &prefix, &keys).await;
-        assert_eq!(scan.problem, None, "no break reported");
-        assert_eq!((scan.tip, scan.slots.len()), (whole.tip, whole.slots.len()));
+        assert_eq!(scan.chain.problem, None, "no break reported");
+        assert_eq!((scan.chain.tip, chain_sequences(&scan)), (whole.chain.tip, sequences));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_slot_absent_from_a_read_and_a_relist_behind_a_present_successor_is_a_break() {
         let (prefix, keys, store) = written_world("gone").await;
         let whole = settled(&store, &prefix, &keys).await;
-        let second = whole.slots[1].0.first_sequence;
-        let third = whole.slots[2].0.first_sequence;
+        let (second, third) = (chain_sequences(&whole)[1], chain_sequences(&whole)[2]);
         store.delete(&StorePath::parse(keys.slot(second)).expect("a path")).await.expect("deleted");
         let scan = settled(&store, &prefix, &keys).await;
-        assert_eq!(scan.problem, Some(ChainProblem::Gap { expected: second, found: third }));
+        assert_eq!(scan.chain.problem, Some(ChainProblem::Gap { expected: second, found: third }));
     }
 }

@@ -7,10 +7,13 @@
 //! and its body while its version is still the document's current one there. Every forked
 //! slot is named.
 
-use slotlog_kernel::format::{decode_body, Keys};
+use slotlog_kernel::format::{decode_body, Keys, Slot};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::WorldState;
 use std::collections::{BTreeMap, BTreeSet};
+
+use super::log_scan::LogScan;
+use super::settle::Object;
 
 /// One line a writer logged: `acked <op id hex> <sequence> <version> <body hash hex> <path>`.
 pub struct Acked {
@@ -64,14 +67,17 @@ pub async fn verify_store(
         .map(|(_, b, _)| b.clone())
         .ok_or_else(|| format!("no world at {url} prefix {prefix:?}: it has no marker"))?;
     // A listing is a hint: settle its gaps, and read the bodies it missed (`settle`).
-    let scan = super::settle::settle_log(&store, &keys, &marker, &mut objects, super::Content::Held).await?;
-    super::settle::settle_bodies(&store, &keys, &scan, &mut objects).await?;
+    let listed = super::listed_log(&keys, &objects);
+    let mut scan =
+        super::settle::settle_log(&store, &keys, &marker, &mut objects, listed, super::Content::Held).await?;
+    let slots = held_slots(&scan, &objects)?;
+    super::settle::settle_bodies(&store, &keys, &slots, &mut objects).await?;
     let by_key: BTreeMap<&str, &bytes::Bytes> = objects.iter().map(|(k, b, _)| (k.as_str(), b)).collect();
     let mut in_log: BTreeMap<String, Vec<Placement>> = BTreeMap::new();
     // Bodies slots carry, checked against their hashes when the slots decoded.
     let carried: BTreeSet<Hash32> =
-        scan.slots().flat_map(|(slot, _)| slot.bodies_by_hash().map(|(h, _)| h)).collect();
-    for (slot, _) in scan.slots() {
+        slots.iter().flat_map(|slot| slot.bodies_by_hash().map(|(h, _)| h)).collect();
+    for slot in &slots {
         for m in &slot.members {
             let version = m.version.as_ref().map(|v| (v.version, v.body_hash));
             in_log.entry(m.op_id().to_string()).or_default().push((m.sequence(), version));
@@ -144,7 +150,8 @@ pub async fn verify_store(
     for fork in &scan.forks {
         eprintln!("fork: {fork}");
     }
-    let checkpoints = super::checkpoint_problems(&keys, &marker, &objects, &scan, super::Content::Held);
+    let checkpoints =
+        super::checkpoint_problems(&keys, &marker, &objects, &mut scan, super::Content::Held).await?;
     for p in &checkpoints {
         eprintln!("checkpoint: {p}");
     }
@@ -162,6 +169,19 @@ pub async fn verify_store(
         if checkpoints.is_empty() { "verified" } else { "BAD" },
     );
     Ok(chain_ok && checkpoints.is_empty() && lost == 0 && twice == 0 && misplaced == 0 && bad_bodies == 0)
+}
+
+/// The slots that make the world (`LogScan::slots`), decoded from the bytes held: `verify`
+/// reads every object with the listing, and holds its slots decoded as it judges them.
+fn held_slots(scan: &LogScan, objects: &[Object]) -> Result<Vec<Slot>, String> {
+    scan.slots()
+        .map(|s| {
+            let i = objects
+                .binary_search_by(|(k, _, _)| k.cmp(&s.key))
+                .map_err(|_| format!("{} is not held", s.key))?;
+            Slot::decode(&objects[i].1).map_err(|e| format!("{}: {e}", s.key))
+        })
+        .collect()
 }
 
 /// What a checkpoint's world says of collected operations: its receipts by operation id,

@@ -1,5 +1,6 @@
 use super::*;
 use crate::tools::writer::{run as write, WriterArgs};
+use slotlog_kernel::format::Slot;
 
 /// A world one writer wrote for a few seconds into a fresh local directory, checkpointing
 /// every few slots; its objects read back, in key order.
@@ -23,6 +24,18 @@ async fn written(name: &str) -> (Keys, Vec<Object>) {
     let (store, _, prefix) = super::super::store(&url, "w", false).expect("the directory");
     let objects = super::super::read_all(&store, &prefix).await.expect("read");
     (Keys::new(&prefix), objects)
+}
+
+/// The log in `objects` judged as `verify` judges it (every object held).
+fn judged(keys: &Keys, objects: &[Object]) -> LogScan {
+    let log = super::super::listed_log(keys, objects)
+        .into_iter()
+        .map(|(key, size)| {
+            let bytes = &objects.iter().find(|(k, _, _)| *k == key).expect("held").1;
+            SlotSummary::of(&key, bytes, size)
+        })
+        .collect();
+    scan_log(keys, &marker(keys, objects), objects, log, Content::Held)
 }
 
 fn marker(keys: &Keys, objects: &[Object]) -> bytes::Bytes {
@@ -60,7 +73,7 @@ fn put(objects: &mut Vec<Object>, key: &str, bytes: Vec<u8>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_whole_log_is_judged_from_the_marker() {
     let (keys, objects) = written("whole").await;
-    let scan = scan_log(&keys, &marker(&keys, &objects), &objects, Content::Held);
+    let scan = judged(&keys, &objects);
     assert!(scan.anchor.is_none());
     assert!(scan.is_whole(), "{:?} {:?}", scan.chain.problem, scan.forks);
     assert!(scan.chain.slots.len() >= 8, "a few slots: {}", scan.chain.slots.len());
@@ -75,13 +88,14 @@ async fn a_collected_log_is_judged_from_the_oldest_checkpoint_it_continues() {
     let (lingering, kept) = (full[0], full[1]);
     // The first checkpoint's delete was fenced: it lingers, its slots gone.
     collect(&keys, &mut objects, kept, &[]);
-    let scan = scan_log(&keys, &marker(&keys, &objects), &objects, Content::Held);
+    let mut scan = judged(&keys, &objects);
     let anchor = scan.anchor.as_ref().expect("collected");
     assert_eq!(anchor.key, keys.checkpoint(kept), "not the lingering {}", keys.checkpoint(lingering));
     assert!(scan.is_whole(), "{:?} {:?} {:?}", scan.chain.problem, scan.forks, scan.anchor_problem());
+    let marker = marker(&keys, &objects);
     let problems =
-        super::super::checkpoint_problems(&keys, &marker(&keys, &objects), &objects, &scan, Content::Held);
-    assert_eq!(problems, Vec::<String>::new());
+        super::super::checkpoint_problems(&keys, &marker, &objects, &mut scan, Content::Held).await;
+    assert_eq!(problems, Ok(Vec::<String>::new()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,7 +105,7 @@ async fn a_slot_that_does_not_chain_onto_its_predecessor_is_named_a_fork() {
     let (key, mut slot) = slot_at(&keys, &objects, 3);
     slot.prev_hash = Hash32::of(b"another history");
     put(&mut objects, &key, slot.encode());
-    let scan = scan_log(&keys, &marker(&keys, &objects), &objects, Content::Held);
+    let scan = judged(&keys, &objects);
     assert!(!scan.is_whole());
     let fork = Fork { key: key.clone(), kind: ForkKind::NotChained { predecessor: before.clone() } };
     assert_eq!(scan.forks, vec![fork.clone()]);
@@ -112,7 +126,7 @@ async fn a_slot_created_in_a_collected_name_is_named_a_fork_below_collection() {
     assert!(keys.parse_slot(&key).expect("a slot") < kept);
     collect(&keys, &mut objects, kept, &full[..1]);
     put(&mut objects, &key, stalled.to_vec());
-    let scan = scan_log(&keys, &marker(&keys, &objects), &objects, Content::Held);
+    let scan = judged(&keys, &objects);
     let anchor = keys.checkpoint(kept);
     assert_eq!(scan.anchor.as_ref().map(|a| a.key.clone()), Some(anchor.clone()));
     assert_eq!(scan.chain.problem, None, "the retained log itself is whole");
@@ -123,4 +137,11 @@ async fn a_slot_created_in_a_collected_name_is_named_a_fork_below_collection() {
         said.contains(&key) && said.contains("forked slot") && said.contains("below collection"),
         "{said}"
     );
+}
+
+#[test]
+fn a_slot_summary_holds_none_of_the_slots_bytes() {
+    // What judging a log holds a slot, whatever the slot holds: its summary, and its key.
+    let summary_bytes = std::mem::size_of::<SlotSummary>();
+    assert!(summary_bytes <= 160, "a slot summary is {summary_bytes} bytes");
 }
