@@ -89,20 +89,13 @@ impl Layers {
     }
 }
 
-/// When a step writes a delta rather than every shard (SPEC 10.16). A function of the
+/// A world's merge rule (SPEC 10.16), fixed in its marker (SPEC 4). A function of the
 /// base checkpoint's root and the log alone, so racers that fold over the same checkpoint
 /// write the same bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MergeRule {
-    /// The deltas' entries, in all, may reach this share of the documents (per mille) or
-    /// one full delta, whichever is more.
-    pub delta_entries_per_mille_max: u64,
-    /// A root names at most this many deltas; 0 writes every step's shards anew.
-    pub deltas_max: usize,
-}
+pub use crate::format::MergeRule;
 
 impl MergeRule {
-    /// The rule a replica's configuration sets.
+    /// The rule a store's configuration gives a world it creates.
     pub fn of(config: &crate::config::Config) -> MergeRule {
         MergeRule {
             delta_entries_per_mille_max: config.checkpoint_delta_entries_per_mille_max,

@@ -6,6 +6,7 @@
 //! converts each one where it adds it to an [`Instant`](crate::Instant) or compares it
 //! with a store's microsecond timestamps.
 
+use crate::format::MergeRule;
 use core::time::Duration;
 
 /// A replica's configuration. [`Config::default`] holds the decision record's numbers.
@@ -245,14 +246,15 @@ pub struct Config {
     /// documents (per mille; or one full delta, 2,048, in a smaller world), and within
     /// `checkpoint_deltas_max` deltas; otherwise it writes every shard anew. 64 (6.4%):
     /// a cold start decodes at most that many entries more than the shards hold, within
-    /// the opening's 10% budget. Every store of a world must agree on it, as on
-    /// `checkpoint_step_docs_max`, since it decides a step's bytes.
+    /// the opening's 10% budget. It decides a step's bytes, so a world fixes it in its
+    /// marker (SPEC 4) at genesis: this is what a world this store creates takes, and
+    /// every store of a world follows its marker's.
     pub checkpoint_delta_entries_per_mille_max: u64,
     /// The most deltas a root names before a step merges them into the shards (SPEC
     /// 10.16): 32 bounds the GETs they add to a cold start (under 1% of 4,096 shards at a
     /// million documents), lets two steps of 30,000 changes (15 deltas each) layer, and
     /// makes a small world merge every 32 steps. 0 writes every step's shards anew, as
-    /// before deltas. Every store of a world must agree on it.
+    /// before deltas. Fixed in a world's marker, as the share above is.
     pub checkpoint_deltas_max: usize,
     /// Slots covered by the oldest kept checkpoint are deleted once this old at the drop's
     /// start (record: 24 hours, for the change feed's cursors). At least twice
@@ -383,8 +385,8 @@ impl Default for Config {
             freshen_after: Duration::from_secs(450),
             checkpoint_run_max: Duration::from_secs(5 * 60),
             checkpoint_step_docs_max: 32_768,
-            checkpoint_delta_entries_per_mille_max: 64,
-            checkpoint_deltas_max: 32,
+            checkpoint_delta_entries_per_mille_max: MergeRule::DEFAULT.delta_entries_per_mille_max,
+            checkpoint_deltas_max: MergeRule::DEFAULT.deltas_max,
             slot_retention: Duration::from_secs(24 * 60 * 60),
             reload_after: Duration::from_secs(12 * 60 * 60),
             collect_deletes_in_flight_max: 16,

@@ -18,7 +18,7 @@ use core::time::Duration;
 
 /// The marker the stores below hold.
 fn marker_bytes() -> Bytes {
-    Bytes::from(Marker { world_id: WORLD, created_by: StoreId(5) }.encode())
+    Bytes::from(Marker::new(WORLD, StoreId(5)).encode())
 }
 
 /// This world's checkpoint zero, as every opener must write it.

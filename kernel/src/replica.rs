@@ -398,6 +398,7 @@ impl Replica {
                     None => (1, Default::default()),
                 };
                 let created_us = opening.checkpoint_created_us;
+                self.compactor.follow(opening.merge_rule);
                 self.compactor.opened_at((next_sequence, skipped), created_us, stored, &mut sn, now);
                 for (id, cursor, credit) in std::mem::take(&mut self.early_watches) {
                     self.feed.watch(id, cursor, credit, &sn, &mut self.io);

@@ -543,8 +543,6 @@ pub fn run_scenario_traced(
         recent_slots_max: config.kernel.recent_slots_max,
         checkpoint_grace: config.kernel.checkpoint_grace,
         slot_retention: config.kernel.slot_retention,
-        checkpoint_deltas_max: config.kernel.checkpoint_deltas_max,
-        checkpoint_delta_entries_per_mille_max: config.kernel.checkpoint_delta_entries_per_mille_max,
         // From the scenario's own config: the poll interval its replicas run with, plus
         // the slack it states for the probe's latency.
         watch_delivery_bound: config

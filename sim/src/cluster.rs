@@ -838,7 +838,10 @@ impl Cluster<'_> {
             return;
         }
         let writes = self.generator.preload(self.config.preload_documents);
-        let marker = Marker { world_id: self.world_id, created_by: PRELOAD_STORE_ID };
+        // The world takes the merge rule its replicas are configured with, as a genesis by
+        // one of them would.
+        let merge_rule = slotlog_kernel::checkpoint::MergeRule::of(&self.config.kernel);
+        let marker = Marker { world_id: self.world_id, created_by: PRELOAD_STORE_ID, merge_rule };
         let marker_bytes = Bytes::from(marker.encode());
         let marker_hash = Hash32::of(&marker_bytes);
         let mut world = WorldState::genesis(self.world_id, marker_hash);

@@ -56,7 +56,7 @@ fn store_after(writes: &[(u128, &str, &str)]) -> MemStore {
 /// A store holding a world's marker (of `world_id`), nothing else.
 fn store_with_marker(world_id: WorldId) -> MemStore {
     let mut store = MemStore::default();
-    let marker = Marker { world_id, created_by: StoreId(5) };
+    let marker = Marker::new(world_id, StoreId(5));
     store.put(Instant::ZERO, keys().marker(), Bytes::from(marker.encode()));
     store
 }
@@ -88,7 +88,7 @@ fn genesis_creates_the_marker_once() {
         h.log.iter().filter(|op| matches!(op, BlobOp::Create { key, .. } if *key == keys().marker())).count();
     assert_eq!(marker_creates, 1);
     let bytes = h.store.bytes(&keys().marker()).expect("a marker");
-    assert_eq!(Marker::decode(&bytes), Ok(Marker { world_id: WORLD, created_by: StoreId(1) }));
+    assert_eq!(Marker::decode(&bytes), Ok(Marker::new(WORLD, StoreId(1))));
     assert_eq!(
         h.replica.world().expect("open").tip_hash(),
         Hash32::of(&bytes),
@@ -121,7 +121,7 @@ fn a_prefix_with_foreign_objects_and_no_marker_fails_closed() {
 fn a_marker_that_appears_during_genesis_is_adopted() {
     let mut h = Harness::new(Config::default());
     h.deliver(); // the marker is absent
-    let rival = Bytes::from(Marker { world_id: WORLD, created_by: StoreId(2) }.encode());
+    let rival = Bytes::from(Marker::new(WORLD, StoreId(2)).encode());
     let now = h.now;
     h.store.put(now, keys().marker(), rival.clone());
     h.run(); // the listing sees it; the marker is read again and adopted
@@ -142,7 +142,7 @@ fn a_genesis_race_adopts_the_marker_that_won() {
     );
     h.deliver();
     assert!(matches!(&h.calls[0].1, BlobOp::Create { key, .. } if *key == keys().marker()));
-    let rival = Bytes::from(Marker { world_id: WORLD, created_by: StoreId(2) }.encode());
+    let rival = Bytes::from(Marker::new(WORLD, StoreId(2)).encode());
     let now = h.now;
     h.store.put(now, keys().marker(), rival.clone());
     h.run();

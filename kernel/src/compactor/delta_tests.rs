@@ -6,8 +6,11 @@
 use super::tests::{compacting, full_checkpoints, same_world, write_docs};
 use crate::blob::BlobOp;
 use crate::config::Config;
-use crate::format::{Checkpoint, Root};
-use crate::testkit::{keys, Harness, MemStore};
+use crate::format::{Checkpoint, Marker, MergeRule, Root};
+use crate::ids::StoreId;
+use crate::testkit::{keys, Harness, MemStore, WORLD};
+use crate::time::Instant;
+use bytes::Bytes;
 
 fn root_at(store: &MemStore, next_sequence: u64) -> Root {
     let k = keys();
@@ -49,6 +52,34 @@ fn the_merge_rule_writes_every_shard_once_the_deltas_reach_their_count() {
     let merged = root_at(&h.store, 17);
     assert_ne!(merged.shards, root_at(&h.store, 13).shards);
     assert_eq!(h.replica.compactor_stats().merged_steps, 2);
+}
+
+#[test]
+fn a_store_follows_the_merge_rule_its_worlds_marker_names_not_its_own() {
+    // The world was made by a store configured for two deltas; this one is configured
+    // for the default 32 and steps as the marker says all the same.
+    let mut store = MemStore::default();
+    let rule = MergeRule { deltas_max: 2, ..MergeRule::DEFAULT };
+    let marker = Marker { world_id: WORLD, created_by: StoreId(9), merge_rule: rule };
+    store.put(Instant::from_millis(0), keys().marker(), Bytes::from(marker.encode()));
+    let mut h = Harness::with_store(compacting(4), store, 1);
+    h.run();
+    for step in 0..4u128 {
+        write_docs(&mut h, 1 + 100 * step, 4);
+    }
+    let deltas: Vec<usize> = [5, 9, 13, 17].iter().map(|s| root_at(&h.store, *s).deltas.len()).collect();
+    assert_eq!(deltas, vec![0, 1, 2, 0], "the third step over the shards merges, as the marker's rule says");
+}
+
+#[test]
+fn a_genesis_fixes_the_configured_merge_rule_in_the_marker() {
+    let config = Config { checkpoint_deltas_max: 2, ..compacting(4) };
+    let h = Harness::opened(config);
+    let marker = Marker::decode(&h.store.bytes(&keys().marker()).expect("made")).expect("decodes");
+    assert_eq!(marker.merge_rule, MergeRule { deltas_max: 2, ..MergeRule::DEFAULT });
+    let h = Harness::opened(compacting(4));
+    let marker = Marker::decode(&h.store.bytes(&keys().marker()).expect("made")).expect("decodes");
+    assert_eq!(marker.merge_rule, MergeRule::DEFAULT);
 }
 
 #[test]
@@ -121,8 +152,9 @@ fn a_store_stepping_over_the_same_checkpoint_writes_identical_bytes() {
 
 #[test]
 fn a_racer_over_other_layers_ends_the_run_and_adopts() {
-    // The same log, folded by a store that writes no deltas: checkpoint 9 merged.
-    let mut merger = Harness::opened(Config { checkpoint_deltas_max: 0, ..compacting(4) });
+    // The same log, folded by a store whose cadence passed checkpoint 5 by: its
+    // checkpoint 9 is over checkpoint zero, so every shard.
+    let mut merger = Harness::opened(compacting(8));
     write_docs(&mut merger, 1, 4);
     write_docs(&mut merger, 100, 4);
     let mut h = Harness::opened(compacting(4));

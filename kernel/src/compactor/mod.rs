@@ -114,6 +114,7 @@ pub(crate) struct Compactor {
     /// That checkpoint's shards and deltas (none for checkpoint zero), and when a step
     /// over them adds deltas rather than writing every shard (SPEC 10.16).
     layers: Option<Layers>,
+    /// The world's, from its marker at open (SPEC 4), whatever this store is configured.
     merge_rule: MergeRule,
     /// When the cadence was first found reached, plus a jitter: the run starts then.
     due_at: Option<Instant>,
@@ -186,7 +187,7 @@ impl Compactor {
             newest_created_us: None,
             stored: BTreeSet::new(),
             layers: None,
-            merge_rule: MergeRule::of(config),
+            merge_rule: MergeRule::DEFAULT,
             due_at: None,
             looked_at: now,
             slots_at_look: 0,
@@ -213,6 +214,11 @@ impl Compactor {
             segments: SegmentWriter::new(config.checkpoint_reads_in_flight_max),
             stats: CompactorStats::default(),
         }
+    }
+
+    /// Takes the world's merge rule, as its marker names it.
+    pub fn follow(&mut self, merge_rule: MergeRule) {
+        self.merge_rule = merge_rule;
     }
 
     /// The world opened from the checkpoint at `next_sequence`, created at `created_us` on

@@ -464,9 +464,7 @@ fn example_segment_part() -> SegmentPart {
 }
 
 fn marker_strategy() -> BoxedStrategy<Marker> {
-    (world_id(), any::<u64>())
-        .prop_map(|(world_id, store)| Marker { world_id, created_by: StoreId(store) })
-        .boxed()
+    (world_id(), any::<u64>()).prop_map(|(world_id, store)| Marker::new(world_id, StoreId(store))).boxed()
 }
 
 /// A valid object of any kind.

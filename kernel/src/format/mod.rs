@@ -30,7 +30,7 @@ pub use layout::{
     history_window, history_window_start, receipt_block_of, shard_bits_for, shard_count, shard_of,
     DOCUMENTS_PER_SHARD_TARGET, RECORDS_PER_HISTORY_BLOCK_MAX, SHARD_BITS_MAX,
 };
-pub use marker::Marker;
+pub use marker::{Marker, MergeRule};
 pub use receipts::{ReceiptBlock, ReceiptBlockRef, StoredReceipt, RECEIPTS_PER_BLOCK_MAX};
 pub use root::Root;
 pub use rule::{

@@ -28,6 +28,11 @@ pub enum ShapeRule {
     InlineBodyOutOfPlace,
     /// A carried body longer than [`super::slot::INLINE_BODY_BYTES_MAX`].
     InlineBodyTooLong,
+    /// A marker (schema 2) whose merge rule lets a root name more deltas than a root may.
+    MarkerDeltasPastRootMax {
+        /// The count it names.
+        deltas_max: u64,
+    },
     /// A member breaks a rule of its own.
     Member(MemberRule),
     /// A checkpoint breaks a rule of SPEC 10.2.
@@ -356,6 +361,9 @@ impl fmt::Display for ShapeRule {
                 f.write_str("a carried body that is no member's new body, out of member order or twice")
             }
             ShapeRule::InlineBodyTooLong => f.write_str("a carried body longer than a slot may carry"),
+            ShapeRule::MarkerDeltasPastRootMax { deltas_max } => {
+                write!(f, "a marker whose merge rule allows {deltas_max} deltas, more than a root names")
+            }
             ShapeRule::Member(r) => write!(f, "{r}"),
             ShapeRule::Checkpoint(r) => write!(f, "checkpoint: {r}"),
             ShapeRule::Root(r) => write!(f, "root: {r}"),

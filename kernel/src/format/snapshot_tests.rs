@@ -7,8 +7,8 @@ use super::frame::{Kind, HEADER_LEN, TRAILER_LEN};
 use super::segment::verified_bodies;
 use super::{
     decode_body, encode_body, shard_bits_for, Checkpoint, Delta, DeltaRef, HistoryBlock, HistoryRef, Keys,
-    Marker, ReceiptBlock, ReceiptBlockRef, Root, SegmentBody, SegmentName, SegmentPart, Shard, ShardEntry,
-    Slot, StoredReceipt,
+    Marker, MergeRule, ReceiptBlock, ReceiptBlockRef, Root, SegmentBody, SegmentName, SegmentPart, Shard,
+    ShardEntry, Slot, StoredReceipt,
 };
 use crate::hash::Hash32;
 use crate::ids::{OperationId, StoreId, WorldId};
@@ -33,7 +33,7 @@ pub(super) fn op(n: u128) -> OperationId {
 }
 
 pub(super) fn marker() -> Marker {
-    Marker { world_id: WORLD, created_by: StoreId(0x0102_0304_0506_0708) }
+    Marker::new(WORLD, StoreId(0x0102_0304_0506_0708))
 }
 
 /// A document member (publish, append, archive or unarchive) whose parts agree.
@@ -232,6 +232,15 @@ fn marker_bytes() {
     let bytes = m.encode();
     assert_eq!(Marker::decode(&bytes), Ok(m));
     insta::assert_snapshot!("marker", hex_dump(&bytes));
+}
+
+#[test]
+fn marker_with_a_merge_rule_bytes() {
+    let rule = MergeRule { delta_entries_per_mille_max: 100, deltas_max: 8 };
+    let m = Marker { merge_rule: rule, ..marker() };
+    let bytes = m.encode();
+    assert_eq!(Marker::decode(&bytes), Ok(m));
+    insta::assert_snapshot!("marker_with_rule", hex_dump(&bytes));
 }
 
 #[test]

@@ -13,7 +13,7 @@ mod replay;
 mod replay_tests;
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
-use crate::checkpoint::ObjectKind;
+use crate::checkpoint::{MergeRule, ObjectKind};
 use crate::config::Config;
 use crate::format::{Checkpoint, DecodeError, Keys, Marker};
 use crate::hash::Hash32;
@@ -39,6 +39,10 @@ pub(crate) struct Opening {
     marker_recheck: bool,
     /// The world id and marker hash, once the marker is read or created.
     anchor: Option<(WorldId, Hash32)>,
+    /// The merge rule a world this opening creates takes (the configuration's).
+    genesis_rule: MergeRule,
+    /// The world's merge rule, from its marker once read or created (SPEC 4).
+    pub merge_rule: MergeRule,
     /// The last key the checkpoint listing returned: the newest checkpoint so far.
     checkpoint_after: Option<String>,
     /// Checkpoint names listed and not yet tried, oldest first: the newest is tried first,
@@ -135,6 +139,8 @@ impl Opening {
             store_id,
             marker_recheck: false,
             anchor: None,
+            genesis_rule: MergeRule::of(config),
+            merge_rule: MergeRule::DEFAULT,
             checkpoint_after: None,
             checkpoints_untried: Vec::new(),
             load: None,
@@ -200,6 +206,7 @@ impl Opening {
                 if self.world_id.is_some_and(|w| w != marker.world_id) {
                     return Err(FailReason::ForeignWorld);
                 }
+                self.merge_rule = marker.merge_rule;
                 self.genesis(marker.world_id, Hash32::of(&bytes), now);
                 // A genesis may have stopped before checkpoint zero: look, and make it if not.
                 self.list_checkpoints(now, io);
@@ -224,7 +231,7 @@ impl Opening {
             (OpenCall::GenesisList, Ok(BlobOutcome::Listed { .. })) => {
                 io.marks.hit(Mark::OpenGenesis);
                 let world_id = self.world_id.unwrap_or(self.genesis_world_id);
-                let marker = Marker { world_id, created_by: self.store_id };
+                let marker = Marker { world_id, created_by: self.store_id, merge_rule: self.genesis_rule };
                 let op = BlobOp::Create { key: self.keys.marker(), bytes: Bytes::from(marker.encode()) };
                 io.issue(now, Purpose::Open(OpenCall::MarkerCreate), op, 0);
             }
@@ -239,6 +246,7 @@ impl Opening {
             (OpenCall::MarkerCreate, Ok(_)) => {
                 let BlobOp::Create { bytes, .. } = &call.op else { unreachable!("a create") };
                 let marker = Marker::decode(bytes).expect("our own marker decodes");
+                self.merge_rule = marker.merge_rule;
                 self.genesis(marker.world_id, Hash32::of(bytes), now);
                 // Our marker is new, so no checkpoint can predate it: no listing needed.
                 self.create_checkpoint_zero(now, io);

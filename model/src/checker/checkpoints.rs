@@ -10,7 +10,7 @@
 //! holds the same content as its first write.
 
 use super::violation::CheckpointField;
-use super::{holding, receipt_to_model, CheckOptions, CheckReport, SlotSpan, Violation};
+use super::{holding, receipt_to_model, CheckReport, SlotSpan, Violation};
 use crate::checkpoint::{
     history_window, receipt_runs, shard_of, window_first_version, CheckpointDocument, ModelCheckpoint,
     SHARD_BITS_MAX,
@@ -18,8 +18,8 @@ use crate::checkpoint::{
 use crate::history::StoredObject;
 use crate::{ModelDocument, ModelPolicy, ModelPolicyBody, ModelVersion, ModelWorld, ReceiptKind};
 use slotlog_kernel::format::{
-    Checkpoint, DecodeError, Delta, HistoryBlock, Keys, ReceiptBlock, Root, Shard, ShardEntry, StoredReceipt,
-    DELTA_ENTRIES_MAX,
+    Checkpoint, DecodeError, Delta, HistoryBlock, Keys, MergeRule, ReceiptBlock, Root, Shard, ShardEntry,
+    StoredReceipt, DELTA_ENTRIES_MAX,
 };
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::WorldId;
@@ -56,8 +56,8 @@ pub(super) struct Judge<'a> {
     found: BTreeMap<u64, Vec<Found>>,
     shards: Decoded<Shard>,
     deltas: Decoded<Delta>,
-    /// The merge rule's bounds: (deltas, entries per mille of the documents).
-    layers_max: (usize, u64),
+    /// The world's merge rule, as its marker names it (SPEC 4).
+    merge_rule: MergeRule,
     histories: Decoded<HistoryBlock>,
     receipt_blocks: Decoded<ReceiptBlock>,
 }
@@ -104,7 +104,7 @@ impl<'a> Judge<'a> {
         objects: &'a [StoredObject],
         keys: &'a Keys,
         world_id: WorldId,
-        options: &CheckOptions,
+        merge_rule: MergeRule,
         r: &mut CheckReport,
     ) -> Judge<'a> {
         let prefix = keys.checkpoints_prefix();
@@ -145,7 +145,7 @@ impl<'a> Judge<'a> {
             found,
             shards: HashMap::new(),
             deltas: HashMap::new(),
-            layers_max: (options.checkpoint_deltas_max, options.checkpoint_delta_entries_per_mille_max),
+            merge_rule,
             histories: HashMap::new(),
             receipt_blocks: HashMap::new(),
         }
@@ -325,7 +325,8 @@ impl<'a> Judge<'a> {
             shards.push(shard);
         }
         // The merge rule, from the references alone, as a step decides it.
-        let (deltas_max, per_mille) = self.layers_max;
+        let (deltas_max, per_mille) =
+            (self.merge_rule.deltas_max, self.merge_rule.delta_entries_per_mille_max);
         let entries: u64 = root.deltas.iter().map(|d| u64::from(d.entries)).sum();
         let entries_max = (root.document_count * per_mille / 1_000).max(DELTA_ENTRIES_MAX as u64);
         if root.deltas.len() > deltas_max || entries > entries_max {

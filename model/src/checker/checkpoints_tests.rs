@@ -8,7 +8,7 @@ use crate::{ModelApplied, ModelReceipt, ModelWorld, ReceiptKind, Verdict};
 use bytes::Bytes;
 use slotlog_kernel::format::{
     encode_body, history_window, receipt_block_of, shard_bits_for, shard_count, shard_of, Checkpoint,
-    DecodeError, Delta, DeltaRef, HistoryBlock, HistoryRef, Keys, Marker, NameRule, ReceiptBlock,
+    DecodeError, Delta, DeltaRef, HistoryBlock, HistoryRef, Keys, Marker, MergeRule, NameRule, ReceiptBlock,
     ReceiptBlockRef, Root, Shard, ShardEntry, Slot, StoredReceipt,
 };
 use slotlog_kernel::hash::Hash32;
@@ -312,8 +312,13 @@ struct Bucket {
 
 impl Bucket {
     fn new() -> Bucket {
+        Bucket::ruled(MergeRule::DEFAULT)
+    }
+
+    /// A bucket whose marker fixes `merge_rule`.
+    fn ruled(merge_rule: MergeRule) -> Bucket {
         let keys = Keys::new("w");
-        let marker = Marker { world_id: WORLD, created_by: StoreId(1) }.encode();
+        let marker = Marker { world_id: WORLD, created_by: StoreId(1), merge_rule }.encode();
         let marker_hash = Hash32::of(&marker);
         let mut b = Bucket {
             keys: keys.clone(),
@@ -405,21 +410,22 @@ impl Bucket {
     }
 
     fn check(&self) -> CheckReport {
-        self.check_with(CheckOptions::default())
-    }
-
-    fn check_with(&self, options: CheckOptions) -> CheckReport {
         // As a listing returns them: in key order.
         let mut objects = self.objects.clone();
         objects.sort_by(|a, b| a.key.cmp(&b.key));
-        check(&self.history, &objects, &self.keys, WORLD, options)
+        check(&self.history, &objects, &self.keys, WORLD, CheckOptions::default())
     }
 }
 
 /// Three slots: retention 3 makes `/a` prune version 1 at its fourth version; `/b` is
 /// appended to and archived; a read-only prefix is set.
 fn world() -> Bucket {
-    let mut b = Bucket::new();
+    world_ruled(MergeRule::DEFAULT)
+}
+
+/// [`world`] in a world whose marker fixes `merge_rule`.
+fn world_ruled(merge_rule: MergeRule) -> Bucket {
+    let mut b = Bucket::ruled(merge_rule);
     b.slot(&[publish("/a", "1"), publish("/b", "1"), set_policy(3, "/ro")]); // 1 to 3
     b.slot(&[publish("/a", "2"), publish("/a", "3"), append("/b", "x"), archive("/b")]); // 4 to 7
     b.slot(&[publish("/a", "4"), publish("/c", "c")]); // 8 and 9
@@ -695,14 +701,16 @@ fn an_undecodable_checkpoint_is_a_checkpoint_mismatch() {
 }
 
 #[test]
-fn deltas_past_the_merge_rule_are_a_checkpoint_mismatch() {
-    let mut b = world();
-    let mut parts = b.parts();
-    parts.deltas = vec![vec!["/a"], vec!["/a", "/c"]];
-    let root = parts.store(&mut b);
-    assert_eq!(root.deltas.len(), 2);
-    let one = CheckOptions { checkpoint_deltas_max: 1, ..CheckOptions::default() };
-    let r = b.check_with(one);
+fn deltas_past_the_worlds_merge_rule_are_a_checkpoint_mismatch() {
+    // The same two deltas in a world whose marker allows one, and in one that allows 32.
+    let layered = |merge_rule| {
+        let mut b = world_ruled(merge_rule);
+        let mut parts = b.parts();
+        parts.deltas = vec![vec!["/a"], vec!["/a", "/c"]];
+        assert_eq!(parts.store(&mut b).deltas.len(), 2);
+        b.check()
+    };
+    let r = layered(MergeRule { deltas_max: 1, ..MergeRule::DEFAULT });
     assert_eq!(r.checkpoint_mismatches, 1, "{:?}", r.violations);
     assert!(
         matches!(
@@ -713,6 +721,6 @@ fn deltas_past_the_merge_rule_are_a_checkpoint_mismatch() {
         r.violations
     );
     assert!(r.violations.iter().all(|v| v.rule() == Rule::CheckpointMismatch));
-    // The same deltas within the rule: their entries restate the shards', so all is well.
-    assert_eq!(b.check().violations, vec![]);
+    // Within the rule: their entries restate the shards', so all is well.
+    assert_eq!(layered(MergeRule::DEFAULT).violations, vec![]);
 }

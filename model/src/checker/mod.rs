@@ -32,7 +32,7 @@ use crate::{
     ReceiptKind, Verdict,
 };
 use core::time::Duration;
-use slotlog_kernel::format::{Checkpoint, Keys, Marker, Slot};
+use slotlog_kernel::format::{Checkpoint, Keys, Marker, MergeRule, Slot};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
 use slotlog_kernel::reply::{WriteError, WriteOk};
@@ -128,11 +128,6 @@ pub struct CheckOptions {
     pub checkpoint_grace: Duration,
     /// The world's slot retention (SPEC 10.15).
     pub slot_retention: Duration,
-    /// The merge rule (SPEC 10.16): the most deltas a root names...
-    pub checkpoint_deltas_max: usize,
-    /// ...and the most delta entries in all, per mille of the checkpoint's documents (or
-    /// one full delta, whichever is more).
-    pub checkpoint_delta_entries_per_mille_max: u64,
     /// The watch delivery rule: every event reaches every watch within this long of its
     /// slot's creation (or of the watch's start). None judges nothing; a run sets it from
     /// its replicas' poll interval plus a slack it states.
@@ -148,8 +143,6 @@ impl Default for CheckOptions {
             recent_slots_max: 16_384,
             checkpoint_grace: Duration::from_secs(15 * 60),
             slot_retention: Duration::from_secs(24 * 3_600),
-            checkpoint_deltas_max: 32,
-            checkpoint_delta_entries_per_mille_max: 64,
             watch_delivery_bound: None,
             view_age_max: Duration::from_secs(15 * 60),
         }
@@ -313,13 +306,20 @@ pub fn check(
         }
         return r;
     };
-    match Marker::decode(&marker_obj.bytes) {
-        Ok(m) if m.world_id == world_id => {}
-        Ok(_) => r.violation(Violation::MarkerForeignWorld),
-        Err(error) => r.violation(Violation::MarkerUndecodable { error }),
-    }
+    // Checkpoints are judged by the world's merge rule, which its marker fixes.
+    let merge_rule = match Marker::decode(&marker_obj.bytes) {
+        Ok(m) if m.world_id == world_id => m.merge_rule,
+        Ok(m) => {
+            r.violation(Violation::MarkerForeignWorld);
+            m.merge_rule
+        }
+        Err(error) => {
+            r.violation(Violation::MarkerUndecodable { error });
+            MergeRule::DEFAULT
+        }
+    };
     check_checkpoint_zero(&mut r, objects, keys, world_id, &marker_obj.bytes);
-    let mut checkpoints = checkpoints::Judge::collect(objects, keys, world_id, &options, &mut r);
+    let mut checkpoints = checkpoints::Judge::collect(objects, keys, world_id, merge_rule, &mut r);
 
     // 1. The chain: contiguous, every slot naming its predecessor, from the marker.
     let mut prev_hash = Hash32::of(&marker_obj.bytes);
@@ -792,7 +792,7 @@ mod tests {
     /// A world of a marker and `checkpoint` (or none) at checkpoint zero's key.
     fn violations_with(checkpoint: Option<Vec<u8>>) -> Vec<Violation> {
         let keys = Keys::new("w");
-        let marker = Marker { world_id: WORLD, created_by: StoreId(1) }.encode();
+        let marker = Marker::new(WORLD, StoreId(1)).encode();
         let mut objects = vec![object(keys.marker(), marker)];
         if let Some(bytes) = checkpoint {
             objects.push(object(keys.checkpoint(1), bytes));
@@ -801,7 +801,7 @@ mod tests {
     }
 
     fn marker_hash() -> Hash32 {
-        Hash32::of(&Marker { world_id: WORLD, created_by: StoreId(1) }.encode())
+        Hash32::of(&Marker::new(WORLD, StoreId(1)).encode())
     }
 
     #[test]

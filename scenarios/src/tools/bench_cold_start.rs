@@ -337,7 +337,7 @@ async fn build(args: &Args, dir: &Path) -> Result<Report, String> {
     let mut sink = Sink::new(blobs.clone(), BUILD_CREATES_IN_FLIGHT_MAX);
     // Genesis, byte for byte as an opener makes it: the marker, then checkpoint zero.
     let world_id = WorldId(*b"bench cold start");
-    let marker = Bytes::from(Marker { world_id, created_by: StoreId(1) }.encode());
+    let marker = Bytes::from(Marker::new(world_id, StoreId(1)).encode());
     let marker_hash = Hash32::of(&marker);
     sink.create(keys.marker(), marker).await?;
     sink.create(keys.checkpoint(1), Bytes::from(Checkpoint::zero(world_id, marker_hash).encode())).await?;

@@ -184,7 +184,7 @@ async fn build(docs: u64, dir: &Path, segments: bool) -> Result<Built, String> {
     let blobs = local_blobs(dir)?;
     let mut sink = Sink::new(blobs.clone(), BUILD_CREATES_IN_FLIGHT_MAX);
     let world_id = WorldId(*b"bench search 001");
-    let marker = Bytes::from(Marker { world_id, created_by: StoreId(1) }.encode());
+    let marker = Bytes::from(Marker::new(world_id, StoreId(1)).encode());
     let marker_hash = Hash32::of(&marker);
     sink.create(keys.marker(), marker).await?;
     sink.create(keys.checkpoint(1), Bytes::from(Checkpoint::zero(world_id, marker_hash).encode())).await?;
