@@ -171,8 +171,8 @@ impl Server {
     /// A server with an empty bucket.
     pub fn new(config: Config) -> Result<Server, String> {
         config.faults.validate()?;
-        if config.name_update_interval == Some(std::time::Duration::ZERO) {
-            return Err("a per-name interval must be positive (None turns it off)".into());
+        if config.name_update_interval.is_some_and(|i| i.as_micros() == 0) {
+            return Err("a per-name interval must be at least 1 µs (None turns it off)".into());
         }
         let rules = StoreRules { name_update_interval: config.name_update_interval, ..StoreRules::gcs() };
         Ok(Server {

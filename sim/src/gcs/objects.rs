@@ -145,8 +145,12 @@ impl StoreRules {
     }
 
     pub(crate) fn validate(&self) {
-        assert!(self.name_update_interval != Some(Duration::ZERO), "a per-name interval must be positive");
-        assert!(self.create_delete_race != Some(Duration::ZERO), "a race window must be positive");
+        // Virtual time is whole µs: a window under 1 µs would be none.
+        assert!(
+            self.name_update_interval.is_none_or(|i| micros(i) > 0),
+            "a per-name interval must be positive"
+        );
+        assert!(self.create_delete_race.is_none_or(|w| micros(w) > 0), "a race window must be positive");
     }
 }
 
