@@ -109,7 +109,7 @@ pub struct Config {
     /// Seeds the fault draws.
     pub seed: u64,
     /// GCS's per-name mutation interval; `None` turns the limit off.
-    pub name_update_interval_us: Option<u64>,
+    pub name_update_interval: Option<std::time::Duration>,
     /// Faults from the start.
     pub faults: Faults,
 }
@@ -120,7 +120,7 @@ impl Config {
         Config {
             bucket: bucket.into(),
             seed: 1,
-            name_update_interval_us: StoreRules::gcs().name_update_interval_us,
+            name_update_interval: StoreRules::gcs().name_update_interval,
             faults: Faults::default(),
         }
     }
@@ -171,11 +171,10 @@ impl Server {
     /// A server with an empty bucket.
     pub fn new(config: Config) -> Result<Server, String> {
         config.faults.validate()?;
-        if config.name_update_interval_us == Some(0) {
-            return Err("a per-name interval must be positive (None turns it off)".into());
+        if config.name_update_interval.is_some_and(|i| i.as_micros() == 0) {
+            return Err("a per-name interval must be at least 1 µs (None turns it off)".into());
         }
-        let rules =
-            StoreRules { name_update_interval_us: config.name_update_interval_us, ..StoreRules::gcs() };
+        let rules = StoreRules { name_update_interval: config.name_update_interval, ..StoreRules::gcs() };
         Ok(Server {
             bucket: config.bucket.into(),
             state: Arc::new(Mutex::new(State {

@@ -27,8 +27,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let mut config = Config::new(args.bucket);
     config.seed = args.seed;
-    config.name_update_interval_us =
-        (args.name_update_interval_ms > 0).then(|| args.name_update_interval_ms * 1_000);
+    config.name_update_interval = (args.name_update_interval_ms > 0)
+        .then(|| std::time::Duration::from_millis(args.name_update_interval_ms));
     let server = Server::new(config)?;
     let listener = tokio::net::TcpListener::bind(&args.listen).await?;
     println!("listening on http://{}", listener.local_addr()?);

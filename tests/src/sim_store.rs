@@ -12,7 +12,7 @@
 //!   not be answered). Conditional updates and the [`ConditionalDelete`] hook parse the
 //!   number back out of the ETag.
 //! * The clock steps one second per call by default, so GCS's one-update-per-second rule
-//!   ([`slotlog_sim::gcs::objects::NAME_UPDATE_INTERVAL_US`]) never refuses a caller that
+//!   ([`slotlog_sim::gcs::objects::NAME_UPDATE_INTERVAL`]) never refuses a caller that
 //!   is not racing; [`SimStore::with_step_us`] makes it bite.
 //! * Unconditional writes and deletes (`PutMode::Overwrite`, `delete`, copies), which the
 //!   model does not have, are a read of the current generation and a conditional write,

@@ -174,43 +174,14 @@ pub async fn inspect_store(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_store::{written_world, Counting, Hooked, Tally};
     use super::super::{checkpoint_problems, read_all, settle::settle_log, SLOT_READS_IN_FLIGHT_MAX};
     use super::*;
-    use async_trait::async_trait;
-    use bytes::Bytes;
-    use futures_util::stream::{BoxStream, StreamExt};
-    use object_store::{
-        CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
-        PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
-    };
     use slotlog_kernel::format::scan_chain;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    /// A world with bodies of their own (documents too large to ride in their slots),
-    /// written for `duration_s` into a fresh local directory named after `name`.
-    async fn written_world(name: &str, duration_s: f64) -> (String, String) {
-        let dir = std::env::temp_dir().join(format!("slotlog-inspect-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let url = format!("file://{}", dir.display());
-        let args = super::super::writer::WriterArgs {
-            url: url.clone(),
-            prefix: "w".into(),
-            log: dir.with_extension("log").to_string_lossy().into_owned(),
-            duration_s,
-            writers: 2,
-            paths: 10,
-            listen: None,
-            peers: Vec::new(),
-            checkpoint_slots: Some(8),
-            health: None,
-        };
-        assert_eq!(super::super::writer::run(args).await, Ok(true));
-        (url, "w".to_string())
-    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn inspect_keeps_of_its_listing_the_marker_and_checkpoint_records_read_and_the_slots_named() {
-        let (url, prefix) = written_world("listing", 1.0).await;
+        let (url, prefix, _) = written_world("inspect-listing", 1.0).await;
         let (store, _, prefix) = super::super::store(&url, &prefix, false).expect("the directory");
         let keys = Keys::new(&prefix);
         let listing = list(&store, &prefix, &keys).await.expect("listed");
@@ -232,7 +203,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_damaged_shard_read_when_its_checkpoint_is_judged_is_named() {
-        let (url, prefix) = written_world("damaged", 1.0).await;
+        let (url, prefix, _) = written_world("inspect-damaged", 1.0).await;
         let (store, _, prefix) = super::super::store(&url, &prefix, false).expect("the directory");
         let keys = Keys::new(&prefix);
         let listed = super::super::read_listed(&store, &prefix, |_| false).await.expect("listed");
@@ -253,113 +224,9 @@ mod tests {
         assert_eq!(run(&url, "w").await, Ok(false), "the world does not inspect whole");
     }
 
-    /// Slot bytes handed out and not yet let go, and the most there were at once.
-    #[derive(Debug, Default)]
-    struct Tally {
-        held_bytes: AtomicU64,
-        held_bytes_max: AtomicU64,
-        reads: AtomicU64,
-    }
-
-    /// One slot's bytes as the counting store hands them out: counted in when made, and
-    /// out when the last holder lets them go.
-    struct Counted {
-        bytes: Bytes,
-        tally: Arc<Tally>,
-    }
-
-    impl Counted {
-        fn hand_out(bytes: Bytes, tally: &Arc<Tally>) -> Bytes {
-            let len = bytes.len() as u64;
-            let held = tally.held_bytes.fetch_add(len, Ordering::SeqCst) + len;
-            tally.held_bytes_max.fetch_max(held, Ordering::SeqCst);
-            tally.reads.fetch_add(1, Ordering::SeqCst);
-            Bytes::from_owner(Counted { bytes, tally: tally.clone() })
-        }
-    }
-
-    impl AsRef<[u8]> for Counted {
-        fn as_ref(&self) -> &[u8] {
-            &self.bytes
-        }
-    }
-
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            self.tally.held_bytes.fetch_sub(self.bytes.len() as u64, Ordering::SeqCst);
-        }
-    }
-
-    /// A store that counts the slot bytes its callers hold at once (`Tally`).
-    #[derive(Debug)]
-    struct Counting {
-        inner: Arc<dyn ObjectStore>,
-        log_prefix: String,
-        tally: Arc<Tally>,
-    }
-
-    impl std::fmt::Display for Counting {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "Counting({})", self.inner)
-        }
-    }
-
-    #[async_trait]
-    impl ObjectStore for Counting {
-        async fn put_opts(
-            &self,
-            location: &StorePath,
-            payload: PutPayload,
-            opts: PutOptions,
-        ) -> Result<PutResult> {
-            self.inner.put_opts(location, payload, opts).await
-        }
-        async fn put_multipart_opts(
-            &self,
-            location: &StorePath,
-            opts: PutMultipartOptions,
-        ) -> Result<Box<dyn MultipartUpload>> {
-            self.inner.put_multipart_opts(location, opts).await
-        }
-        async fn get_opts(&self, location: &StorePath, options: GetOptions) -> Result<GetResult> {
-            let head = options.head;
-            let got = self.inner.get_opts(location, options).await?;
-            if head || !location.as_ref().starts_with(&self.log_prefix) {
-                return Ok(got);
-            }
-            let (meta, range) = (got.meta.clone(), got.range.clone());
-            let (attributes, extensions) = (got.attributes.clone(), got.extensions.clone());
-            let counted = Counted::hand_out(got.bytes().await?, &self.tally);
-            let payload = GetResultPayload::Stream(futures_util::stream::once(async { Ok(counted) }).boxed());
-            Ok(GetResult { payload, meta, range, attributes, extensions })
-        }
-        fn delete_stream(
-            &self,
-            locations: BoxStream<'static, Result<StorePath>>,
-        ) -> BoxStream<'static, Result<StorePath>> {
-            self.inner.delete_stream(locations)
-        }
-        fn list(&self, prefix: Option<&StorePath>) -> BoxStream<'static, Result<ObjectMeta>> {
-            self.inner.list(prefix)
-        }
-        fn list_with_offset(
-            &self,
-            prefix: Option<&StorePath>,
-            offset: &StorePath,
-        ) -> BoxStream<'static, Result<ObjectMeta>> {
-            self.inner.list_with_offset(prefix, offset)
-        }
-        async fn list_with_delimiter(&self, prefix: Option<&StorePath>) -> Result<ListResult> {
-            self.inner.list_with_delimiter(prefix).await
-        }
-        async fn copy_opts(&self, from: &StorePath, to: &StorePath, options: CopyOptions) -> Result<()> {
-            self.inner.copy_opts(from, to, options).await
-        }
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn inspect_holds_a_few_slots_at_once_not_the_log_and_reports_as_a_scan_of_the_whole_log() {
-        let (url, prefix) = written_world("bound", 3.0).await;
+        let (url, prefix, _) = written_world("inspect-bound", 3.0).await;
         let (store, _, prefix) = super::super::store(&url, &prefix, false).expect("the directory");
         let keys = Keys::new(&prefix);
         // The judgement as it was made before, every slot held: the kernel's scan of the
@@ -380,8 +247,8 @@ mod tests {
             format!("  tip         sequence {} ({} slots, {members} members)", whole.tip, whole.slots.len());
 
         let tally = Arc::new(Tally::default());
-        let counting: Arc<dyn ObjectStore> =
-            Arc::new(Counting { inner: store.clone(), log_prefix: keys.log_prefix(), tally: tally.clone() });
+        let counting =
+            Hooked::store(&store, Counting { prefixes: vec![keys.log_prefix()], tally: tally.clone() });
         let mut said = Vec::new();
         let verdict = inspect_store(&counting, &url, "file", &prefix, &mut |line| said.push(line)).await;
         assert_eq!(verdict, Ok(true), "the world inspects whole: {said:#?}");
@@ -392,12 +259,12 @@ mod tests {
         ] {
             assert!(said.iter().any(|l| l == line), "{line:?} in {said:#?}");
         }
-        let reads = tally.reads.load(Ordering::SeqCst);
+        let reads = tally.reads();
         assert!(
             reads > log.len() as u64,
             "every slot read to judge the chain, and again to replay it: {reads}"
         );
-        let held_max = tally.held_bytes_max.load(Ordering::SeqCst);
+        let held_max = tally.held_max();
         let window = SLOT_READS_IN_FLIGHT_MAX as u64 * slot_bytes_max;
         assert!(held_max <= window, "{held_max} slot bytes held at once, more than {window}");
         assert!(

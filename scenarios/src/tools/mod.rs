@@ -8,6 +8,8 @@ pub mod inspect;
 pub mod log_scan;
 pub mod search;
 pub mod settle;
+#[cfg(test)]
+mod test_store;
 pub mod verify;
 pub mod writer;
 
@@ -97,10 +99,11 @@ pub fn listed_log(keys: &Keys, objects: &[settle::Object]) -> Vec<(String, u64)>
 /// root, shards, deltas, history and receipt blocks) from.
 #[derive(Clone, Copy)]
 pub enum Content<'a> {
-    /// Among the objects already read (`verify` reads every object; a slot the listing
-    /// missed is added to them when it is read).
+    /// Among the objects already read (every object read with the listing, as the tests
+    /// that judge a log from its bytes do; a slot the listing missed is added to them when
+    /// it is read).
     Held,
-    /// From the store when they are needed (`inspect`): slots a few at a time
+    /// From the store when they are needed (`inspect`, `verify`): slots a few at a time
     /// ([`SLOT_READS_IN_FLIGHT_MAX`]) each time the log is walked, and a checkpoint's
     /// content when that checkpoint is loaded. A world's checkpoints and retained log are
     /// most of its bytes, so neither is held whole.

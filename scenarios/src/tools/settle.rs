@@ -4,9 +4,9 @@
 //! chain scan stops at is settled: the missing name is read directly; found, the scan goes
 //! on; absent, the log is listed once more from it; still absent behind a present
 //! successor, the gap is a real break and stays reported. The log is also read on past
-//! its listed tip while a listed checkpoint covers more, and every body a slot names that
-//! the listing did not hold is read directly. Slot 1, when not listed, is read directly
-//! too before the log is taken for collected (`log_scan`).
+//! its listed tip while a listed checkpoint covers more. Slot 1, when not listed, is read
+//! directly too before the log is taken for collected (`log_scan`). (`verify` reads the
+//! body blobs it judges directly, never from a listing.)
 //!
 //! Owns the reading of the log for judgement: every listed slot is read once (from the
 //! objects held, or from the store a few at a time) and summarised (`log_scan`), and
@@ -17,8 +17,7 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
-use slotlog_kernel::format::{ChainProblem, Keys, Slot};
-use slotlog_kernel::hash::Hash32;
+use slotlog_kernel::format::{ChainProblem, Keys};
 use std::sync::Arc;
 
 use super::log_scan::{judge_log, LogScan, SlotSummary};
@@ -116,35 +115,6 @@ fn add(log: &mut Vec<SlotSummary>, found: impl IntoIterator<Item = SlotSummary>)
     }
 }
 
-/// Reads every body `slots` name that the listing did not hold.
-pub async fn settle_bodies(
-    store: &Arc<dyn ObjectStore>,
-    keys: &Keys,
-    slots: &[Slot],
-    objects: &mut Vec<Object>,
-) -> Result<(), String> {
-    let mut missing = Vec::new();
-    for slot in slots {
-        let carried: Vec<Hash32> = slot.bodies_by_hash().map(|(h, _)| h).collect();
-        let versions = slot.members.iter().filter_map(|m| m.version.as_ref());
-        // A body its slot carries needs no blob (SPEC 5.7).
-        for hash in versions.map(|v| v.body_hash).filter(|h| !carried.contains(h)) {
-            let key = keys.body(&hash);
-            if objects.binary_search_by(|(k, _, _)| k.as_str().cmp(&key)).is_err() {
-                missing.push(key);
-            }
-        }
-    }
-    missing.sort();
-    missing.dedup();
-    for key in missing {
-        if let Some(bytes) = read(store, &key).await? {
-            hold(objects, &key, bytes);
-        }
-    }
-    Ok(())
-}
-
 /// Reads slot `key` directly, summarised (its bytes kept among the objects held, with
 /// `Content::Held`); None when it is absent.
 async fn read_slot(
@@ -162,7 +132,7 @@ async fn read_slot(
 }
 
 /// Reads `key` directly; None when it is absent.
-async fn read(store: &Arc<dyn ObjectStore>, key: &str) -> Result<Option<Bytes>, String> {
+pub(super) async fn read(store: &Arc<dyn ObjectStore>, key: &str) -> Result<Option<Bytes>, String> {
     let path = StorePath::parse(key).map_err(|e| e.to_string())?;
     let got = match store.get(&path).await {
         Ok(got) => got,
@@ -207,32 +177,22 @@ async fn relist(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_store::{Hooked, Hooks};
     use super::*;
-    use async_trait::async_trait;
     use futures_util::stream::{BoxStream, StreamExt};
-    use object_store::{
-        CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, PutMultipartOptions,
-        PutOptions, PutPayload, PutResult, Result,
-    };
+    use object_store::{ObjectMeta, Result};
     use std::sync::atomic::{AtomicU32, Ordering};
 
-    /// A store whose listings leave `hidden` out, the first `times` times they reach it:
-    /// a local directory walked while a writer made that name.
+    /// Listings that leave `hidden` out, the first `times` times they reach it: a local
+    /// directory walked while a writer made that name.
     #[derive(Debug)]
     struct Hiding {
-        inner: Arc<dyn ObjectStore>,
         hidden: String,
         times: Arc<AtomicU32>,
     }
 
-    impl std::fmt::Display for Hiding {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            write!(f, "Hiding({})", self.inner)
-        }
-    }
-
-    impl Hiding {
-        fn hide(
+    impl Hooks for Hiding {
+        fn listed(
             &self,
             listed: BoxStream<'static, Result<ObjectMeta>>,
         ) -> BoxStream<'static, Result<ObjectMeta>> {
@@ -246,50 +206,6 @@ mod tests {
                     std::future::ready(!left_out)
                 })
                 .boxed()
-        }
-    }
-
-    #[async_trait]
-    impl ObjectStore for Hiding {
-        async fn put_opts(
-            &self,
-            location: &StorePath,
-            payload: PutPayload,
-            opts: PutOptions,
-        ) -> Result<PutResult> {
-            self.inner.put_opts(location, payload, opts).await
-        }
-        async fn put_multipart_opts(
-            &self,
-            location: &StorePath,
-            opts: PutMultipartOptions,
-        ) -> Result<Box<dyn MultipartUpload>> {
-            self.inner.put_multipart_opts(location, opts).await
-        }
-        async fn get_opts(&self, location: &StorePath, options: GetOptions) -> Result<GetResult> {
-            self.inner.get_opts(location, options).await
-        }
-        fn delete_stream(
-            &self,
-            locations: BoxStream<'static, Result<StorePath>>,
-        ) -> BoxStream<'static, Result<StorePath>> {
-            self.inner.delete_stream(locations)
-        }
-        fn list(&self, prefix: Option<&StorePath>) -> BoxStream<'static, Result<ObjectMeta>> {
-            self.hide(self.inner.list(prefix))
-        }
-        fn list_with_offset(
-            &self,
-            prefix: Option<&StorePath>,
-            offset: &StorePath,
-        ) -> BoxStream<'static, Result<ObjectMeta>> {
-            self.hide(self.inner.list_with_offset(prefix, offset))
-        }
-        async fn list_with_delimiter(&self, prefix: Option<&StorePath>) -> Result<ListResult> {
-            self.inner.list_with_delimiter(prefix).await
-        }
-        async fn copy_opts(&self, from: &StorePath, to: &StorePath, options: CopyOptions) -> Result<()> {
-            self.inner.copy_opts(from, to, options).await
         }
     }
 
@@ -337,11 +253,8 @@ mod tests {
         let sequences = chain_sequences(&whole);
         assert!(sequences.len() >= 3, "the writer committed a few slots: {}", sequences.len());
         let middle = keys.slot(sequences[1]);
-        let hiding: Arc<dyn ObjectStore> = Arc::new(Hiding {
-            inner: store.clone(),
-            hidden: middle.clone(),
-            times: Arc::new(AtomicU32::new(1)),
-        });
+        let hiding =
+            Hooked::store(&store, Hiding { hidden: middle.clone(), times: Arc::new(AtomicU32::new(1)) });
         let listed = super::super::read_all(&hiding, &prefix).await.expect("read");
         assert!(!listed.iter().any(|(k, _, _)| *k == middle), "the listing left {middle} out");
         let scan = settled(&hiding, &prefix, &keys).await;

@@ -24,12 +24,15 @@ use std::ops::Bound;
 use bytes::Bytes;
 use core::fmt;
 use core::str::FromStr;
+use core::time::Duration;
 use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
 use slotlog_kernel::time::Instant;
 
+use crate::time::micros;
+
 /// GCS allows one write per second to one object name; faster rewrites or deletes get a
 /// 429 (GCS docs, "Quotas and limits": "one write per second to the same object name").
-pub const NAME_UPDATE_INTERVAL_US: u64 = 1_000_000;
+pub const NAME_UPDATE_INTERVAL: Duration = Duration::from_secs(1);
 /// GCS returns at most 1,000 items per listing page (`maxResults` default and cap).
 pub const LIST_LIMIT_MAX: u32 = 1_000;
 /// S3 answers 409 to a conditional create when a delete of the same name succeeded while
@@ -37,7 +40,7 @@ pub const LIST_LIMIT_MAX: u32 = 1_000;
 /// succeeded before the conditional write operation completed"). The store does not see
 /// when a request began, so it treats a create landing this soon after a delete of its
 /// name as in progress then (assumed: 50 ms, about one create's time at the store).
-pub const S3_CREATE_DELETE_RACE_US: u64 = 50_000;
+pub const S3_CREATE_DELETE_RACE: Duration = Duration::from_millis(50);
 /// A content token is this many bytes of the BLAKE3 of the object's bytes, in hex and
 /// quoted, the shape of an S3 ETag (an MD5, 16 bytes).
 const CONTENT_TOKEN_BYTES: usize = 16;
@@ -103,12 +106,12 @@ impl FromStr for VersionTokens {
 pub struct StoreRules {
     /// A create, rewrite or delete of a name mutated less than this long ago gets a 429;
     /// `None`: no per-name limit (S3 documents none).
-    pub name_update_interval_us: Option<u64>,
+    pub name_update_interval: Option<Duration>,
     /// What an object's version token is.
     pub tokens: VersionTokens,
     /// S3's 409: a create landing within this long after a delete of its name is refused
     /// `Unavailable` and does not happen; `None` on GCS, which has no such conflict.
-    pub create_delete_race_us: Option<u64>,
+    pub create_delete_race: Option<Duration>,
     /// A create or rewrite answers with the object's creation time: GCS's JSON API does,
     /// an S3 PUT does not.
     pub write_times: bool,
@@ -118,9 +121,9 @@ impl StoreRules {
     /// GCS: one mutation per name per second, generations, no create/delete conflict.
     pub fn gcs() -> Self {
         StoreRules {
-            name_update_interval_us: Some(NAME_UPDATE_INTERVAL_US),
+            name_update_interval: Some(NAME_UPDATE_INTERVAL),
             tokens: VersionTokens::Generation,
-            create_delete_race_us: None,
+            create_delete_race: None,
             write_times: true,
         }
     }
@@ -129,9 +132,9 @@ impl StoreRules {
     /// delete.
     pub fn s3() -> Self {
         StoreRules {
-            name_update_interval_us: None,
+            name_update_interval: None,
             tokens: VersionTokens::Content,
-            create_delete_race_us: Some(S3_CREATE_DELETE_RACE_US),
+            create_delete_race: Some(S3_CREATE_DELETE_RACE),
             write_times: false,
         }
     }
@@ -142,8 +145,12 @@ impl StoreRules {
     }
 
     pub(crate) fn validate(&self) {
-        assert!(self.name_update_interval_us != Some(0), "a per-name interval must be positive");
-        assert!(self.create_delete_race_us != Some(0), "a race window must be positive");
+        // Virtual time is whole µs: a window under 1 µs would be none.
+        assert!(
+            self.name_update_interval.is_none_or(|i| micros(i) > 0),
+            "a per-name interval must be positive"
+        );
+        assert!(self.create_delete_race.is_none_or(|w| micros(w) > 0), "a race window must be positive");
     }
 }
 
@@ -280,10 +287,10 @@ impl Objects {
                 }
                 if let Some(&deleted_us) = self.deleted_at_us.get(key) {
                     let since_us = at_us.saturating_sub(deleted_us);
-                    if self.rules.create_delete_race_us.is_some_and(|w| since_us < w) {
+                    if self.rules.create_delete_race.is_some_and(|w| since_us < micros(w)) {
                         return Err(BlobError::Unavailable);
                     }
-                    if self.rules.name_update_interval_us.is_some_and(|i| since_us < i) {
+                    if self.rules.name_update_interval.is_some_and(|i| since_us < micros(i)) {
                         return Err(BlobError::Throttled);
                     }
                     self.deleted_at_us.remove(key);
@@ -338,7 +345,8 @@ impl Objects {
         if !matches {
             return Err(BlobError::PreconditionFailed);
         }
-        if self.rules.name_update_interval_us.is_some_and(|i| at_us < o.created_at_us.saturating_add(i)) {
+        if self.rules.name_update_interval.is_some_and(|i| at_us < o.created_at_us.saturating_add(micros(i)))
+        {
             return Err(BlobError::Throttled);
         }
         Ok(())
@@ -348,9 +356,9 @@ impl Objects {
     fn remember_delete(&mut self, key: &str, at_us: u64) {
         let window_us = self
             .rules
-            .name_update_interval_us
-            .unwrap_or(0)
-            .max(self.rules.create_delete_race_us.unwrap_or(0));
+            .name_update_interval
+            .map_or(0, micros)
+            .max(self.rules.create_delete_race.map_or(0, micros));
         if window_us == 0 {
             return;
         }
@@ -688,7 +696,7 @@ mod tests {
 
     #[test]
     fn without_a_per_name_interval_updates_are_never_throttled() {
-        let rules = StoreRules { name_update_interval_us: None, ..StoreRules::gcs() };
+        let rules = StoreRules { name_update_interval: None, ..StoreRules::gcs() };
         let mut objects = Objects::with_rules(rules);
         let g = created(objects.apply(at_ms(0), &create("n", "v1"))).generation;
         let g = rewritten(objects.apply(at_ms(1), &rewrite("n", "v2", &g))).generation;
@@ -701,7 +709,7 @@ mod tests {
         let mut objects = Objects::with_rules(StoreRules::s3());
         let g = created(objects.apply(at_ms(0), &create("shard", "bytes"))).generation;
         assert_eq!(objects.apply(at_ms(10), &delete("shard", &g)), Ok(BlobOutcome::Deleted));
-        let window_ms = S3_CREATE_DELETE_RACE_US / 1_000;
+        let window_ms = S3_CREATE_DELETE_RACE.as_millis() as u64;
         // In progress when the delete succeeded: 409, which the driver maps to
         // Unavailable, and the create did not happen.
         assert_eq!(

@@ -3,6 +3,7 @@
 
 use core::fmt;
 use core::str::FromStr;
+use core::time::Duration;
 
 use slotlog_kernel::blob::BlobOp;
 
@@ -11,21 +12,21 @@ use super::latency::LatencyModel;
 // --- gcs: real GCS, from the project's records ------------------------------------------
 
 /// Small create, idle bucket: p50 40 ms (record: "small create about 40 ms p50 alone").
-pub const GCS_CREATE_MEDIAN_US: u64 = 40_000;
+pub const GCS_CREATE_MEDIAN: Duration = Duration::from_millis(40);
 /// Small create, idle bucket: p99 50 ms (record: "50 ms p99 alone").
-pub const GCS_CREATE_P99_US: u64 = 50_000;
+pub const GCS_CREATE_P99: Duration = Duration::from_millis(50);
 /// Get: p50 22 ms, within the record's "get 18 to 37 ms".
-pub const GCS_GET_MEDIAN_US: u64 = 22_000;
+pub const GCS_GET_MEDIAN: Duration = Duration::from_millis(22);
 /// Get: p99 37 ms, the top of the record's range.
-pub const GCS_GET_P99_US: u64 = 37_000;
+pub const GCS_GET_P99: Duration = Duration::from_millis(37);
 /// Metadata read: p50 12 ms (record: "metadata read 11 to 14 ms").
-pub const GCS_STAT_MEDIAN_US: u64 = 12_000;
+pub const GCS_STAT_MEDIAN: Duration = Duration::from_millis(12);
 /// Metadata read: p99 14 ms.
-pub const GCS_STAT_P99_US: u64 = 14_000;
+pub const GCS_STAT_P99: Duration = Duration::from_millis(14);
 /// List: p50 30 ms (record: "list about 30 ms").
-pub const GCS_LIST_MEDIAN_US: u64 = 30_000;
+pub const GCS_LIST_MEDIAN: Duration = Duration::from_millis(30);
 /// List: p99 40 ms (assumed; the record gives only the typical figure).
-pub const GCS_LIST_P99_US: u64 = 40_000;
+pub const GCS_LIST_P99: Duration = Duration::from_millis(40);
 /// Transfer at about 50 MB/s: 20 µs per KiB is 51.2 MB/s (record: "size-dependent
 /// transfer time"; single-stream GCS throughput from one VM).
 pub const GCS_TRANSFER_US_PER_KIB: f64 = 20.0;
@@ -46,24 +47,24 @@ pub const GCS_TAIL_FACTOR_MAX: f64 = 5.0;
 // --- gcs-shaped: the record's in-process model ------------------------------------------
 
 /// The record's in-process model: "create 45 ms".
-pub const SHAPED_CREATE_US: u64 = 45_000;
+pub const SHAPED_CREATE: Duration = Duration::from_millis(45);
 /// "get 25 ms".
-pub const SHAPED_GET_US: u64 = 25_000;
+pub const SHAPED_GET: Duration = Duration::from_millis(25);
 /// "list 30 ms".
-pub const SHAPED_LIST_US: u64 = 30_000;
+pub const SHAPED_LIST: Duration = Duration::from_millis(30);
 /// Metadata read, from the gcs figures (12 ms).
-pub const SHAPED_STAT_US: u64 = 12_000;
+pub const SHAPED_STAT: Duration = Duration::from_millis(12);
 /// Rewrite is a write like create.
-pub const SHAPED_REWRITE_US: u64 = 45_000;
+pub const SHAPED_REWRITE: Duration = Duration::from_millis(45);
 /// Delete is a metadata operation like stat.
-pub const SHAPED_DELETE_US: u64 = 12_000;
+pub const SHAPED_DELETE: Duration = Duration::from_millis(12);
 /// "a tenth of jitter": each call times a uniform factor in [0.9, 1.1).
 pub const SHAPED_JITTER: f64 = 0.1;
 
 // --- fast: the record's fast model ------------------------------------------------------
 
 /// The record's fast model: "2 ms calls".
-pub const FAST_CALL_US: u64 = 2_000;
+pub const FAST_CALL: Duration = Duration::from_millis(2);
 /// The same tenth of jitter as gcs-shaped.
 pub const FAST_JITTER: f64 = 0.1;
 
@@ -216,14 +217,14 @@ impl Profile {
 
     /// Real GCS.
     pub fn gcs() -> Self {
-        let create = LatencyModel::LogNormal { median_us: GCS_CREATE_MEDIAN_US, p99_us: GCS_CREATE_P99_US };
-        let stat = LatencyModel::LogNormal { median_us: GCS_STAT_MEDIAN_US, p99_us: GCS_STAT_P99_US };
+        let create = LatencyModel::LogNormal { median: GCS_CREATE_MEDIAN, p99: GCS_CREATE_P99 };
+        let stat = LatencyModel::LogNormal { median: GCS_STAT_MEDIAN, p99: GCS_STAT_P99 };
         Profile {
             kind: ProfileKind::Gcs,
             create,
-            get: LatencyModel::LogNormal { median_us: GCS_GET_MEDIAN_US, p99_us: GCS_GET_P99_US },
+            get: LatencyModel::LogNormal { median: GCS_GET_MEDIAN, p99: GCS_GET_P99 },
             stat,
-            list: LatencyModel::LogNormal { median_us: GCS_LIST_MEDIAN_US, p99_us: GCS_LIST_P99_US },
+            list: LatencyModel::LogNormal { median: GCS_LIST_MEDIAN, p99: GCS_LIST_P99 },
             rewrite: create,
             delete: stat,
             refusal: stat,
@@ -238,16 +239,16 @@ impl Profile {
 
     /// The record's in-process model.
     pub fn gcs_shaped() -> Self {
-        let j = |base_us| LatencyModel::Jittered { base_us, jitter: SHAPED_JITTER };
+        let j = |base| LatencyModel::Jittered { base, jitter: SHAPED_JITTER };
         Profile {
             kind: ProfileKind::GcsShaped,
-            create: j(SHAPED_CREATE_US),
-            get: j(SHAPED_GET_US),
-            stat: j(SHAPED_STAT_US),
-            list: j(SHAPED_LIST_US),
-            rewrite: j(SHAPED_REWRITE_US),
-            delete: j(SHAPED_DELETE_US),
-            refusal: j(SHAPED_STAT_US),
+            create: j(SHAPED_CREATE),
+            get: j(SHAPED_GET),
+            stat: j(SHAPED_STAT),
+            list: j(SHAPED_LIST),
+            rewrite: j(SHAPED_REWRITE),
+            delete: j(SHAPED_DELETE),
+            refusal: j(SHAPED_STAT),
             ..Self::flat(ProfileKind::GcsShaped)
         }
     }
@@ -257,9 +258,9 @@ impl Profile {
         Self::flat(ProfileKind::Fast)
     }
 
-    /// Every call [`FAST_CALL_US`] with jitter, and no load, tail or transfer term.
+    /// Every call [`FAST_CALL`] with jitter, and no load, tail or transfer term.
     fn flat(kind: ProfileKind) -> Self {
-        let m = LatencyModel::Jittered { base_us: FAST_CALL_US, jitter: FAST_JITTER };
+        let m = LatencyModel::Jittered { base: FAST_CALL, jitter: FAST_JITTER };
         Profile {
             kind,
             create: m,
@@ -327,7 +328,7 @@ mod tests {
     fn gcs_write_median_rises_with_load_and_caps() {
         let p = Profile::gcs();
         assert_eq!(p.write_load_scale(0.0), 1.0);
-        let at_400 = GCS_CREATE_MEDIAN_US as f64 * p.write_load_scale(400.0);
+        let at_400 = GCS_CREATE_MEDIAN.as_micros() as f64 * p.write_load_scale(400.0);
         assert!((at_400 - 44_800.0).abs() < 1.0);
         assert!((p.write_load_scale(1_000.0) - 1.3).abs() < 1e-12);
         assert_eq!(p.write_load_scale(5_000.0), p.write_load_scale(1_000.0));

@@ -82,7 +82,7 @@ async fn gcs_over_http_passes_the_suite() {
 /// overtaken by a rewrite of the same bytes is refused and keeps the object.
 #[tokio::test(flavor = "multi_thread")]
 async fn gcs_over_http_conditional_delete_is_fenced_on_the_listed_generation() {
-    let (_server, base) = serve(Config { name_update_interval_us: None, ..Config::new(BUCKET) }).await;
+    let (_server, base) = serve(Config { name_update_interval: None, ..Config::new(BUCKET) }).await;
     let (store, backend) = gcs_store(builder(&base)).unwrap();
     let blobs = ObjectStoreBlobs::new(store, backend);
     let key = "w/ckpt/shard".to_string();
@@ -119,7 +119,7 @@ async fn gcs_over_http_conditional_delete_is_fenced_on_the_listed_generation() {
 /// acknowledges every write as committed, once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_create_retried_by_object_store_into_already_exists_is_settled_as_ours() {
-    let config = Config { name_update_interval_us: None, ..Config::new(BUCKET) };
+    let config = Config { name_update_interval: None, ..Config::new(BUCKET) };
     let (server, base) = serve(config).await;
     // The conditional delete's backend from the crate; the store with object_store's
     // retries on, which `gcs_store` would have turned off.

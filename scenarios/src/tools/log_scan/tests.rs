@@ -26,7 +26,7 @@ async fn written(name: &str) -> (Keys, Vec<Object>) {
     (Keys::new(&prefix), objects)
 }
 
-/// The log in `objects` judged as `verify` judges it (every object held).
+/// The log in `objects` judged from the bytes held (every object read with the listing).
 fn judged(keys: &Keys, objects: &[Object]) -> LogScan {
     let log = super::super::listed_log(keys, objects)
         .into_iter()
