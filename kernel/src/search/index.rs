@@ -31,6 +31,9 @@ pub(crate) struct ContentIndex {
     /// found without sorting them.
     met_by: Vec<u64>,
     inserts: u64,
+    /// By word id: the container (body id >> 16) this index last put the word's bodies
+    /// in, and at most how many bodies that container holds (see [`ContentIndex::post`]).
+    tails: Vec<(u32, u32)>,
     body_ids: HashMap<Hash32, u32>,
     bodies: Vec<Option<Indexed>>,
     free_body_ids: Vec<u32>,
@@ -46,6 +49,10 @@ struct Scratch {
     distinct: Vec<u32>,
     folded: String,
 }
+
+/// The most values a roaring array container holds; past it the container is a bitmap
+/// (roaring's `ARRAY_LIMIT`, not exported).
+const ARRAY_CONTAINER_MAX: u32 = 4_096;
 
 /// Bytes a map entry and its bookkeeping cost, beyond the key's own bytes.
 const ENTRY_OVERHEAD: usize = 48;
@@ -110,8 +117,7 @@ impl ContentIndex {
             }
         }
         for &word_id in &distinct {
-            // Not `try_push`: on a bitmap container it scans for the maximum first.
-            self.words[word_id as usize].1.insert(id);
+            self.post(word_id, id);
             cost += 4;
         }
         cost += encoded.len();
@@ -139,6 +145,29 @@ impl ContentIndex {
         new_bytes
     }
 
+    /// Puts body `id` in word `word_id`'s posting. Fresh body ids only grow, so most
+    /// often this is an append, and `try_push` appends to an array container without
+    /// searching it (a search of a posting was most of an insert's time at a million
+    /// bodies, its cache misses); but on a bitmap container (past 4,096 bodies)
+    /// `try_push` first scans for its maximum, where `insert` sets one bit. A container is
+    /// a bitmap exactly when it holds more than 4,096 (roaring converts at every insert
+    /// and remove), so an upper bound on the tail container's bodies below that says it
+    /// is an array.
+    fn post(&mut self, word_id: u32, id: u32) {
+        let posting = &mut self.words[word_id as usize].1;
+        let tail = &mut self.tails[word_id as usize];
+        let container = id >> 16;
+        if tail.0 != container {
+            let first = container << 16;
+            *tail = (container, posting.range_cardinality(first..=first | 0xffff) as u32);
+        }
+        // Removes only lower the true count, so `tail.1` stays an upper bound.
+        if tail.1 >= ARRAY_CONTAINER_MAX || posting.try_push(id).is_err() {
+            posting.insert(id);
+        }
+        tail.1 = tail.1.saturating_add(1);
+    }
+
     fn word_id(&mut self, word: &str) -> (u32, usize) {
         if let Some(&id) = self.word_ids.get(word) {
             return (id, 0);
@@ -148,11 +177,13 @@ impl ContentIndex {
         let id = match self.free_word_ids.pop() {
             Some(id) => {
                 self.words[id as usize] = (Some(word.clone()), RoaringBitmap::new());
+                self.tails[id as usize] = (u32::MAX, 0);
                 id
             }
             None => {
                 self.words.push((Some(word.clone()), RoaringBitmap::new()));
                 self.met_by.push(0);
+                self.tails.push((u32::MAX, 0));
                 (self.words.len() - 1) as u32
             }
         };
@@ -485,6 +516,28 @@ mod tests {
         index.remove(&b);
         index.remove(&c);
         assert_eq!(index.bytes(), 0);
+    }
+
+    #[test]
+    fn postings_past_an_array_container_and_across_containers_hold_every_body() {
+        let mut index = ContentIndex::default();
+        // Past 65,536 bodies (two containers), "all" past 4,096 in each (bitmaps).
+        let bodies: Vec<_> = (0..70_000).map(|i| body(&format!("all n{} m{i}", i % 3))).collect();
+        for (h, b) in &bodies {
+            index.insert(*h, b);
+        }
+        assert_eq!(matching(&index, "all").len(), 70_000);
+        // Free ids low in the first container, then reuse them out of order.
+        for (h, _) in bodies.iter().step_by(7) {
+            index.remove(h);
+        }
+        assert_eq!(matching(&index, "all").len(), 70_000 - 10_000);
+        for (h, b) in bodies.iter().step_by(7) {
+            index.insert(*h, b);
+        }
+        assert_eq!(matching(&index, "all").len(), 70_000);
+        assert_eq!(matching(&index, "n1").len(), 70_000 / 3);
+        assert_eq!(matching(&index, "m69999"), vec![bodies[69_999].0]);
     }
 
     #[test]
