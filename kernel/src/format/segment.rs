@@ -36,7 +36,9 @@ pub fn segment_window(now_ms: u64) -> u64 {
 pub struct SegmentBody {
     /// BLAKE3 of `body`, as a body blob is named (SPEC 6).
     pub hash: Hash32,
-    /// The raw body.
+    /// The raw body. Postcard writes a byte string and a sequence of bytes alike (its
+    /// length, then the bytes), so this reads the bytes at once, not one by one.
+    #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
 }
 

@@ -33,6 +33,7 @@ use bytes::Bytes;
 use core::time::Duration;
 use index::ContentIndex;
 use query::{words, Query};
+use rustc_hash::FxHashSet;
 pub(crate) use segments::SearchCall;
 use segments::{Loaded, Room, SegmentLoad};
 use std::collections::{BTreeSet, VecDeque};
@@ -161,8 +162,10 @@ pub(crate) struct Search {
     /// No build starts before this (after a drop for size).
     refused_until: Option<Instant>,
     index: ContentIndex,
-    /// Bodies the served state holds that are not indexed.
-    missing: BTreeSet<Hash32>,
+    /// Bodies the served state holds that are not indexed. A hash set (a fixed hasher, and
+    /// nothing depends on its order): a build takes one out per body, and at a million
+    /// bodies B-tree searches, this set's among them, were about 5% of a build's samples.
+    missing: FxHashSet<Hash32>,
     /// Of those, the ones not asked for yet, in the order they were found.
     queue: VecDeque<Hash32>,
     fetching: BTreeSet<Hash32>,
@@ -194,7 +197,7 @@ impl Search {
             settled_at: Instant::ZERO,
             refused_until: None,
             index: ContentIndex::default(),
-            missing: BTreeSet::new(),
+            missing: FxHashSet::default(),
             queue: VecDeque::new(),
             fetching: BTreeSet::new(),
             ready: VecDeque::new(),
@@ -425,6 +428,10 @@ impl Search {
                 self.drop_index(sn);
                 return;
             }
+        }
+        // Emptied, the set gives back its table (a million entries' after a build).
+        if self.missing.is_empty() {
+            self.missing = FxHashSet::default();
         }
     }
 
