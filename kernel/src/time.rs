@@ -43,13 +43,14 @@ impl Instant {
 }
 
 /// `d` in whole µs, saturating at `u64::MAX`: how the kernel compares a configured
-/// `Duration` with a store's µs timestamps.
-pub(crate) fn micros(d: Duration) -> u64 {
+/// `Duration` with a store's µs timestamps, and the simulator counts virtual time.
+pub fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-/// `d` in whole ms, saturating at `u64::MAX`: for draws made in ms (a checkpoint's jitter).
-pub(crate) fn millis(d: Duration) -> u64 {
+/// `d` in whole ms, saturating at `u64::MAX`: for draws made in ms (a checkpoint's jitter,
+/// the simulator's draws).
+pub fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 

@@ -3,15 +3,8 @@
 
 use core::time::Duration;
 
-/// `d` in whole µs, saturating at `u64::MAX`: the unit of virtual time.
-pub(crate) fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
-/// `d` in whole ms, saturating at `u64::MAX`: for draws made in whole ms.
-pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
+/// Whole µs (virtual time's unit) and whole ms, saturating: the kernel's conversions.
+pub(crate) use slotlog_kernel::time::{micros, millis};
 
 /// `d` in ms with its µs as a fraction: for draws made in ms. Exact for whole ms, so a
 /// draw is the one a count of ms made.

@@ -206,8 +206,7 @@ impl Opening {
                 if self.world_id.is_some_and(|w| w != marker.world_id) {
                     return Err(FailReason::ForeignWorld);
                 }
-                self.merge_rule = marker.merge_rule;
-                self.genesis(marker.world_id, Hash32::of(&bytes), now);
+                self.genesis(&marker, Hash32::of(&bytes), now);
                 // A genesis may have stopped before checkpoint zero: look, and make it if not.
                 self.list_checkpoints(now, io);
             }
@@ -246,8 +245,7 @@ impl Opening {
             (OpenCall::MarkerCreate, Ok(_)) => {
                 let BlobOp::Create { bytes, .. } = &call.op else { unreachable!("a create") };
                 let marker = Marker::decode(bytes).expect("our own marker decodes");
-                self.merge_rule = marker.merge_rule;
-                self.genesis(marker.world_id, Hash32::of(bytes), now);
+                self.genesis(&marker, Hash32::of(bytes), now);
                 // Our marker is new, so no checkpoint can predate it: no listing needed.
                 self.create_checkpoint_zero(now, io);
             }
@@ -347,8 +345,12 @@ impl Opening {
         Ok(())
     }
 
-    fn genesis(&mut self, world_id: WorldId, marker_hash: Hash32, now: Instant) {
+    /// The world's marker, read or made, and its hash: the anchor, the merge rule, and
+    /// the world before its first slot.
+    fn genesis(&mut self, marker: &Marker, marker_hash: Hash32, now: Instant) {
+        let world_id = marker.world_id;
         self.anchor = Some((world_id, marker_hash));
+        self.merge_rule = marker.merge_rule;
         let world = WorldState::genesis(world_id, marker_hash);
         self.world = Some(Snapshot::new(world, self.recent_slots_max, self.views, now));
     }
