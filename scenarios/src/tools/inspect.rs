@@ -117,7 +117,8 @@ pub async fn inspect_store(
     };
     // A listing is a hint: settle its gaps before judging the chain (`settle`).
     let content = Content::Store(store);
-    let mut scan = super::settle::settle_log(store, &keys, &marker, &mut objects, log, content).await?;
+    let mut scan =
+        super::settle::settle_log(store, &keys, &marker, &mut objects, log, content, |_, _| ()).await?.scan;
     if !scan.log.is_empty() {
         counts.insert("slots", (scan.log.len() as u64, scan.log.iter().map(|s| s.size).sum()));
     }
@@ -217,7 +218,10 @@ mod tests {
         let Listing { mut objects, log, .. } = list(&store, &prefix, &keys).await.expect("listed");
         let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).expect("a marker").1.clone();
         let content = Content::Store(&store);
-        let mut scan = settle_log(&store, &keys, &marker, &mut objects, log, content).await.expect("settled");
+        let mut scan = settle_log(&store, &keys, &marker, &mut objects, log, content, |_, _| ())
+            .await
+            .expect("settled")
+            .scan;
         let problems =
             checkpoint_problems(&keys, &marker, &objects, &mut scan, content).await.expect("judged");
         assert!(problems.iter().any(|p| p.contains(shard.as_str())), "{shard} named in {problems:?}");

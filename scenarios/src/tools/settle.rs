@@ -11,13 +11,15 @@
 //! Owns the reading of the log for judgement: every listed slot is read once (from the
 //! objects held, or from the store a few at a time) and summarised (`log_scan`), and
 //! every slot a settling read finds is summarised the same way; with `Content::Held` its
-//! bytes join the objects held too.
+//! bytes join the objects held too. A caller that needs more of each slot than the chain
+//! does (`verify`: where each operation sits) gathers it from the same read (`Gather`).
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use slotlog_kernel::format::{ChainProblem, Keys};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::log_scan::{judge_log, LogScan, SlotSummary};
@@ -29,24 +31,37 @@ pub type Object = (String, Bytes, u64);
 /// Names read directly to settle gaps, at most: a bound, not a budget any world reaches.
 const SETTLE_READS_MAX: usize = 1_000_000;
 
+/// What a caller keeps of each slot object besides its summary, taken from the bytes the
+/// summary was made from, so the log is read once for both.
+pub type Gather<G> = fn(&str, &[u8]) -> G;
+
+/// What settling found: the judged log, and what `Gather` kept of every object under
+/// `log/` it summarised, by key (the slots that make the world among them).
+pub struct Settled<G> {
+    pub scan: LogScan,
+    pub gathered: BTreeMap<String, G>,
+}
+
 /// Settles every gap in the log `listed` (the keys under `log/` the listing held, with
 /// their sizes, in key order) as the module docs say, against the marker and the
 /// checkpoint records in `objects` (key order); returns the judgement of the settled log,
-/// its anchor's checkpoint loaded.
-pub async fn settle_log(
+/// its anchor's checkpoint loaded, and what `gather` kept of every slot object read.
+pub async fn settle_log<G: Send + 'static>(
     store: &Arc<dyn ObjectStore>,
     keys: &Keys,
     marker: &[u8],
     objects: &mut Vec<Object>,
     listed: Vec<(String, u64)>,
     content: Content<'_>,
-) -> Result<LogScan, String> {
+    gather: Gather<G>,
+) -> Result<Settled<G>, String> {
     let newest_checkpoint =
         objects.iter().filter_map(|(k, _, _)| keys.parse_checkpoint(k)).max().unwrap_or(1);
-    let mut log = summarise(objects, listed, content).await?;
+    let mut gathered = BTreeMap::new();
+    let mut log = summarise(objects, listed, content, gather, &mut gathered).await?;
     let first = keys.slot(1);
     if !log.iter().any(|s| s.key == first) {
-        let found = read_slot(store, &first, objects, content).await?;
+        let found = read_slot(store, &first, objects, content, gather, &mut gathered).await?;
         add(&mut log, found);
     }
     for _ in 0..SETTLE_READS_MAX {
@@ -57,23 +72,23 @@ pub async fn settle_log(
             None if scan.chain.tip + 1 < newest_checkpoint => scan.chain.tip + 1,
             _ => {
                 scan.load_anchor(keys, objects, content);
-                return Ok(scan);
+                return Ok(Settled { scan, gathered });
             }
         };
         let key = keys.slot(wanted);
         let mut found: Vec<SlotSummary> =
-            read_slot(store, &key, objects, content).await?.into_iter().collect();
+            read_slot(store, &key, objects, content, gather, &mut gathered).await?.into_iter().collect();
         if found.is_empty() {
             // Absent: list once more from the name; still absent, the scan's verdict stands.
             let after = (wanted > 1).then(|| keys.slot(wanted - 1));
             let relisted = relist(store, &keys.log_prefix(), after.as_deref()).await?;
             if !relisted.contains(&key) {
                 scan.load_anchor(keys, objects, content);
-                return Ok(scan);
+                return Ok(Settled { scan, gathered });
             }
             let known = |k: &String| scan.log.binary_search_by(|s| s.key.cmp(k)).is_ok();
             for k in relisted.iter().filter(|k| !known(k)) {
-                found.extend(read_slot(store, k, objects, content).await?);
+                found.extend(read_slot(store, k, objects, content, gather, &mut gathered).await?);
             }
         }
         log = scan.log;
@@ -82,27 +97,39 @@ pub async fn settle_log(
     Err(format!("more than {SETTLE_READS_MAX} names missing from the listings"))
 }
 
-/// The listed slots, summarised in key order: from the bytes held, or read from the store
-/// a few at a time, each let go once summarised.
-async fn summarise(
+/// The listed slots, summarised in key order (what `gather` keeps of each into
+/// `gathered`): from the bytes held, or read from the store a few at a time, each let go
+/// once summarised.
+async fn summarise<G: Send + 'static>(
     objects: &[Object],
     listed: Vec<(String, u64)>,
     content: Content<'_>,
+    gather: Gather<G>,
+    gathered: &mut BTreeMap<String, G>,
 ) -> Result<Vec<SlotSummary>, String> {
-    match content {
+    let kept: Vec<(SlotSummary, G)> = match content {
         Content::Held => listed
             .into_iter()
             .map(|(key, size)| match objects.binary_search_by(|(k, _, _)| k.cmp(&key)) {
-                Ok(i) => Ok(SlotSummary::of(&key, &objects[i].1, size)),
+                Ok(i) => Ok((SlotSummary::of(&key, &objects[i].1, size), gather(&key, &objects[i].1))),
                 Err(_) => Err(format!("{key} is listed but not held")),
             })
-            .collect(),
+            .collect::<Result<_, String>>()?,
         Content::Store(store) => {
-            super::read_each(store, listed, |key, bytes, size| Ok(SlotSummary::of(key, &bytes, size)))
-                .try_collect()
-                .await
+            super::read_each(store, listed, move |key, bytes, size| {
+                Ok((SlotSummary::of(key, &bytes, size), gather(key, &bytes)))
+            })
+            .try_collect()
+            .await?
         }
-    }
+    };
+    Ok(kept
+        .into_iter()
+        .map(|(summary, g)| {
+            gathered.insert(summary.key.clone(), g);
+            summary
+        })
+        .collect())
 }
 
 /// Adds summaries to `log`, in key order.
@@ -115,16 +142,19 @@ fn add(log: &mut Vec<SlotSummary>, found: impl IntoIterator<Item = SlotSummary>)
     }
 }
 
-/// Reads slot `key` directly, summarised (its bytes kept among the objects held, with
-/// `Content::Held`); None when it is absent.
-async fn read_slot(
+/// Reads slot `key` directly, summarised (what `gather` keeps of it into `gathered`; its
+/// bytes kept among the objects held, with `Content::Held`); None when it is absent.
+async fn read_slot<G>(
     store: &Arc<dyn ObjectStore>,
     key: &str,
     objects: &mut Vec<Object>,
     content: Content<'_>,
+    gather: Gather<G>,
+    gathered: &mut BTreeMap<String, G>,
 ) -> Result<Option<SlotSummary>, String> {
     let Some(bytes) = read(store, key).await? else { return Ok(None) };
     let summary = SlotSummary::of(key, &bytes, bytes.len() as u64);
+    gathered.insert(key.to_string(), gather(key, &bytes));
     if let Content::Held = content {
         hold(objects, key, bytes);
     }
@@ -237,7 +267,10 @@ mod tests {
         let mut objects = super::super::read_all(store, prefix).await.expect("read");
         let marker = objects.iter().find(|(k, _, _)| *k == keys.marker()).expect("a marker").1.clone();
         let listed = super::super::listed_log(keys, &objects);
-        settle_log(store, keys, &marker, &mut objects, listed, Content::Held).await.expect("settled")
+        settle_log(store, keys, &marker, &mut objects, listed, Content::Held, |_, _| ())
+            .await
+            .expect("settled")
+            .scan
     }
 
     /// The first sequences of the chain's slots.

@@ -11,10 +11,10 @@
 //! slot's or body's bytes:
 //! - the listing keeps the marker and checkpoint records (read) and the slots' names;
 //! - the log is judged from summaries, every slot read once a few at a time
-//!   (`SLOT_READS_IN_FLIGHT_MAX`) and let go (`settle`, `log_scan`);
-//! - the slots that make the world are read once more, a few at a time, and kept only as
-//!   where each operation sits (its sequence, version and body hash) and the hashes of
-//!   the bodies slots carry;
+//!   (`SLOT_READS_IN_FLIGHT_MAX`) and let go (`settle`, `log_scan`); from the same read
+//!   each slot is kept only as where each operation sits (its sequence, version and body
+//!   hash) and the hashes of the bodies it carries, and of those only the slots that make
+//!   the world are judged;
 //! - a body not carried in a slot is read from its blob, a few at a time, only for an
 //!   acknowledged version that needs it, checked with `decode_body` and let go;
 //! - the checkpoints are judged by replaying the chain, its slots read back as they are
@@ -25,7 +25,6 @@
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use object_store::ObjectStore;
-use slotlog_kernel::format::slot::slot_hash;
 use slotlog_kernel::format::{decode_body, Keys, Slot};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::world::WorldState;
@@ -34,6 +33,7 @@ use std::sync::Arc;
 
 use super::inspect::{list, Listing};
 use super::log_scan::LogScan;
+use super::settle::{settle_log, Settled};
 use super::{Content, SLOT_READS_IN_FLIGHT_MAX};
 
 /// One line a writer logged: `acked <op id hex> <sequence> <version> <body hash hex> <path>`.
@@ -109,8 +109,9 @@ pub async fn judge(
         .ok_or_else(|| format!("no world at {url} prefix {prefix:?}: it has no marker"))?;
     // A listing is a hint: settle its gaps before judging the chain (`settle`).
     let content = Content::Store(store);
-    let mut scan = super::settle::settle_log(store, &keys, &marker, &mut objects, log, content).await?;
-    let Placements { in_log, carried } = placements(store, &scan).await?;
+    let Settled { mut scan, gathered } =
+        settle_log(store, &keys, &marker, &mut objects, log, content, slot_placements).await?;
+    let Placements { in_log, carried } = placements(&scan, gathered)?;
     let anchor =
         scan.anchor.as_ref().and_then(|a| a.world.as_ref().map(|w| (a.next_sequence, Collected::of(w))));
     let place = |a: &Acked| place_of(a, &in_log, anchor.as_ref());
@@ -207,30 +208,30 @@ struct Placements {
     carried: BTreeSet<Hash32>,
 }
 
-/// Reads the slots that make the world, a few at a time, each kept as its members'
-/// placements and its carried bodies' hashes and let go. A slot read back must be the
-/// bytes the log was judged from (its hash): objects are never rewritten, so other bytes
-/// are the store's fault.
-async fn placements(store: &Arc<dyn ObjectStore>, scan: &LogScan) -> Result<Placements, String> {
-    // A slot that makes the world decoded when it was judged: its link is there.
-    let judged = scan.slots().filter_map(|s| s.link().ok().map(|l| (s.key.clone(), l.hash)));
-    let mut read = super::read_each(store, judged, |key, bytes, hash| {
-        if slot_hash(&bytes) != hash {
-            return Err(format!("{key} read back other bytes than the log was judged from"));
-        }
-        let slot = Slot::decode(&bytes).map_err(|e| format!("{key}: {e}"))?;
-        let members: Vec<(String, Placement)> = slot
-            .members
-            .iter()
-            .map(|m| {
-                (m.op_id().to_string(), (m.sequence(), m.version.as_ref().map(|v| (v.version, v.body_hash))))
-            })
-            .collect();
-        let carried: Vec<Hash32> = slot.bodies_by_hash().map(|(h, _)| h).collect();
-        Ok((members, carried))
-    });
+/// What `verify` keeps of one slot object: its members' placements, by operation id,
+/// and the hashes of the bodies it carries (checked against them when it decoded); or why
+/// it does not decode.
+type SlotPlacements = Result<(Vec<(String, Placement)>, Vec<Hash32>), String>;
+
+fn slot_placements(key: &str, bytes: &[u8]) -> SlotPlacements {
+    let slot = Slot::decode(bytes).map_err(|e| format!("{key}: {e}"))?;
+    let members = slot
+        .members
+        .iter()
+        .map(|m| {
+            (m.op_id().to_string(), (m.sequence(), m.version.as_ref().map(|v| (v.version, v.body_hash))))
+        })
+        .collect();
+    Ok((members, slot.bodies_by_hash().map(|(h, _)| h).collect()))
+}
+
+/// The placements of the slots that make the world (`LogScan::slots`), from what settling
+/// gathered of every slot it read; the rest (forks, objects that are no slot) let go.
+fn placements(scan: &LogScan, mut gathered: BTreeMap<String, SlotPlacements>) -> Result<Placements, String> {
     let mut kept = Placements::default();
-    while let Some((members, carried)) = read.try_next().await? {
+    for s in scan.slots() {
+        let slot = gathered.remove(&s.key).ok_or_else(|| format!("{}: judged but never read", s.key))?;
+        let (members, carried) = slot?;
         for (op_id, placement) in members {
             kept.in_log.entry(op_id).or_default().push(placement);
         }
@@ -424,7 +425,12 @@ mod tests {
             "writes judged from the checkpoint's receipts: {line}"
         );
         let reads = slot_tally.reads();
-        assert!(reads >= 2 * slots.len() as u64, "every slot read to judge the chain and to place: {reads}");
+        // Once to judge the chain and place the operations, once more to replay the checkpoints.
+        assert!(
+            (slots.len() as u64..=2 * slots.len() as u64).contains(&reads),
+            "{reads} reads of {} slots: each read once to judge and place, once to replay",
+            slots.len()
+        );
         assert!(body_tally.reads() > 0, "bodies read from their blobs");
         let window = |sizes: &[u64]| SLOT_READS_IN_FLIGHT_MAX as u64 * sizes.iter().max().expect("objects");
         let (slots_held, bodies_held) = (slot_tally.held_max(), body_tally.held_max());
