@@ -188,6 +188,12 @@ pub struct Config {
     /// ...or once the newest one is this old and anything was applied since (record: 10
     /// minutes).
     pub checkpoint_interval: Duration,
+    /// ...or once the bodies the slots applied since the newest one carry (SPEC 5.7) reach
+    /// this many bytes. A compacting replica holds them in memory until a step writes them
+    /// out as blobs, and by the slot count alone that could be 8,192 slots of up to a MiB
+    /// each; 256 MiB bounds it (at a full MiB a slot, a step every 256 slots, about 10 s
+    /// of slots in series).
+    pub checkpoint_carried_bytes: u64,
     /// A due checkpoint waits a uniform draw up to this long, so replicas that applied the
     /// same slots do not all fold at once (record: a random delay; 10 s). Drawn in whole
     /// milliseconds, as the seeded runs always drew it.
@@ -375,6 +381,7 @@ impl Default for Config {
             compaction: CompactionRole::Eager,
             checkpoint_slots: 8_192,
             checkpoint_interval: Duration::from_secs(10 * 60),
+            checkpoint_carried_bytes: 256 * 1024 * 1024,
             checkpoint_jitter: Duration::from_secs(10),
             backstop_after: Duration::from_secs(20 * 60),
             checkpoint_creates_in_flight_max: 32,
@@ -430,12 +437,12 @@ pub enum ConfigError {
     /// `watches_max` is 0.
     #[error("a read, slot index, ring or watch limit is 0")]
     Reads,
-    /// A checkpoint cadence (`checkpoint_slots`, `checkpoint_interval`), in-flight or cache
-    /// limit is zero, `backstop_after` is under `checkpoint_interval`, or
+    /// A checkpoint cadence (`checkpoint_slots`, `checkpoint_interval`,
+    /// `checkpoint_carried_bytes`), in-flight or cache limit is zero, `backstop_after` is under `checkpoint_interval`, or
     /// `checkpoint_deltas_max` is above what a root may name.
     #[error(
-        "checkpoint limits: checkpoint_slots, checkpoint_interval and the in-flight and cache \
-         limits above zero, backstop_after >= checkpoint_interval, checkpoint_deltas_max <= {}",
+        "checkpoint limits: checkpoint_slots, checkpoint_interval, checkpoint_carried_bytes and \
+         the in-flight and cache limits above zero, backstop_after >= checkpoint_interval, checkpoint_deltas_max <= {}",
         crate::format::DELTAS_PER_ROOT_MAX
     )]
     Checkpoints,
@@ -499,6 +506,7 @@ impl Config {
         }
         if self.checkpoint_slots == 0
             || self.checkpoint_interval.is_zero()
+            || self.checkpoint_carried_bytes == 0
             || self.backstop_after < self.checkpoint_interval
             || self.checkpoint_creates_in_flight_max == 0
             || self.checkpoint_reads_in_flight_max == 0
@@ -580,6 +588,16 @@ mod tests {
             ..Config::default()
         };
         assert_eq!(longer.validate(), Ok(()), "a longer grace allows longer views");
+    }
+
+    #[test]
+    fn a_zero_checkpoint_cadence_of_any_kind_is_refused() {
+        let zero_slots = Config { checkpoint_slots: 0, ..Config::default() };
+        let zero_interval = Config { checkpoint_interval: Duration::ZERO, ..Config::default() };
+        let zero_carried = Config { checkpoint_carried_bytes: 0, ..Config::default() };
+        for c in [zero_slots, zero_interval, zero_carried] {
+            assert_eq!(c.validate(), Err(ConfigError::Checkpoints));
+        }
     }
 
     #[test]

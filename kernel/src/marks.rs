@@ -221,6 +221,9 @@ marks! {
 
     /// A run went on to its next bounded step.
     RunStepContinued = "run_step_continued",
+    /// A checkpoint came due by the bytes of the bodies the slots since the newest one
+    /// carry, before their count or the interval.
+    CheckpointDueCarried = "checkpoint_due_carried",
     /// A look found a newer checkpoint than this replica's: it adopts it instead of
     /// stepping (the defer rule).
     CheckpointAdopted = "checkpoint_adopted",

@@ -432,12 +432,12 @@ impl Harness {
         }
     }
 
-    /// Moves the clock on without firing anything.
     /// How often the replica took the branch `mark` names (the coverage marks).
     pub fn marked(&self, mark: crate::marks::Mark) -> u64 {
         self.replica.marks().count(mark)
     }
 
+    /// Moves the clock on without firing anything.
     pub fn advance_ms(&mut self, ms: u64) {
         self.now = self.now + Duration::from_millis(ms);
     }

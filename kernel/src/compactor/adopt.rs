@@ -239,11 +239,6 @@ impl Compactor {
         Ok(())
     }
 
-    fn ended_without_step(&mut self, now: Instant) {
-        self.looked_at = now;
-        self.slots_at_look = self.slots_applied;
-    }
-
     /// Gives up an adoption: the run ends as if nothing newer were listed, and the next
     /// look (a cadence later) tries again.
     fn abandon(&mut self, now: Instant, key: String, reason: FailReason, io: &mut Io) {
@@ -390,6 +385,7 @@ impl Compactor {
         self.newest_next_sequence = adoption.checkpoint.next_sequence;
         self.unusable.retain(|s| *s > adoption.checkpoint.next_sequence);
         self.slots_at_newest = sn.world.slots_applied();
+        self.carried_at_look = 0;
         self.newest_at = now;
         self.newest_created_us = Some(adoption.created_us);
         self.stored = adoption.names;

@@ -84,7 +84,6 @@ impl Compactor {
     fn withdrawn(&mut self, now: Instant) {
         self.run = None;
         self.run_target = None;
-        self.looked_at = now;
-        self.slots_at_look = self.slots_applied;
+        self.ended_without_step(now);
     }
 }

@@ -33,6 +33,8 @@ pub(crate) struct Ledger {
     dropped: VecDeque<StoredReceipt>,
     /// The slots applied since `base`, with their hashes, in order.
     slots: VecDeque<(Slot, Hash32)>,
+    /// Bytes of the bodies those slots carry: held here until a step writes them out.
+    carried_bytes: u64,
 }
 
 /// What the ledger held before a record, to undo it.
@@ -40,6 +42,7 @@ pub(crate) struct Ledger {
 pub(crate) struct Recorded {
     dropped: usize,
     slots: usize,
+    carried_bytes: u64,
 }
 
 /// The ledger's size, as a memory report reads it.
@@ -49,6 +52,9 @@ pub struct LedgerHeld {
     pub slots: usize,
     /// Documents those slots touched, each held as it was at that checkpoint.
     pub documents: usize,
+    /// Bytes of the bodies those slots carry (SPEC 5.7), held until a step writes them
+    /// out as blobs.
+    pub carried_bytes: u64,
 }
 
 /// Where a step ends: the slot at which the documents changed since the newest
@@ -71,6 +77,7 @@ impl Ledger {
             policy: StateView::policy(world).clone(),
             dropped: VecDeque::new(),
             slots: VecDeque::new(),
+            carried_bytes: 0,
         }
     }
 
@@ -105,12 +112,17 @@ impl Ledger {
         self.before.clear();
         self.dropped.clear();
         self.slots.clear();
+        self.carried_bytes = 0;
     }
 
     /// Takes `slot` before `world` applies it: the documents it touches first, and the
     /// receipts of the base's window that applying it will make the world let go.
     pub fn record(&mut self, world: &WorldState, slot: &Slot, hash: Hash32) -> Recorded {
-        let recorded = Recorded { dropped: self.dropped.len(), slots: self.slots.len() };
+        let recorded = Recorded {
+            dropped: self.dropped.len(),
+            slots: self.slots.len(),
+            carried_bytes: self.carried_bytes,
+        };
         if !self.enabled || slot.first_sequence != world.next_sequence() {
             return recorded;
         }
@@ -125,6 +137,7 @@ impl Ledger {
                 }
             }
         }
+        self.carried_bytes += carried_bytes(slot);
         self.slots.push_back((slot.clone(), hash));
         recorded
     }
@@ -134,17 +147,23 @@ impl Ledger {
     pub fn undo(&mut self, recorded: Recorded) {
         self.dropped.truncate(recorded.dropped);
         self.slots.truncate(recorded.slots);
+        self.carried_bytes = recorded.carried_bytes;
+    }
+
+    /// What it holds now: slots since its base, documents captured as they were there,
+    /// and the bodies those slots carry.
+    pub fn held(&self) -> LedgerHeld {
+        LedgerHeld {
+            slots: self.slots.len(),
+            documents: self.before.len(),
+            carried_bytes: self.carried_bytes,
+        }
     }
 
     /// The boundary of the next step, when it falls before the tip: the end of the first
     /// slot at which the documents changed since the base reach `docs_max`, or of the
     /// slot before one that would take them past it. A function of the log and the
     /// newest checkpoint alone, so racing compactors cut the same step.
-    /// What it holds now: slots since its base, and documents captured as they were there.
-    pub fn held(&self) -> LedgerHeld {
-        LedgerHeld { slots: self.slots.len(), documents: self.before.len() }
-    }
-
     pub fn boundary(&self, docs_max: usize) -> Option<Boundary> {
         let mut changed: BTreeSet<&Path> = BTreeSet::new();
         let mut end: Option<usize> = None;
@@ -244,7 +263,8 @@ impl Ledger {
             .collect();
         self.dropped.extend(moved);
         while self.slots.front().is_some_and(|(s, _)| s.last_sequence() <= at) {
-            self.slots.pop_front();
+            let (slot, _) = self.slots.pop_front().expect("a front slot");
+            self.carried_bytes -= carried_bytes(&slot);
         }
         let touched: BTreeSet<&Path> = self
             .slots
@@ -301,4 +321,9 @@ impl FoldSource for AtBoundary<'_> {
     fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &StoredReceipt> + '_> {
         Box::new(self.receipts.iter().filter(move |r| r.receipt.sequence >= from))
     }
+}
+
+/// Bytes of the bodies `slot` carries.
+fn carried_bytes(slot: &Slot) -> u64 {
+    slot.bodies.iter().map(|b| b.len() as u64).sum()
 }

@@ -60,6 +60,15 @@ pub use segments::SegmentStats;
 use segments::{LabelBodies, SegmentWriter};
 pub use stats::CompactorStats;
 
+/// What brought a checkpoint due (SPEC 10.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cadence {
+    /// The slots applied since the newest checkpoint, or its age.
+    SlotsOrAge,
+    /// The bytes of the bodies those slots carry, alone.
+    CarriedBytes,
+}
+
 /// Stored history blocks a fold needs before it can finish: a document's window that
 /// gained or lost versions since its block was stored is rewritten from that block.
 #[derive(Default)]
@@ -97,6 +106,7 @@ pub(crate) struct Compactor {
     role: CompactionRole,
     slots_max: u64,
     interval: Duration,
+    carried_bytes_max: u64,
     backstop_after: Duration,
     jitter_ms: u64,
     creates_in_flight_max: usize,
@@ -118,10 +128,12 @@ pub(crate) struct Compactor {
     merge_rule: MergeRule,
     /// When the cadence was first found reached, plus a jitter: the run starts then.
     due_at: Option<Instant>,
-    /// When, and at how many slots, a look last ended a run without a step: the cadence
-    /// counts from there too, so a backstop looks once a cadence, not on every input.
+    /// When, and at how many slots and carried bytes, a look last ended a run without a
+    /// step: the cadence counts from there too, so a backstop looks once a cadence, not
+    /// on every input.
     looked_at: Instant,
     slots_at_look: u64,
+    carried_at_look: u64,
     /// A look under way: the newest checkpoint it has listed so far.
     look: Option<u64>,
     /// A peer's checkpoint object being read, then its root and changed shards, then
@@ -132,8 +144,10 @@ pub(crate) struct Compactor {
     /// fitting): a look passes over them, so one damaged checkpoint does not stop this
     /// replica stepping. Only names past the newest known are kept.
     unusable: BTreeSet<u64>,
-    /// The world's slot count at the last pump, for the calls that end a look.
+    /// The world's slot count and the ledger's carried bytes at the last pump, for the
+    /// calls that end a look.
     slots_applied: u64,
+    carried_held: u64,
     /// A run reading the blocks its fold needs, then one writing the checkpoint.
     gather: Option<Gather>,
     run: Option<Run>,
@@ -177,6 +191,7 @@ impl Compactor {
             role: config.compaction,
             slots_max: config.checkpoint_slots,
             interval: config.checkpoint_interval,
+            carried_bytes_max: config.checkpoint_carried_bytes,
             backstop_after: config.backstop_after,
             jitter_ms: millis(config.checkpoint_jitter),
             creates_in_flight_max: config.checkpoint_creates_in_flight_max,
@@ -191,11 +206,13 @@ impl Compactor {
             due_at: None,
             looked_at: now,
             slots_at_look: 0,
+            carried_at_look: 0,
             look: None,
             fetching: None,
             adoption: None,
             unusable: BTreeSet::new(),
             slots_applied: 0,
+            carried_held: 0,
             gather: None,
             run: None,
             adopt: Vec::new(),
@@ -242,6 +259,7 @@ impl Compactor {
         self.stats.skipped_at_open += skipped as u64;
         self.newest_next_sequence = next_sequence;
         self.slots_at_newest = sn.world.slots_applied();
+        self.carried_at_look = 0;
         self.newest_at = now;
         self.newest_created_us = created_us;
         self.stored = stored;
@@ -272,7 +290,7 @@ impl Compactor {
             return Some(self.newest_at);
         }
         // The cadence counts from the newest checkpoint or the last look that ended
-        // without a step, whichever is later, as `cadence_reached` does: a deadline from
+        // without a step, whichever is later, as `cadence` does: a deadline from
         // the checkpoint alone would be due at once after a backstop deferred, and wake
         // the replica at one instant forever.
         Some(self.due_at.unwrap_or(self.newest_at.max(self.looked_at) + self.interval))
@@ -303,6 +321,7 @@ impl Compactor {
             return Ok(());
         }
         self.slots_applied = sn.world.slots_applied();
+        self.carried_held = sn.ledger.held().carried_bytes;
         self.check_chain(sn)?;
         self.install_adoption(now, sn, &mut io.marks);
         if let Some(target) = self.run_target.filter(|_| !self.is_running()) {
@@ -316,8 +335,12 @@ impl Compactor {
                 self.begin_look(now, sn, io);
             }
         }
-        if !self.is_running() && self.cadence_reached(now, sn) {
+        let cadence = if self.is_running() { None } else { self.cadence(now, sn) };
+        if let Some(cadence) = cadence {
             let due = *self.due_at.get_or_insert_with(|| {
+                if cadence == Cadence::CarriedBytes {
+                    io.marks.hit(Mark::CheckpointDueCarried);
+                }
                 let jitter_ms = io.rng.next_u64() % (self.jitter_ms + 1);
                 now + Duration::from_millis(jitter_ms)
             });
@@ -416,11 +439,26 @@ impl Compactor {
         }
     }
 
-    fn cadence_reached(&self, now: Instant, sn: &Snapshot) -> bool {
-        let behind = sn.world.sequence() >= self.newest_next_sequence;
+    /// A run ended without a step: the cadence counts from here too.
+    fn ended_without_step(&mut self, now: Instant) {
+        self.looked_at = now;
+        self.slots_at_look = self.slots_applied;
+        self.carried_at_look = self.carried_held;
+    }
+
+    /// Whether a checkpoint is due (SPEC 10.11), and by what.
+    fn cadence(&self, now: Instant, sn: &Snapshot) -> Option<Cadence> {
+        if sn.world.sequence() < self.newest_next_sequence {
+            return None;
+        }
         let slots = sn.world.slots_applied().saturating_sub(self.slots_at_newest.max(self.slots_at_look));
         let since = now.saturating_since(self.newest_at.max(self.looked_at));
-        behind && (slots >= self.slots_max || since >= self.interval)
+        let carried = sn.ledger.held().carried_bytes.saturating_sub(self.carried_at_look);
+        if slots >= self.slots_max || since >= self.interval {
+            Some(Cadence::SlotsOrAge)
+        } else {
+            (carried >= self.carried_bytes_max).then_some(Cadence::CarriedBytes)
+        }
     }
 
     /// Starts writing a fold: first the bodies the slots it covers carried, as blobs (a
@@ -638,8 +676,7 @@ impl Compactor {
         self.run_target = None;
         let reason = FailReason::Decode { key: key.clone(), error };
         io.effects.push_back(Effect::Warning(Warning::CheckpointSkipped { key, reason }));
-        self.looked_at = now;
-        self.slots_at_look = self.slots_applied;
+        self.ended_without_step(now);
     }
 
     /// The checkpoint at `next_sequence` found in the bucket must hold our content: true
@@ -679,6 +716,7 @@ impl Compactor {
         self.newest_next_sequence = next_sequence;
         self.unusable.retain(|s| *s > next_sequence);
         self.slots_at_newest = run.slots_at_fold;
+        self.carried_at_look = 0;
         self.newest_at = now;
         // Known only on this replica's clock until a restart reads it back.
         self.newest_created_us = None;

@@ -137,6 +137,34 @@ fn the_interval_writes_a_checkpoint_when_slots_are_few() {
 }
 
 #[test]
+fn the_bodies_the_slots_carry_make_a_checkpoint_due_before_the_slot_count_does() {
+    // Four 1,000-byte bodies a checkpoint: the slot count (1,000) and the interval never
+    // come due here, so only the carried bytes can start a step.
+    let config = Config { checkpoint_carried_bytes: 4_000, ..compacting(1_000) };
+    let mut h = Harness::opened(config);
+    let publish = |h: &mut Harness, op: u128| {
+        let r = h.publish(op, &format!("/c{op}.md"), &format!("{op:04}").repeat(250));
+        h.settle();
+        assert!(matches!(h.reply(r), Some(Ok(_))), "{:?}", h.reply(r));
+    };
+    for op in 1..=3 {
+        publish(&mut h, op);
+    }
+    assert_eq!(h.replica.ledger_held().carried_bytes, 3_000);
+    assert!(full_checkpoints(&h.store).is_empty(), "3,000 bytes held: not yet due");
+    publish(&mut h, 4);
+    assert_eq!(full_checkpoints(&h.store), vec![5], "due at 4,000 bytes");
+    assert_eq!(h.marked(crate::marks::Mark::CheckpointDueCarried), 1);
+    assert_eq!(h.replica.compactor_stats().bodies_written_out, 4);
+    assert_eq!(h.replica.ledger_held().carried_bytes, 0, "the step took what the ledger held");
+    for op in 5..=8 {
+        publish(&mut h, op);
+    }
+    assert_eq!(full_checkpoints(&h.store), vec![5, 9], "and again 4,000 bytes later");
+    assert_eq!(h.marked(crate::marks::Mark::CheckpointDueCarried), 2);
+}
+
+#[test]
 fn a_replica_with_compaction_off_writes_no_checkpoint() {
     let mut h = Harness::opened(Config { compaction: CompactionRole::Off, ..compacting(1) });
     write_docs(&mut h, 1, 4);
