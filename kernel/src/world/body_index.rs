@@ -20,7 +20,8 @@ pub(crate) struct BodyIndex {
 #[derive(Clone, Debug)]
 enum Holders {
     One(Path),
-    /// At least two.
+    /// At least two. Boxed on purpose: inline, the set would make every holder larger.
+    #[allow(clippy::box_collection)]
     Many(Box<BTreeSet<Path>>),
 }
 
