@@ -14,25 +14,33 @@ pub(crate) struct BodyIndex {
     by_hash: BTreeMap<Hash32, Holders>,
 }
 
-/// The documents whose current body has one hash.
+/// The documents whose current body has one hash. The set is boxed so that a holder is
+/// no larger than the path it holds: the index is built in place over the (hash, path)
+/// pairs, with no second vector beside them (issue 11).
 #[derive(Clone, Debug)]
 enum Holders {
     One(Path),
-    /// At least two.
-    Many(BTreeSet<Path>),
+    /// At least two. Boxed on purpose: inline, the set would make every holder larger.
+    #[allow(clippy::box_collection)]
+    Many(Box<BTreeSet<Path>>),
 }
 
 impl BodyIndex {
     /// The index of these (body hash, path) pairs, in any order, built in one pass.
     pub fn build(mut pairs: Vec<(Hash32, Path)>) -> BodyIndex {
         pairs.sort_unstable();
-        let mut grouped: Vec<(Hash32, Holders)> = Vec::with_capacity(pairs.len());
-        for (hash, path) in pairs {
-            match grouped.last_mut() {
-                Some((last, holders)) if *last == hash => holders.insert(path),
-                _ => grouped.push((hash, Holders::One(path))),
+        // A holder is the size of a path, so this reuses the pairs' buffer.
+        let mut grouped: Vec<(Hash32, Holders)> =
+            pairs.into_iter().map(|(hash, path)| (hash, Holders::One(path))).collect();
+        grouped.dedup_by(|later, kept| {
+            if later.0 != kept.0 {
+                return false;
             }
-        }
+            if let Holders::One(path) = std::mem::replace(&mut later.1, Holders::Many(Box::default())) {
+                kept.1.insert(path);
+            }
+            true
+        });
         BodyIndex { by_hash: grouped.into_iter().collect() }
     }
 
@@ -61,7 +69,7 @@ impl BodyIndex {
     pub fn paths(&self, hash: &Hash32) -> impl Iterator<Item = &Path> {
         let (one, many) = match self.by_hash.get(hash) {
             Some(Holders::One(path)) => (Some(path), None),
-            Some(Holders::Many(set)) => (None, Some(set)),
+            Some(Holders::Many(set)) => (None, Some(&**set)),
             None => (None, None),
         };
         one.into_iter().chain(many.into_iter().flatten())
@@ -91,10 +99,10 @@ impl Holders {
         match self {
             Holders::One(held) if *held == path => {}
             Holders::One(_) => {
-                let Holders::One(held) = std::mem::replace(self, Holders::Many(BTreeSet::new())) else {
+                let Holders::One(held) = std::mem::replace(self, Holders::Many(Box::default())) else {
                     unreachable!("matched One")
                 };
-                *self = Holders::Many(BTreeSet::from([held, path]));
+                *self = Holders::Many(Box::new(BTreeSet::from([held, path])));
             }
             Holders::Many(set) => {
                 set.insert(path);
@@ -146,6 +154,24 @@ mod tests {
         index.insert(Hash32([2; 32]), p("/a"));
         index.insert(Hash32([2; 32]), p("/b"));
         assert_eq!(paths(&index, 2), vec!["/a", "/b"]);
+    }
+
+    #[test]
+    fn a_holder_is_the_size_of_a_path() {
+        assert_eq!(std::mem::size_of::<Holders>(), std::mem::size_of::<Path>());
+    }
+
+    #[test]
+    fn a_hash_several_documents_share_is_built_as_one_set() {
+        let index = BodyIndex::build(vec![
+            (Hash32([1; 32]), p("/c")),
+            (Hash32([1; 32]), p("/a")),
+            (Hash32([2; 32]), p("/d")),
+            (Hash32([1; 32]), p("/b")),
+        ]);
+        assert_eq!(paths(&index, 1), vec!["/a", "/b", "/c"]);
+        assert_eq!(paths(&index, 2), vec!["/d"]);
+        assert_eq!(index.by_hash.len(), 2);
     }
 
     #[test]
