@@ -330,6 +330,9 @@ pub struct Defects {
     /// A search answers in body mode from whatever the index holds, covering its state
     /// or not (the search answer rule must catch it).
     pub search_ignores_coverage: bool,
+    /// A slot carries its bodies in reverse member order (the checker judges their places
+    /// against the model's bodies, not through the kernel's decoder, and must catch it).
+    pub carry_bodies_reversed: bool,
 }
 
 impl Default for Config {

@@ -79,12 +79,22 @@ impl ModelWorld {
 
     /// Judge and, when the verdict is Applied, apply it (taking sequence()+1).
     pub fn apply(&mut self, op_id: OperationId, m: &Mutation) -> Verdict {
+        self.apply_made(op_id, m).0
+    }
+
+    /// [`ModelWorld::apply`], with the new body an applied write made (a handle to the
+    /// model's own bytes, not a copy), for the checker to judge carried bodies by.
+    pub fn apply_made(&mut self, op_id: OperationId, m: &Mutation) -> (Verdict, Option<Bytes>) {
         let (verdict, change) = self.judge(op_id, m);
+        let mut made = None;
         if let Verdict::Applied(applied) = &verdict {
             let change = change.expect("an applied verdict carries its change");
+            if let Change::Write { body } = &change {
+                made = Some(body.clone());
+            }
             self.commit(applied, change);
         }
-        verdict
+        (verdict, made)
     }
 
     /// The document at a NORMALIZED path (no normalization is done here: a raw path

@@ -79,6 +79,7 @@ pub const DEFECT_NAMES: &[&str] = &[
     "watch-poll-skipped",
     "view-reads-tip",
     "search-ignores-coverage",
+    "carry-bodies-reversed",
 ];
 
 /// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
@@ -96,6 +97,7 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
         "watch-poll-skipped" => &mut defects.watch_poll_skipped,
         "view-reads-tip" => &mut defects.view_reads_tip,
         "search-ignores-coverage" => &mut defects.search_ignores_coverage,
+        "carry-bodies-reversed" => &mut defects.carry_bodies_reversed,
         _ => return false,
     };
     *flag = true;
@@ -116,6 +118,7 @@ fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
         d.watch_poll_skipped,
         d.view_reads_tip,
         d.search_ignores_coverage,
+        d.carry_bodies_reversed,
     ];
     DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }

@@ -179,7 +179,7 @@ impl Committer {
             return;
         }
         let prev_hash = ahead.iter().fold(world.tip_hash(), |h, b| b.tip_hash_after(h));
-        let slot = Slot {
+        let mut slot = Slot {
             world_id: world.world_id(),
             first_sequence: batch.base_sequence + 1,
             store_id: self.store_id,
@@ -187,6 +187,9 @@ impl Committer {
             members: batch.members.clone(),
             bodies: batch.carried.iter().map(|(_, b)| b.clone()).collect(),
         };
+        if self.config.defects().carry_bodies_reversed {
+            slot.bodies.reverse();
+        }
         let bytes = Bytes::from(slot.encode());
         debug_assert!(
             bytes.len() <= self.config.slot_bytes_max.max(SLOT_OVERHEAD_BYTES + batch.payload_bytes),

@@ -2,7 +2,7 @@
 
 use super::rule::ShapeRule;
 use crate::hash::Hash32;
-use serde::{de::DeserializeOwned, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// First four bytes of every slotlog object.
 pub const MAGIC: [u8; 4] = *b"slog";
@@ -335,8 +335,9 @@ pub fn decode_value<T: DeserializeOwned + Serialize>(kind: Kind, bytes: &[u8]) -
     decode_payload(decode_raw(kind, bytes)?)
 }
 
-/// Postcard, the whole payload, and only its one canonical byte form.
-pub fn decode_payload<T: DeserializeOwned + Serialize>(payload: &[u8]) -> Result<T, DecodeError> {
+/// Postcard, the whole payload, and only its one canonical byte form. `T` may borrow from
+/// the payload.
+pub fn decode_payload<'a, T: Deserialize<'a> + Serialize>(payload: &'a [u8]) -> Result<T, DecodeError> {
     let (value, rest) = postcard::take_from_bytes::<T>(payload).map_err(|_| DecodeError::Malformed)?;
     if !rest.is_empty() {
         return Err(DecodeError::Trailing { bytes: rest.len() });

@@ -12,7 +12,7 @@ use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::world::entry::SlotMember;
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 
 /// No slot may hold more members than this, whatever a committer is configured to.
@@ -63,6 +63,34 @@ struct MembersOnlyOwned {
     store_id: StoreId,
     prev_hash: Hash32,
     members: Vec<SlotMember>,
+}
+
+/// Schema 2's payload, decoded with the carried bodies left in the bytes.
+#[derive(Serialize, Deserialize)]
+struct CarryingBorrowed<'a> {
+    world_id: WorldId,
+    first_sequence: u64,
+    store_id: StoreId,
+    prev_hash: Hash32,
+    members: Vec<SlotMember>,
+    #[serde(borrow)]
+    bodies: Vec<Carried<'a>>,
+}
+
+/// A carried body, borrowed from the slot's bytes: a postcard byte string, the form
+/// [`Bytes`] takes, so re-encoding it for the canonical check gives the same bytes.
+struct Carried<'a>(&'a [u8]);
+
+impl Serialize for Carried<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(self.0)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Carried<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <&'a [u8]>::deserialize(deserializer).map(Carried)
+    }
 }
 
 impl Slot {
@@ -128,32 +156,55 @@ impl Slot {
     /// [`Slot::decode`], with the hash of each carried body, in `bodies` order: decoding
     /// computes them to check the bodies, so a reader that wants them need not again.
     pub fn decode_hashed(bytes: &[u8]) -> Result<(Slot, Vec<Hash32>), DecodeError> {
+        let (mut slot, carried) = Slot::decode_unplaced(bytes)?;
+        slot.bodies = carried.into_iter().map(Bytes::copy_from_slice).collect();
+        match slot.carried_hashes() {
+            Err(rule) => Err(DecodeError::Shape(rule)),
+            Ok(hashes) => Ok((slot, hashes)),
+        }
+    }
+
+    /// Decodes and checks the slot's shape but for where its carried bodies belong, which
+    /// costs a hash of each: the slot comes back without them (`bodies` empty) and they
+    /// come back as slices of `bytes`, in order, each at most [`INLINE_BODY_BYTES_MAX`]. For a
+    /// reader that judges their places itself by their bytes (the simulation's checker,
+    /// against the bodies its model made); every other reader takes [`Slot::decode`].
+    pub fn decode_unplaced(bytes: &[u8]) -> Result<(Slot, Vec<&[u8]>), DecodeError> {
         let (schema, payload) = decode_raw_schema(Kind::Slot, &[SCHEMA_MEMBERS, SCHEMA_WITH_BODIES], bytes)?;
-        let slot = if schema == SCHEMA_MEMBERS {
+        let (slot, carried) = if schema == SCHEMA_MEMBERS {
             let m: MembersOnlyOwned = decode_payload(payload)?;
-            Slot {
+            let slot = Slot {
                 world_id: m.world_id,
                 first_sequence: m.first_sequence,
                 store_id: m.store_id,
                 prev_hash: m.prev_hash,
                 members: m.members,
                 bodies: Vec::new(),
-            }
+            };
+            (slot, Vec::new())
         } else {
-            let slot: Slot = decode_payload(payload)?;
-            if slot.bodies.is_empty() {
+            let c: CarryingBorrowed = decode_payload(payload)?;
+            if c.bodies.is_empty() {
                 // Schema 1 is this slot's one byte form.
                 return Err(DecodeError::NotCanonical);
             }
-            slot
+            let slot = Slot {
+                world_id: c.world_id,
+                first_sequence: c.first_sequence,
+                store_id: c.store_id,
+                prev_hash: c.prev_hash,
+                members: c.members,
+                bodies: Vec::new(),
+            };
+            (slot, c.bodies.into_iter().map(|b| b.0).collect::<Vec<_>>())
         };
         if let Some(rule) = slot.members_problem() {
             return Err(DecodeError::Shape(rule));
         }
-        match slot.carried_hashes() {
-            Err(rule) => Err(DecodeError::Shape(rule)),
-            Ok(hashes) => Ok((slot, hashes)),
+        if carried.iter().any(|b| b.len() > INLINE_BODY_BYTES_MAX) {
+            return Err(DecodeError::Shape(ShapeRule::InlineBodyTooLong));
         }
+        Ok((slot, carried))
     }
 
     /// Decodes the bytes found at the slot name `log/<sequence>`: the one way every reader
@@ -203,14 +254,11 @@ impl Slot {
         None
     }
 
-    /// Carried bodies: each a member's new body, once, in the order of their first member.
-    /// Their hashes, in order, when they are.
+    /// Carried bodies: each a member's new body, once, in the order of their first member
+    /// (their lengths checked at decode). Their hashes, in order, when they are.
     fn carried_hashes(&self) -> Result<Vec<Hash32>, ShapeRule> {
         if self.bodies.is_empty() {
             return Ok(Vec::new());
-        }
-        if self.bodies.iter().any(|b| b.len() > INLINE_BODY_BYTES_MAX) {
-            return Err(ShapeRule::InlineBodyTooLong);
         }
         let mut first_member: BTreeMap<Hash32, usize> = BTreeMap::new();
         for (i, m) in self.members.iter().enumerate() {
@@ -287,6 +335,35 @@ mod tests {
         assert_eq!(refused(vec![b"two", b"one"]), out_of_place, "out of member order");
         assert_eq!(refused(vec![b"one", b"one"]), out_of_place, "twice");
         assert!(refused(vec![b"one", b"three"]).is_ok(), "a subset in order is fine");
+    }
+
+    #[test]
+    fn an_unplaced_decode_hands_back_carried_bodies_as_slices_and_leaves_their_places_to_the_reader() {
+        let mut slot = carrying(&[b"one", b"two", b"three"]);
+        slot.bodies =
+            vec![Bytes::from_static(b"two"), Bytes::from_static(b"one"), Bytes::from_static(b"four")];
+        let bytes = encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, &slot);
+        assert_eq!(Slot::decode(&bytes), Err(DecodeError::Shape(ShapeRule::InlineBodyOutOfPlace)));
+        let (members, carried) = Slot::decode_unplaced(&bytes).expect("its shape but the places holds");
+        assert_eq!(carried, vec![&b"two"[..], b"one", b"four"]);
+        assert!(carried.iter().all(|b| bytes.as_ptr_range().contains(&b.as_ptr())), "slices of the bytes");
+        assert_eq!(members, Slot { bodies: Vec::new(), ..slot });
+    }
+
+    #[test]
+    fn an_unplaced_decode_refuses_what_decode_refuses_but_the_places() {
+        let slot = carrying(&[b"one", b"two", b"three"]);
+        let forced = encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, &slot);
+        assert_eq!(Slot::decode_unplaced(&forced), Err(DecodeError::NotCanonical), "schema 2 without bodies");
+        let long: &'static [u8] = Box::leak(vec![7u8; INLINE_BODY_BYTES_MAX + 1].into_boxed_slice());
+        let mut slot = carrying(&[long, b"two", b"three"]);
+        slot.bodies = vec![Bytes::from_static(long)];
+        let bytes = encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, &slot);
+        assert_eq!(Slot::decode_unplaced(&bytes), Err(DecodeError::Shape(ShapeRule::InlineBodyTooLong)));
+        let mut empty = carrying(&[b"one"]);
+        empty.members.clear();
+        let bytes = empty.encode_unchecked();
+        assert_eq!(Slot::decode_unplaced(&bytes), Err(DecodeError::Shape(ShapeRule::SlotEmpty)));
     }
 
     #[test]

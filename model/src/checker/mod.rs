@@ -5,6 +5,8 @@
 //! it covers, the chain is verified from the marker, every member is replayed through the
 //! reference model, and every answer is judged against the model at the state it names.
 
+#[cfg(test)]
+mod carried_tests;
 mod checkpoints;
 #[cfg(test)]
 mod checkpoints_tests;
@@ -31,6 +33,7 @@ use crate::{
     ModelInvalid, ModelPolicyBody, ModelReceipt, ModelRejection, ModelWorld, PathProblem, PolicyProblem,
     ReceiptKind, Verdict,
 };
+use bytes::Bytes;
 use core::time::Duration;
 use slotlog_kernel::format::{Checkpoint, Keys, Marker, MergeRule, Slot};
 use slotlog_kernel::hash::Hash32;
@@ -324,7 +327,9 @@ pub fn check(
     // 1. The chain: contiguous, every slot naming its predecessor, from the marker.
     let mut prev_hash = Hash32::of(&marker_obj.bytes);
     let mut next = 1u64;
-    let mut slots: Vec<(Slot, Instant)> = Vec::new();
+    // Each slot with its creation and its carried bodies, still in the log's bytes: their
+    // places are judged against the model's bodies in the replay (3).
+    let mut slots: Vec<(Slot, Instant, Vec<&[u8]>)> = Vec::new();
     let mut slot_hashes: Vec<Hash32> = Vec::new();
     let mut auditor = WorldState::genesis(world_id, prev_hash);
     let log_prefix = keys.log_prefix();
@@ -333,7 +338,7 @@ pub fn check(
             r.violation(Violation::NotASlotName { key: o.key.clone() });
             continue;
         };
-        let slot = match Slot::decode(&o.bytes) {
+        let (slot, carried) = match Slot::decode_unplaced(&o.bytes) {
             Ok(s) => s,
             Err(error) => {
                 r.violation(Violation::SlotUndecodable { sequence, error });
@@ -356,7 +361,7 @@ pub fn check(
             r.violation(Violation::SlotForeignWorld { sequence });
             break;
         }
-        if let Some((_, t)) = slots.last() {
+        if let Some((_, t, _)) = slots.last() {
             if o.created_at < *t {
                 r.violation(Violation::SlotCreatedEarly { sequence });
             }
@@ -368,11 +373,7 @@ pub fn check(
         }
         prev_hash = slot_hash;
         next = slot.last_sequence() + 1;
-        // The bodies a slot carries were checked against its members on decode, and the
-        // model judges bodies from the requests: drop the copies (a fifth of a run's peak).
-        let mut slot = slot;
-        slot.bodies = Vec::new();
-        slots.push((slot, o.created_at));
+        slots.push((slot, o.created_at, carried));
         slot_hashes.push(prev_hash);
     }
     r.slots = slots.len() as u64;
@@ -380,7 +381,7 @@ pub fn check(
     let spans: Vec<SlotSpan> = slots
         .iter()
         .zip(&slot_hashes)
-        .map(|((s, t), hash)| SlotSpan {
+        .map(|((s, t, _), hash)| SlotSpan {
             first: s.first_sequence,
             last: s.last_sequence(),
             created_at: *t,
@@ -452,7 +453,9 @@ pub fn check(
         }
     };
     judge_at(&model, 0, &mut r);
-    for (slot, created_at) in &slots {
+    for (slot, created_at, carried) in &slots {
+        // The new body the model made for each member, when it applied one, in order.
+        let mut made: Vec<Option<(Hash32, Bytes)>> = Vec::with_capacity(slot.members.len());
         for m in &slot.members {
             r.members += 1;
             let op_id = m.op_id();
@@ -460,17 +463,22 @@ pub fn check(
                 // The model cannot replay a member without its request; later members on
                 // the same path will differ too, but this is the finding.
                 r.violation(Violation::UnissuedMember { sequence: slot.first_sequence, op_id });
+                made.push(None);
                 judge_at(&model, m.sequence(), &mut r);
                 continue;
             };
             let op = &history.ops[indices[0]];
-            match model.apply(op_id, &op.mutation) {
-                Verdict::Applied(applied) => {
+            match model.apply_made(op_id, &op.mutation) {
+                (Verdict::Applied(applied), body) => {
                     if let Some(diff) = member_differs(m, &applied) {
                         r.violation(Violation::MemberDiffers { sequence: m.sequence(), op_id, diff });
                     }
+                    made.push(applied.body_hash.map(Hash32).zip(body));
                 }
-                model => r.violation(Violation::MemberNotApplied { sequence: m.sequence(), op_id, model }),
+                (model, _) => {
+                    made.push(None);
+                    r.violation(Violation::MemberNotApplied { sequence: m.sequence(), op_id, model });
+                }
             }
             // An operation id commits again only once its receipt left the window the
             // member was built against (SPEC 10.13): the kernel can no longer know it.
@@ -483,6 +491,9 @@ pub fn check(
             }
             judge_at(&model, m.sequence(), &mut r);
             checkpoints.judge_at(&model, m.sequence(), &mut r);
+        }
+        if let Some(body) = carried_out_of_place(&made, carried) {
+            r.violation(Violation::CarriedBodyOutOfPlace { sequence: slot.first_sequence, body });
         }
     }
     checkpoints.finish(&mut r);
@@ -543,7 +554,7 @@ pub fn check(
 
     // 7. Every watcher received the log's changes in order, none missing, none twice.
     let receipts: Vec<&kw::Receipt> =
-        slots.iter().flat_map(|(s, _)| s.members.iter().map(|m| &m.receipt)).collect();
+        slots.iter().flat_map(|(s, _, _)| s.members.iter().map(|m| &m.receipt)).collect();
     watches::check(history, &receipts, &spans, options, &mut r);
     r
 }
@@ -624,6 +635,31 @@ fn judge_commit(op: &ClientOp, m: &SlotMember, created_at: Instant, r: &mut Chec
         },
         Outcome::Crashed | Outcome::Preloaded | Outcome::Unanswered => {}
     }
+}
+
+/// The first of a slot's carried bodies that is not where SPEC 5.7 puts it: each must be
+/// the new body of a member, the first member with that body, once, in member order. The
+/// decoder judges this by hashing every carried body; the checker by bytes, against the
+/// bodies the model made for the members (`made`, in member order, None where it made
+/// none), so no body is hashed twice by the checker's side and nothing the kernel computed
+/// is taken on trust.
+fn carried_out_of_place(made: &[Option<(Hash32, Bytes)>], carried: &[&[u8]]) -> Option<usize> {
+    if carried.is_empty() {
+        return None;
+    }
+    // The members a body may belong to: the first with each body the model made. Their
+    // bodies differ (their hashes do), so at most one can match a carried body.
+    let mut hashes = BTreeSet::new();
+    let firsts: Vec<&[u8]> =
+        made.iter().flatten().filter(|(hash, _)| hashes.insert(*hash)).map(|(_, body)| &body[..]).collect();
+    let mut next = 0;
+    for (i, body) in carried.iter().enumerate() {
+        match firsts[next..].iter().position(|b| b == body) {
+            Some(at) => next += at + 1,
+            None => return Some(i),
+        }
+    }
+    None
 }
 
 fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<MemberDiff> {

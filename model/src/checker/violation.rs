@@ -536,6 +536,15 @@ pub enum Violation {
         /// Why it does not decode.
         error: DecodeError,
     },
+    /// A slot carries a body that is not a member's new body as the model made it, the
+    /// first member with that body, once, in member order (SPEC 5.7).
+    #[error("slot {sequence} carries body {body} out of place: not, in order, a member's new body")]
+    CarriedBodyOutOfPlace {
+        /// The slot's first sequence.
+        sequence: u64,
+        /// The body's index among those the slot carries.
+        body: usize,
+    },
     /// A slot's name and its first sequence disagree.
     #[error("slot named {sequence} starts at {first_sequence}")]
     SlotMisnamed {
@@ -1117,6 +1126,7 @@ impl Violation {
             | V::CheckpointRequestDigest { .. } => Rule::CheckpointMismatch,
             V::NotASlotName { .. }
             | V::SlotUndecodable { .. }
+            | V::CarriedBodyOutOfPlace { .. }
             | V::SlotMisnamed { .. }
             | V::SlotForeignWorld { .. } => Rule::SlotObject,
             V::ChainGap { .. } => Rule::ChainGap,

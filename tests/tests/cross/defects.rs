@@ -247,3 +247,19 @@ fn searches_answer_from_bodies_only_when_covered_and_one_that_is_not_is_caught()
     let caught = run_scenario(search, 1, &Overrides { defects, ..Overrides::default() });
     assert!(caught.rules.iter().any(|r| r == "ReadAnswer"), "rules: {:?}", caught.rules);
 }
+
+/// Issue 13: the checker judges carried bodies against the bodies the model made rather
+/// than through the kernel's decoder, so a committer that carries them out of member order
+/// must still fail the run, on the slot rule, in its first seed.
+#[test]
+fn carrying_bodies_out_of_member_order_is_caught() {
+    let single = Scenario::find("single").expect("a scenario");
+    let defects = Defects { carry_bodies_reversed: true, ..Defects::default() };
+    let caught = run_scenario(single, 1, &Overrides { defects, ..Overrides::default() });
+    assert!(caught.rules.iter().any(|r| r == "SlotObject"), "rules: {:?}", caught.rules);
+    assert!(
+        caught.violations.iter().any(|v| v.contains("out of place")),
+        "violations: {:?}",
+        caught.violations.iter().take(3).collect::<Vec<_>>()
+    );
+}
