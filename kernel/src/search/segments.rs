@@ -8,8 +8,9 @@
 //! here fails anything. A listing the store refuses ends the load; a part it refuses is
 //! passed over.
 
+use super::prepare::{prepare_part, Prepared, PreparedPart};
 use crate::blob::{BlobOp, BlobOutcome, BlobResult, ObjectMeta};
-use crate::format::{newest_whole_window, verified_bodies, Keys, SegmentBody, SegmentName};
+use crate::format::{newest_whole_window, Keys, SegmentName};
 use crate::io::{Call, Io, Purpose};
 use std::collections::VecDeque;
 
@@ -44,8 +45,8 @@ pub(super) struct SegmentLoad {
 /// What a completed call brought.
 pub(super) enum Loaded {
     Nothing,
-    /// The verified bodies of one part.
-    Bodies(Vec<SegmentBody>),
+    /// The verified bodies of one part, tokenized.
+    Part(Prepared),
 }
 
 impl SegmentLoad {
@@ -86,13 +87,16 @@ impl SegmentLoad {
         }
     }
 
-    /// A call of this load completed (the caller checked its build).
+    /// A call of this load completed (the caller checked its build). `offered`: the part
+    /// tokenized by the embedder, if it did (taken when it is this part's).
+    #[allow(clippy::too_many_arguments)]
     pub fn on_done(
         &mut self,
         now: crate::time::Instant,
         what: SearchCall,
         call: Call,
         result: BlobResult,
+        offered: Option<PreparedPart>,
         keys: &Keys,
         io: &mut Io,
     ) -> Loaded {
@@ -115,10 +119,11 @@ impl SegmentLoad {
             }
             (SearchCall::Part { name, .. }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 self.reading -= 1;
-                match verified_bodies(&bytes, &name) {
-                    Ok((_, bodies)) => Loaded::Bodies(bodies),
+                let part = offered.filter(|p| p.name == name).unwrap_or_else(|| prepare_part(&bytes, &name));
+                match part.prepared {
+                    Some(prepared) => Loaded::Part(prepared),
                     // A damaged part: its bodies come from blobs.
-                    Err(_) => Loaded::Nothing,
+                    None => Loaded::Nothing,
                 }
             }
             // Gone (collected since the listing) or refused: its bodies come from blobs.
