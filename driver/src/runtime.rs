@@ -11,6 +11,7 @@ use crate::metrics;
 use crate::reload::{is_reload, Reloads, WorldStats};
 use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome};
 use slotlog_kernel::ids::{BlobOpId, OperationId, RequestId, StoreId, WorldId};
+use slotlog_kernel::search::{prepare_part, PreparedPart};
 use slotlog_kernel::time::Instant as KernelInstant;
 use slotlog_kernel::world::Receipt;
 use slotlog_kernel::{
@@ -72,7 +73,7 @@ struct Waiting {
 
 /// A finished blob call: the incarnation of the replica that sent it, its id, the call as
 /// the retry budget knows it, its result.
-type Done = (u32, BlobOpId, CallKey, Result<BlobOutcome, CallFailure>);
+type Done = (u32, BlobOpId, CallKey, Result<BlobOutcome, CallFailure>, Option<PreparedPart>);
 
 pub(crate) struct Loop {
     pub replica: Replica,
@@ -229,6 +230,10 @@ impl Loop {
 
     pub async fn run(mut self) {
         let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+        // Segment parts the index reads are tokenized on the blocking pool, one per core
+        // at most, so an index build uses every core while this loop stays free.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let tokenizers = Arc::new(tokio::sync::Semaphore::new(cores));
         let mut waiting: BTreeMap<RequestId, Waiting> = BTreeMap::new();
         let mut watches: BTreeMap<RequestId, mpsc::Sender<WatchItem>> = BTreeMap::new();
         let mut next_request = 0u64;
@@ -262,6 +267,8 @@ impl Loop {
                         let span = tracing::debug_span!("blob", kind, key = op.key());
                         let call = call_key(&op);
                         let incarnation = self.incarnation;
+                        let part = self.replica.search_part(id);
+                        let tokenizers = tokenizers.clone();
                         tokio::spawn(
                             async move {
                                 let sent = tokio::time::Instant::now();
@@ -276,7 +283,17 @@ impl Loop {
                                 };
                                 tracing::debug!(?result, "done");
                                 metrics::blob_call(kind, &result, sent.elapsed());
-                                let _ = done.send((incarnation, id, call, result));
+                                let prepared = match (part, &result) {
+                                    (Some(name), Ok(BlobOutcome::Got { bytes, .. })) => {
+                                        let bytes = bytes.clone();
+                                        let _slot = tokenizers.acquire_owned().await;
+                                        tokio::task::spawn_blocking(move || prepare_part(&bytes, &name))
+                                            .await
+                                            .ok()
+                                    }
+                                    _ => None,
+                                };
+                                let _ = done.send((incarnation, id, call, result, prepared));
                             }
                             .instrument(span),
                         );
@@ -491,7 +508,7 @@ impl Loop {
                         }
                     }
                 }
-                Some((incarnation, id, call, result)) = done_rx.recv() => {
+                Some((incarnation, id, call, result, prepared)) = done_rx.recv() => {
                     if incarnation != self.incarnation {
                         // A call of a replica since replaced: nobody is waiting for it.
                         continue;
@@ -519,7 +536,11 @@ impl Loop {
                         },
                     };
                     let now = self.now();
-                    self.replica.handle(now, Input::BlobDone { id, result });
+                    let input = match (prepared, result) {
+                        (Some(part), result @ Ok(_)) => Input::BlobDonePrepared { id, result, part },
+                        (_, result) => Input::BlobDone { id, result },
+                    };
+                    self.replica.handle(now, input);
                 }
                 _ = sleep => {
                     let now = self.now();

@@ -143,6 +143,18 @@ pub enum Input {
         /// What the store answered.
         result: BlobResult,
     },
+    /// A `BlobDone` of a segment part the index asked for (named by
+    /// [`Replica::search_part`](crate::Replica::search_part)), with the part already
+    /// tokenized by [`prepare_part`](crate::search::prepare_part) from the bytes in
+    /// `result`: the embedder may do that work on another thread.
+    BlobDonePrepared {
+        /// The operation's id, as emitted in `Effect::Blob`.
+        id: BlobOpId,
+        /// What the store answered.
+        result: BlobResult,
+        /// `prepare_part` of the bytes read, under the name `search_part` gave.
+        part: crate::search::PreparedPart,
+    },
     /// A peer says it committed through `sequence` (its `Effect::Committed`). Never blocks.
     Follow {
         /// The sequence the peer committed through.

@@ -137,6 +137,12 @@ impl Io {
         id
     }
 
+    /// The purpose of the call `id` (in flight) was sent for.
+    pub fn purpose_of(&self, id: BlobOpId) -> Option<&Purpose> {
+        let l = self.in_flight.get(&id)?;
+        self.logical.get(l).map(|logical| &logical.call.purpose)
+    }
+
     /// The call a completion settles, with the result to act on. None for an id this
     /// replica never sent, a twin whose sibling already answered, or a transient failure
     /// while the sibling may still answer.

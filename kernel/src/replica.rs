@@ -157,16 +157,11 @@ impl Replica {
         self.check_confirmed(now);
         match input {
             Input::Request { id, request } => self.request(now, id, request),
-            Input::BlobDone { id, mut result } => {
-                // A page may come in any order (a local directory is walked unsorted):
-                // every owner sees its entries in key order.
-                if let Ok(BlobOutcome::Listed { entries, .. }) = &mut result {
-                    entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-                }
-                self.io.store_clock.observe(&result, now);
-                if let Some((call, result)) = self.io.complete(id, result) {
-                    self.blob_done(now, call, result);
-                }
+            Input::BlobDone { id, result } => self.blob_completed(now, id, result),
+            Input::BlobDonePrepared { id, result, part } => {
+                self.search.offer(part);
+                self.blob_completed(now, id, result);
+                self.search.withdraw();
             }
             Input::Follow { sequence } => {
                 if let Some(sn) = self.snapshot.as_mut() {
@@ -307,6 +302,28 @@ impl Replica {
                     self.io.effects.push_back(Effect::WatchEnded { id, end });
                 }
             }
+        }
+    }
+
+    fn blob_completed(&mut self, now: Instant, id: crate::ids::BlobOpId, mut result: BlobResult) {
+        // A page may come in any order (a local directory is walked unsorted): every
+        // owner sees its entries in key order.
+        if let Ok(BlobOutcome::Listed { entries, .. }) = &mut result {
+            entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        }
+        self.io.store_clock.observe(&result, now);
+        if let Some((call, result)) = self.io.complete(id, result) {
+            self.blob_done(now, call, result);
+        }
+    }
+
+    /// Whether blob call `id` (just emitted, in flight) reads a segment part for the
+    /// index, and under which name: its completion may then come as
+    /// [`Input::BlobDonePrepared`], the part tokenized off the replica's thread.
+    pub fn search_part(&self, id: crate::ids::BlobOpId) -> Option<crate::format::SegmentName> {
+        match self.io.purpose_of(id)? {
+            Purpose::Search(crate::search::SearchCall::Part { name, .. }) => Some(*name),
+            _ => None,
         }
     }
 

@@ -236,6 +236,17 @@ fn a_views_search_waiting_for_the_index_when_the_view_expires_is_refused_and_lea
 /// read only for a body no such part holds, or holds under another hash.
 #[test]
 fn a_build_reads_bodies_from_segments_and_blobs_only_for_what_they_lack() {
+    build_from_segments(false);
+}
+
+/// The same build with every part tokenized outside the replica, as the driver does on
+/// its blocking pool: the same reads, the same answer.
+#[test]
+fn a_build_given_its_parts_tokenized_reads_and_answers_the_same() {
+    build_from_segments(true);
+}
+
+fn build_from_segments(prepare_parts: bool) {
     use crate::format::{SegmentBody, SegmentName, SegmentPart};
     use crate::hash::Hash32;
     use bytes::Bytes;
@@ -265,6 +276,7 @@ fn a_build_reads_bodies_from_segments_and_blobs_only_for_what_they_lack() {
     store.put(writer.now, format!("{}notes.txt", keys().segments_prefix()), Bytes::from_static(b"hi"));
 
     let mut h = Harness::with_store(config, store, 2);
+    h.prepare_parts = prepare_parts;
     h.run();
     let id = h.read(search("dog", None, 0));
     h.run();
@@ -279,6 +291,7 @@ fn a_build_reads_bodies_from_segments_and_blobs_only_for_what_they_lack() {
     let stats = h.replica.search_stats();
     assert_eq!((stats.segment_parts_read, stats.bodies_from_segments, stats.bodies_fetched), (2, 2, 2));
     assert_eq!(h.marked(Mark::SearchSegmentRead), 2);
+    assert_eq!(h.parts_prepared, if prepare_parts { 2 } else { 0 });
 }
 
 /// Segments are a cache: a build whose listing of `segments/` the store refuses reads

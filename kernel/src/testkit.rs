@@ -175,6 +175,11 @@ pub struct Harness {
     pub warnings: Vec<crate::effect::Warning>,
     /// Unless set, a replica that fails closed panics the test.
     pub failure_expected: bool,
+    /// As the driver does: a segment part the index reads is tokenized outside the
+    /// replica and handed in with its completion (`Input::BlobDonePrepared`).
+    pub prepare_parts: bool,
+    /// Completions handed in that way.
+    pub parts_prepared: usize,
     next_request: u64,
 }
 
@@ -219,6 +224,8 @@ impl Harness {
             failures: Vec::new(),
             warnings: Vec::new(),
             failure_expected: false,
+            prepare_parts: false,
+            parts_prepared: 0,
             next_request: 0,
         };
         h.drain();
@@ -307,7 +314,20 @@ impl Harness {
             }
             Fate::Answer(result) => result,
         };
-        self.replica.handle(self.now, Input::BlobDone { id, result });
+        let name = self.replica.search_part(id).filter(|_| self.prepare_parts);
+        let input = match (name, result) {
+            (Some(name), Ok(crate::blob::BlobOutcome::Got { meta, bytes })) => {
+                let part = crate::search::prepare_part(&bytes, &name);
+                self.parts_prepared += 1;
+                Input::BlobDonePrepared {
+                    id,
+                    result: Ok(crate::blob::BlobOutcome::Got { meta, bytes }),
+                    part,
+                }
+            }
+            (_, result) => Input::BlobDone { id, result },
+        };
+        self.replica.handle(self.now, input);
         self.drain();
         self.wake_for_deferred_seal();
         op

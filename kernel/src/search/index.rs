@@ -7,8 +7,9 @@
 //! any more is forgotten and its id reused, as is a removed body's.
 
 #[cfg(test)]
-use super::query::body_words;
-use super::query::{fold_into, raw_words, Query};
+use super::prepare::prepare_body;
+use super::prepare::Prepared;
+use super::query::Query;
 use crate::hash::Hash32;
 use roaring::RoaringBitmap;
 use rustc_hash::FxHashMap as HashMap;
@@ -27,10 +28,6 @@ pub(crate) struct ContentIndex {
     /// By word id: the word (None once forgotten) and the bodies holding it.
     words: Vec<(Option<Box<str>>, RoaringBitmap)>,
     free_word_ids: Vec<u32>,
-    /// By word id: the insert that last met the word, so a body's distinct words are
-    /// found without sorting them.
-    met_by: Vec<u64>,
-    inserts: u64,
     /// By word id: the container (body id >> 16) this index last put the word's bodies
     /// in, and at most how many bodies that container holds (see [`ContentIndex::post`]).
     tails: Vec<(u32, u32)>,
@@ -38,16 +35,23 @@ pub(crate) struct ContentIndex {
     bodies: Vec<Option<Indexed>>,
     free_body_ids: Vec<u32>,
     bytes: usize,
-    /// Buffers one insert fills and the next reuses: a body costs no allocation but its
-    /// own entry and its new words.
-    scratch: Scratch,
+    /// Words forgotten so far: a part's translation made before a forget is stale.
+    forgotten: u64,
+    /// The buffer one insert fills and the next reuses: a body costs no allocation but
+    /// its own entry and its new words.
+    encoded: Vec<u8>,
 }
 
+/// A part's local word ids' ids in the index, filled as its bodies meet them.
 #[derive(Default)]
-struct Scratch {
-    encoded: Vec<u8>,
-    distinct: Vec<u32>,
-    folded: String,
+pub(crate) struct Translation {
+    /// By local word id: the index's id, or `u32::MAX` before the word is met.
+    ids: Vec<u32>,
+    /// By body of the part: its id here while its postings wait, else `u32::MAX`.
+    pending: Vec<u32>,
+    any_pending: bool,
+    /// The index's count of forgotten words when `ids` was begun.
+    forgotten: u64,
 }
 
 /// The most values a roaring array container holds; past it the container is a bitmap
@@ -77,52 +81,53 @@ impl ContentIndex {
     }
 
     /// Adds a body (its bytes hash to `hash`); adding one held is a no-op.
+    #[cfg(test)]
     pub fn insert(&mut self, hash: Hash32, body: &[u8]) {
+        let prepared = prepare_body(hash, body);
+        let mut translation = Translation::default();
+        self.insert_prepared(&prepared, 0, &mut translation);
+        self.post_pending(&prepared, &mut translation);
+    }
+
+    /// Adds body `i` of `part` (a no-op for one held), but for its postings:
+    /// [`ContentIndex::post_pending`] puts it there, and must run before the index is
+    /// read. `translation` is the part's: its local word ids' ids here, met once per part
+    /// rather than once per word of a body.
+    pub fn insert_prepared(&mut self, part: &Prepared, i: usize, translation: &mut Translation) {
+        let hash = part.bodies()[i].hash;
         if self.contains(&hash) {
             return;
         }
-        let id = self.free_body_ids.pop().unwrap_or(self.bodies.len() as u32);
-        let Scratch { mut encoded, mut distinct, mut folded } = core::mem::take(&mut self.scratch);
-        encoded.clear();
-        distinct.clear();
-        let mut out = (&mut encoded, &mut distinct);
-        let mut cost = ENTRY_OVERHEAD + 32;
-        self.inserts += 1;
-        if let Some(text) = core::str::from_utf8(body).ok().filter(|t| t.is_ascii()) {
-            // The common case, byte by byte: for ASCII, `char::is_alphanumeric` is
-            // `u8::is_ascii_alphanumeric` and the lowercase mapping is the ASCII one, so a
-            // word is a slice of the body, folded into the buffer only when it holds a
-            // capital.
-            let mut at = 0;
-            while let Some((start, end, capital)) = next_ascii_word(text.as_bytes(), at) {
-                at = end;
-                let word = &text[start..end];
-                let word = if capital {
-                    folded.clear();
-                    folded.push_str(word);
-                    folded.make_ascii_lowercase();
-                    folded.as_str()
-                } else {
-                    word
-                };
-                cost += self.meet(word, &mut out);
-            }
-        } else {
-            for word in raw_words(&String::from_utf8_lossy(body)) {
-                // One buffer for every word's folded form: a word already known costs no
-                // allocation.
-                folded.clear();
-                fold_into(word, &mut folded);
-                cost += self.meet(&folded, &mut out);
-            }
+        // A word forgotten since the translation was made may have its id reused.
+        if translation.forgotten != self.forgotten || translation.ids.len() != part.word_count() {
+            translation.forgotten = self.forgotten;
+            translation.ids.clear();
+            translation.ids.resize(part.word_count(), u32::MAX);
         }
-        for &word_id in &distinct {
-            self.post(word_id, id);
-            cost += 4;
+        if translation.pending.len() != part.bodies().len() {
+            translation.pending = vec![u32::MAX; part.bodies().len()];
+        }
+        let id = self.free_body_ids.pop().unwrap_or(self.bodies.len() as u32);
+        translation.pending[i] = id;
+        translation.any_pending = true;
+        let mut encoded = core::mem::take(&mut self.encoded);
+        encoded.clear();
+        let mut cost = ENTRY_OVERHEAD + 32 + 4 * part.bodies()[i].distinct as usize;
+        for &local in part.body_words(i) {
+            let word_id = match translation.ids[local as usize] {
+                u32::MAX => {
+                    let (word_id, new_bytes) = self.word_id(part.word(local));
+                    cost += new_bytes;
+                    translation.ids[local as usize] = word_id;
+                    word_id
+                }
+                word_id => word_id,
+            };
+            push_varint(&mut encoded, word_id);
         }
         cost += encoded.len();
         let indexed = Indexed { hash, words: encoded.as_slice().into(), cost };
-        self.scratch = Scratch { encoded, distinct, folded };
+        self.encoded = encoded;
         self.bytes += cost;
         if id as usize == self.bodies.len() {
             self.bodies.push(Some(indexed));
@@ -132,17 +137,27 @@ impl ContentIndex {
         self.body_ids.insert(hash, id);
     }
 
-    /// One word of the body being inserted: appended to its word ids (`encoded`), and
-    /// noted once among its distinct words. Returns the bytes a new word costs.
-    fn meet(&mut self, word: &str, (encoded, distinct): &mut (&mut Vec<u8>, &mut Vec<u32>)) -> usize {
-        let (word_id, new_bytes) = self.word_id(word);
-        let met = &mut self.met_by[word_id as usize];
-        if *met != self.inserts {
-            *met = self.inserts;
-            distinct.push(word_id);
+    /// Puts the bodies of `part` inserted since the last call in their words' postings:
+    /// word by word, so each posting's memory is met once.
+    pub fn post_pending(&mut self, part: &Prepared, translation: &mut Translation) {
+        if !translation.any_pending {
+            return;
         }
-        push_varint(encoded, word_id);
-        new_bytes
+        for local in 0..part.word_count() as u32 {
+            // Unmet: no body of the part inserted so far holds the word.
+            let word_id = translation.ids[local as usize];
+            if word_id == u32::MAX {
+                continue;
+            }
+            for &b in part.holders(local) {
+                let id = translation.pending[b as usize];
+                if id != u32::MAX {
+                    self.post(word_id, id);
+                }
+            }
+        }
+        translation.pending.fill(u32::MAX);
+        translation.any_pending = false;
     }
 
     /// Puts body `id` in word `word_id`'s posting. Fresh body ids only grow, so most
@@ -182,7 +197,6 @@ impl ContentIndex {
             }
             None => {
                 self.words.push((Some(word.clone()), RoaringBitmap::new()));
-                self.met_by.push(0);
                 self.tails.push((u32::MAX, 0));
                 (self.words.len() - 1) as u32
             }
@@ -202,6 +216,7 @@ impl ContentIndex {
                 if let Some(word) = word.take() {
                     self.word_ids.remove(&word);
                     self.free_word_ids.push(word_id);
+                    self.forgotten += 1;
                 }
             }
         }
@@ -284,43 +299,6 @@ fn holds_phrase(words: &[u8], phrase: &[u32]) -> bool {
     false
 }
 
-/// The next word of ASCII `body` at or after `at`: its start, its end, and whether it
-/// holds a capital. A word is a run of ASCII letters and digits.
-fn next_ascii_word(body: &[u8], mut at: usize) -> Option<(usize, usize, bool)> {
-    while at < body.len() && ASCII_CLASS[body[at] as usize] == SEPARATOR {
-        at += 1;
-    }
-    if at == body.len() {
-        return None;
-    }
-    let start = at;
-    let mut capital = false;
-    while at < body.len() && ASCII_CLASS[body[at] as usize] != SEPARATOR {
-        capital |= ASCII_CLASS[body[at] as usize] == CAPITAL;
-        at += 1;
-    }
-    Some((start, at, capital))
-}
-
-const SEPARATOR: u8 = 0;
-const CAPITAL: u8 = 2;
-
-/// By byte: a separator, a lowercase letter or digit (1), or a capital.
-const ASCII_CLASS: [u8; 256] = {
-    let mut class = [SEPARATOR; 256];
-    let mut b = 0;
-    while b < 128 {
-        let c = b as u8;
-        if c.is_ascii_uppercase() {
-            class[b] = CAPITAL;
-        } else if c.is_ascii_alphanumeric() {
-            class[b] = 1;
-        }
-        b += 1;
-    }
-    class
-};
-
 fn push_varint(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -349,6 +327,7 @@ fn varints(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::query::body_words;
 
     fn body(text: &str) -> (Hash32, Vec<u8>) {
         (Hash32::of(text.as_bytes()), text.as_bytes().to_vec())
@@ -538,6 +517,33 @@ mod tests {
         assert_eq!(matching(&index, "all").len(), 70_000);
         assert_eq!(matching(&index, "n1").len(), 70_000 / 3);
         assert_eq!(matching(&index, "m69999"), vec![bodies[69_999].0]);
+    }
+
+    #[test]
+    fn a_part_inserted_over_several_steps_posts_each_body_once_its_step_ends() {
+        let texts = ["red dog", "red cat", "blue dog", "red red fox"];
+        let part =
+            crate::search::prepare::prepare_many(texts.map(|t| (Hash32::of(t.as_bytes()), t.as_bytes())));
+        let mut index = ContentIndex::default();
+        // One body held already: the part's copy of it is passed over.
+        let (held, hb) = body("blue dog");
+        index.insert(held, &hb);
+        let mut translation = Translation::default();
+        index.insert_prepared(&part, 0, &mut translation);
+        index.insert_prepared(&part, 2, &mut translation);
+        index.post_pending(&part, &mut translation);
+        assert_eq!(matching(&index, "dog").len(), 2);
+        assert!(matching(&index, "cat").is_empty());
+        index.insert_prepared(&part, 1, &mut translation);
+        index.insert_prepared(&part, 3, &mut translation);
+        index.post_pending(&part, &mut translation);
+        assert_eq!(matching(&index, "red").len(), 3);
+        assert_eq!(matching(&index, "\"red fox\""), vec![Hash32::of(b"red red fox")]);
+        assert_eq!(matching(&index, "dog").len(), 2);
+        for t in texts {
+            index.remove(&Hash32::of(t.as_bytes()));
+        }
+        assert_eq!(index.bytes(), 0);
     }
 
     #[test]

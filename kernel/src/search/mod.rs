@@ -15,6 +15,7 @@
 //! from blobs what they lacked.
 
 mod index;
+mod prepare;
 pub mod query;
 mod segments;
 
@@ -31,7 +32,8 @@ use crate::views::{AtPin, ReadWorld};
 use crate::world::{IndexEntry, Path, WorldState};
 use bytes::Bytes;
 use core::time::Duration;
-use index::ContentIndex;
+use index::{ContentIndex, Translation};
+pub use prepare::{prepare_part, Prepared, PreparedPart};
 use query::{words, Query};
 use rustc_hash::FxHashSet;
 pub(crate) use segments::SearchCall;
@@ -169,9 +171,11 @@ pub(crate) struct Search {
     /// Of those, the ones not asked for yet, in the order they were found.
     queue: VecDeque<Hash32>,
     fetching: BTreeSet<Hash32>,
-    /// Bodies in hand, waiting for their step to be indexed, and their bytes.
-    ready: VecDeque<(Hash32, Bytes)>,
+    /// Bodies in hand, tokenized, waiting for their step to be indexed, and their bytes.
+    ready: VecDeque<Ready>,
     ready_bytes: usize,
+    /// A segment part the embedder tokenized, handed in with its read's completion.
+    offered: Option<PreparedPart>,
     /// The build's reading of segments, until it is done: blobs wait for it.
     segments: Option<SegmentLoad>,
     /// Bodies the served state stopped holding, and when.
@@ -202,6 +206,7 @@ impl Search {
             fetching: BTreeSet::new(),
             ready: VecDeque::new(),
             ready_bytes: 0,
+            offered: None,
             segments: None,
             retired: VecDeque::new(),
             stats: SearchStats::default(),
@@ -258,7 +263,22 @@ impl Search {
 
     fn push_ready(&mut self, hash: Hash32, body: Bytes) {
         self.ready_bytes += body.len();
-        self.ready.push_back((hash, body));
+        let part = prepare::prepare_body(hash, &body);
+        self.ready.push_back(Ready {
+            part,
+            waiting: VecDeque::from([0]),
+            translation: Translation::default(),
+        });
+    }
+
+    /// The next completion is of a segment part already tokenized: `part`.
+    pub fn offer(&mut self, part: PreparedPart) {
+        self.offered = Some(part);
+    }
+
+    /// That completion is routed: an offer it did not take goes.
+    pub fn withdraw(&mut self) {
+        self.offered = None;
     }
 
     /// A segment call completed. A call of a build since dropped is ignored.
@@ -266,15 +286,19 @@ impl Search {
         let build = match &what {
             SearchCall::List { build } | SearchCall::Part { build, .. } => *build,
         };
+        let offered = self.offered.take();
         let Some(load) = self.segments.as_mut().filter(|l| l.build() == build) else { return };
-        if let Loaded::Bodies(bodies) = load.on_done(now, what, call, result, &self.keys, io) {
+        if let Loaded::Part(part) = load.on_done(now, what, call, result, offered, &self.keys, io) {
             self.stats.segment_parts_read += 1;
             io.marks.hit(Mark::SearchSegmentRead);
-            for b in bodies {
-                if self.missing.contains(&b.hash) && !self.index.contains(&b.hash) {
-                    self.stats.bodies_from_segments += 1;
-                    self.push_ready(b.hash, Bytes::from(b.body));
-                }
+            let waiting: VecDeque<usize> = (part.bodies().iter().enumerate())
+                .filter(|(_, b)| self.missing.contains(&b.hash) && !self.index.contains(&b.hash))
+                .map(|(i, _)| i)
+                .collect();
+            if !waiting.is_empty() {
+                self.stats.bodies_from_segments += waiting.len() as u64;
+                self.ready_bytes += waiting.iter().map(|i| part.bodies()[*i].len).sum::<usize>();
+                self.ready.push_back(Ready { part, waiting, translation: Translation::default() });
             }
         }
     }
@@ -364,6 +388,7 @@ impl Search {
         self.fetching.clear();
         self.ready.clear();
         self.ready_bytes = 0;
+        self.offered = None;
         self.segments = None;
         self.retired.clear();
         sn.search = Installs::default();
@@ -411,15 +436,21 @@ impl Search {
     fn index_step(&mut self, sn: &mut Snapshot, io: &mut Io) {
         let mut budget = self.step_bytes_max;
         while budget > 0 {
-            let Some((hash, body)) = self.ready.pop_front() else { break };
-            self.ready_bytes -= body.len();
-            budget = budget.saturating_sub(body.len().max(1));
+            let Some(ready) = self.ready.front_mut() else { break };
+            let Some(i) = ready.waiting.pop_front() else {
+                let mut done = self.ready.pop_front().expect("the front is there");
+                self.index.post_pending(&done.part, &mut done.translation);
+                continue;
+            };
+            let body = &ready.part.bodies()[i];
+            self.ready_bytes -= body.len;
+            budget = budget.saturating_sub(body.len.max(1));
             // A body still held somewhere since it was asked for; one no state holds now
             // is not worth its bytes.
-            if !self.missing.remove(&hash) {
+            if !self.missing.remove(&body.hash) {
                 continue;
             }
-            self.index.insert(hash, &body);
+            self.index.insert_prepared(&ready.part, i, &mut ready.translation);
             self.stats.bodies_indexed += 1;
             if self.index.bytes() > self.bytes_max {
                 io.marks.hit(Mark::SearchIndexOverBudget);
@@ -427,6 +458,14 @@ impl Search {
                 self.refused_until = Some(self.last_search + self.idle_max);
                 self.drop_index(sn);
                 return;
+            }
+        }
+        // Only the front part can have bodies waiting for their postings: the index is
+        // whole before anything reads it.
+        if let Some(front) = self.ready.front_mut() {
+            self.index.post_pending(&front.part, &mut front.translation);
+            if front.waiting.is_empty() {
+                self.ready.pop_front();
             }
         }
         // Emptied, the set gives back its table (a million entries' after a build).
@@ -484,6 +523,14 @@ impl Search {
         paths.dedup();
         page(world, paths.into_iter(), limit)
     }
+}
+
+/// Tokenized bodies in hand: a segment part's, or one body's.
+struct Ready {
+    part: Prepared,
+    /// The part's bodies still to index, in order.
+    waiting: VecDeque<usize>,
+    translation: Translation,
 }
 
 /// The page of documents whose path's words match `query`, in catalog mode.

@@ -8,14 +8,17 @@
 //! here fails anything. A listing the store refuses ends the load; a part it refuses is
 //! passed over.
 
+use super::prepare::{prepare_part, Prepared, PreparedPart};
 use crate::blob::{BlobOp, BlobOutcome, BlobResult, ObjectMeta};
-use crate::format::{newest_whole_window, verified_bodies, Keys, SegmentBody, SegmentName};
+use crate::format::{newest_whole_window, Keys, SegmentName};
 use crate::io::{Call, Io, Purpose};
 use std::collections::VecDeque;
 
 /// Bodies read from parts and not yet indexed, at most: part reads wait past this, so a
-/// store faster than the tokenizer cannot fill memory with bodies.
-pub(crate) const SEGMENT_BODIES_WAITING_BYTES_MAX: usize = 64 << 20;
+/// store faster than the index cannot fill memory with bodies. 16 MiB (64 parts of
+/// 256 KiB) keeps the index fed; at 64 MiB the tokenized parts queued, and what the
+/// allocator kept of them, took a million documents' build to 950 to 1,016 MiB resident.
+pub(crate) const SEGMENT_BODIES_WAITING_BYTES_MAX: usize = 16 << 20;
 
 /// The calls the index makes of the bucket.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -44,8 +47,8 @@ pub(super) struct SegmentLoad {
 /// What a completed call brought.
 pub(super) enum Loaded {
     Nothing,
-    /// The verified bodies of one part.
-    Bodies(Vec<SegmentBody>),
+    /// The verified bodies of one part, tokenized.
+    Part(Prepared),
 }
 
 impl SegmentLoad {
@@ -86,13 +89,16 @@ impl SegmentLoad {
         }
     }
 
-    /// A call of this load completed (the caller checked its build).
+    /// A call of this load completed (the caller checked its build). `offered`: the part
+    /// tokenized by the embedder, if it did (taken when it is this part's).
+    #[allow(clippy::too_many_arguments)]
     pub fn on_done(
         &mut self,
         now: crate::time::Instant,
         what: SearchCall,
         call: Call,
         result: BlobResult,
+        offered: Option<PreparedPart>,
         keys: &Keys,
         io: &mut Io,
     ) -> Loaded {
@@ -115,10 +121,11 @@ impl SegmentLoad {
             }
             (SearchCall::Part { name, .. }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 self.reading -= 1;
-                match verified_bodies(&bytes, &name) {
-                    Ok((_, bodies)) => Loaded::Bodies(bodies),
+                let part = offered.filter(|p| p.name == name).unwrap_or_else(|| prepare_part(&bytes, &name));
+                match part.prepared {
+                    Some(prepared) => Loaded::Part(prepared),
                     // A damaged part: its bodies come from blobs.
-                    Err(_) => Loaded::Nothing,
+                    None => Loaded::Nothing,
                 }
             }
             // Gone (collected since the listing) or refused: its bodies come from blobs.

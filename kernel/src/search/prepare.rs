@@ -1,0 +1,350 @@
+//! Tokenizing apart from the index: a segment part's (or one body's) words, found, folded
+//! and numbered among that part's own distinct words. A pure function of the bytes, so an
+//! embedder may run it on another thread (the driver does, on a bounded blocking pool)
+//! and hand the result in with the part's completion; the simulation runs it inline.
+//! The index then meets each of a part's distinct words once, not each word of each body.
+//!
+//! The words are exactly the tokenizer's (`query::words`): only their numbering is new.
+
+use super::query::{fold_into, raw_words};
+use crate::format::{SegmentName, SegmentPart};
+use crate::hash::Hash32;
+
+/// The words of some bodies, each body's as ids into the part's own distinct words.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Prepared {
+    /// The distinct folded words in order of first occurrence, end to end.
+    text: String,
+    /// By local word id: its end in `text` (it starts where the one before ends).
+    ends: Vec<u32>,
+    /// Every body's words as local word ids, body after body.
+    words: Vec<u32>,
+    bodies: Vec<PreparedBody>,
+    /// By local word, its holders: the bodies (indices in `bodies`, ascending) holding
+    /// it, word after word. The index puts a part's bodies in a word's posting together,
+    /// so a posting's memory is met once a part, not once a body (its cache misses were
+    /// most of an insert's time at a million bodies).
+    holders: Vec<u32>,
+    /// By local word: the end of its holders in `holders`.
+    holder_ends: Vec<u32>,
+}
+
+/// One body of a [`Prepared`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PreparedBody {
+    /// The body's hash, verified against its bytes.
+    pub hash: Hash32,
+    /// Its bytes' length.
+    pub len: usize,
+    /// Its words' end in [`Prepared::words`] (they start where the body before ends).
+    words_end: u32,
+    /// How many distinct words it holds.
+    pub distinct: u32,
+}
+
+/// A segment part read for the index, tokenized by [`prepare_part`]: handed back with the
+/// read's completion ([`crate::Input::BlobDonePrepared`]) so the replica's thread does
+/// not tokenize it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparedPart {
+    pub(crate) name: SegmentName,
+    /// None: the part does not decode under its name.
+    pub(crate) prepared: Option<Prepared>,
+}
+
+/// Decodes the part read under `name`, keeps the bodies that hash to their hash (one that
+/// does not is dropped, never trusted: it costs a blob read), and tokenizes them.
+pub fn prepare_part(bytes: &[u8], name: &SegmentName) -> PreparedPart {
+    let prepared = SegmentPart::decode_named(bytes, name).ok().map(|part| {
+        let mut p = Preparer::default();
+        for b in part.bodies.iter().filter(|b| Hash32::of(&b.body) == b.hash) {
+            p.body(b.hash, &b.body);
+        }
+        p.finish()
+    });
+    PreparedPart { name: *name, prepared }
+}
+
+/// One body, tokenized (its hash as given).
+pub(crate) fn prepare_body(hash: Hash32, body: &[u8]) -> Prepared {
+    let mut p = Preparer::default();
+    p.body(hash, body);
+    p.finish()
+}
+
+/// Some bodies, tokenized together (their hashes as given).
+#[cfg(test)]
+pub(crate) fn prepare_many<'a>(bodies: impl IntoIterator<Item = (Hash32, &'a [u8])>) -> Prepared {
+    let mut p = Preparer::default();
+    for (hash, body) in bodies {
+        p.body(hash, body);
+    }
+    p.finish()
+}
+
+impl Prepared {
+    pub(crate) fn bodies(&self) -> &[PreparedBody] {
+        &self.bodies
+    }
+
+    /// Body `i`'s words as local word ids, in order.
+    pub(crate) fn body_words(&self, i: usize) -> &[u32] {
+        let start = if i == 0 { 0 } else { self.bodies[i - 1].words_end as usize };
+        &self.words[start..self.bodies[i].words_end as usize]
+    }
+
+    /// The folded word with local id `id`.
+    pub(crate) fn word(&self, id: u32) -> &str {
+        let start = if id == 0 { 0 } else { self.ends[id as usize - 1] as usize };
+        &self.text[start..self.ends[id as usize] as usize]
+    }
+
+    /// The bodies (indices) holding local word `id`, ascending.
+    pub(crate) fn holders(&self, id: u32) -> &[u32] {
+        let start = if id == 0 { 0 } else { self.holder_ends[id as usize - 1] as usize };
+        &self.holders[start..self.holder_ends[id as usize] as usize]
+    }
+
+    /// How many distinct words the bodies hold.
+    pub(crate) fn word_count(&self) -> usize {
+        self.ends.len()
+    }
+}
+
+/// Builds a [`Prepared`]: the distinct words in an open-addressing table probed with a
+/// hash computed while the word is scanned (a general map would hash the word again, and
+/// its lookups and compares were a quarter of a build's time at a million bodies).
+#[derive(Default)]
+struct Preparer {
+    out: Prepared,
+    /// By local word id: its hash.
+    hashes: Vec<u64>,
+    /// Local word id + 1 by slot, 0 when empty; a power of two long, at most half full.
+    slots: Vec<u32>,
+    folded: String,
+    /// By local word id: the number of the last body that met it (from 1), and how many
+    /// bodies hold it.
+    met_by: Vec<u32>,
+    counts: Vec<u32>,
+    /// Every body's distinct words, body after body.
+    distinct: Vec<u32>,
+}
+
+/// FxHash's multiplier: a word's hash takes its folded bytes one at a time.
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+fn hash_step(h: u64, byte: u8) -> u64 {
+    (h.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED)
+}
+
+fn hash_of(word: &[u8]) -> u64 {
+    word.iter().fold(0, |h, b| hash_step(h, *b))
+}
+
+impl Preparer {
+    fn body(&mut self, hash: Hash32, body: &[u8]) {
+        let distinct_start = self.distinct.len();
+        if body.is_ascii() {
+            self.ascii_body(body);
+        } else {
+            for word in raw_words(&String::from_utf8_lossy(body)) {
+                let mut folded = core::mem::take(&mut self.folded);
+                folded.clear();
+                fold_into(word, &mut folded);
+                let id = self.word_id(hash_of(folded.as_bytes()), folded.as_bytes());
+                self.push_word(id);
+                self.folded = folded;
+            }
+        }
+        let words_end = self.out.words.len() as u32;
+        let distinct = (self.distinct.len() - distinct_start) as u32;
+        self.out.bodies.push(PreparedBody { hash, len: body.len(), words_end, distinct });
+    }
+
+    /// The next word of the body being prepared; the first time the body meets it, it is
+    /// noted among the body's distinct words.
+    fn push_word(&mut self, id: u32) {
+        self.out.words.push(id);
+        let body = self.out.bodies.len() as u32 + 1;
+        if self.met_by[id as usize] != body {
+            self.met_by[id as usize] = body;
+            self.counts[id as usize] += 1;
+            self.distinct.push(id);
+        }
+    }
+
+    /// The common case, byte by byte: for ASCII, `char::is_alphanumeric` is
+    /// `u8::is_ascii_alphanumeric` and the lowercase mapping is the ASCII one, so a word is
+    /// a slice of the body, folded into a buffer only when it holds a capital, and hashed
+    /// folded as it is scanned.
+    fn ascii_body(&mut self, body: &[u8]) {
+        let mut at = 0;
+        loop {
+            while at < body.len() && ASCII_CLASS[body[at] as usize] == SEPARATOR {
+                at += 1;
+            }
+            if at == body.len() {
+                return;
+            }
+            let start = at;
+            let mut capital = false;
+            let mut h = 0;
+            while at < body.len() {
+                let class = ASCII_CLASS[body[at] as usize];
+                if class == SEPARATOR {
+                    break;
+                }
+                capital |= class == CAPITAL;
+                h = hash_step(h, body[at].to_ascii_lowercase());
+                at += 1;
+            }
+            let word = &body[start..at];
+            let id = if capital {
+                let mut folded = core::mem::take(&mut self.folded);
+                folded.clear();
+                folded.extend(word.iter().map(|b| b.to_ascii_lowercase() as char));
+                let id = self.word_id(h, folded.as_bytes());
+                self.folded = folded;
+                id
+            } else {
+                self.word_id(h, word)
+            };
+            self.push_word(id);
+        }
+    }
+
+    /// The local id of folded `word`, whose hash is `h`; a new one for a word not met.
+    fn word_id(&mut self, h: u64, word: &[u8]) -> u32 {
+        if self.slots.is_empty() {
+            self.slots = vec![0; 1 << 10];
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = (h >> 32) as usize & mask;
+        loop {
+            match self.slots[at] {
+                0 => break,
+                slot => {
+                    let id = slot - 1;
+                    if self.hashes[id as usize] == h && self.out.word(id).as_bytes() == word {
+                        return id;
+                    }
+                }
+            }
+            at = (at + 1) & mask;
+        }
+        let id = self.out.ends.len() as u32;
+        // The tokenizer's words are valid UTF-8: slices of a str split at characters, or
+        // their folds.
+        self.out.text.push_str(core::str::from_utf8(word).expect("a word is UTF-8"));
+        self.out.ends.push(self.out.text.len() as u32);
+        self.hashes.push(h);
+        self.met_by.push(0);
+        self.counts.push(0);
+        self.slots[at] = id + 1;
+        if 2 * self.out.ends.len() > self.slots.len() {
+            self.grow();
+        }
+        id
+    }
+
+    fn grow(&mut self) {
+        let mut slots = vec![0u32; 2 * self.slots.len()];
+        let mask = slots.len() - 1;
+        for (id, h) in self.hashes.iter().enumerate() {
+            let mut at = (h >> 32) as usize & mask;
+            while slots[at] != 0 {
+                at = (at + 1) & mask;
+            }
+            slots[at] = id as u32 + 1;
+        }
+        self.slots = slots;
+    }
+
+    /// Lists each word's holders, from the bodies' distinct words (a counting sort).
+    fn finish(mut self) -> Prepared {
+        let out = &mut self.out;
+        let mut at = 0;
+        // `counts` becomes each word's next free place in `holders`.
+        for c in self.counts.iter_mut() {
+            let n = *c;
+            *c = at;
+            at += n;
+            out.holder_ends.push(at);
+        }
+        out.holders = vec![0; at as usize];
+        let mut distinct = self.distinct.iter();
+        for (i, body) in out.bodies.iter().enumerate() {
+            for &w in distinct.by_ref().take(body.distinct as usize) {
+                out.holders[self.counts[w as usize] as usize] = i as u32;
+                self.counts[w as usize] += 1;
+            }
+        }
+        self.out
+    }
+}
+
+const SEPARATOR: u8 = 0;
+const CAPITAL: u8 = 2;
+
+/// By byte: a separator, a lowercase letter or digit (1), or a capital.
+const ASCII_CLASS: [u8; 256] = {
+    let mut class = [SEPARATOR; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c.is_ascii_uppercase() {
+            class[b] = CAPITAL;
+        } else if c.is_ascii_alphanumeric() {
+            class[b] = 1;
+        }
+        b += 1;
+    }
+    class
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::query::body_words;
+
+    fn words_of(p: &Prepared, i: usize) -> Vec<String> {
+        p.body_words(i).iter().map(|id| p.word(*id).to_string()).collect()
+    }
+
+    #[test]
+    fn a_part_numbers_each_distinct_word_once_across_its_bodies() {
+        let mut p = Preparer::default();
+        p.body(Hash32::of(b"a"), b"Red dog, red DOG");
+        p.body(Hash32::of(b"b"), "dog caf\u{e9} Red".as_bytes());
+        let p = p.finish();
+        assert_eq!(p.word_count(), 3);
+        assert_eq!(words_of(&p, 0), ["red", "dog", "red", "dog"]);
+        assert_eq!(words_of(&p, 1), ["dog", "café", "red"]);
+        assert_eq!(p.body_words(1), [1, 2, 0]);
+        assert_eq!((p.bodies()[0].distinct, p.bodies()[1].distinct), (2, 3));
+        assert_eq!((p.holders(0), p.holders(1), p.holders(2)), (&[0, 1][..], &[0, 1][..], &[1][..]));
+    }
+
+    #[test]
+    fn the_table_grows_past_its_first_size_and_keeps_every_word() {
+        let text: String = (0..5_000).map(|i| format!("w{i} ")).collect();
+        let twice = format!("{text}{text}");
+        let p = prepare_body(Hash32::of(twice.as_bytes()), twice.as_bytes());
+        assert_eq!(p.word_count(), 5_000);
+        assert_eq!(words_of(&p, 0), body_words(twice.as_bytes()));
+    }
+
+    proptest::proptest! {
+        /// Any bytes, ASCII or not, prepare to the tokenizer's words.
+        #[test]
+        fn a_prepared_body_holds_the_tokenizer_s_words(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            ascii in proptest::collection::vec(0u8..0x80, 0..64),
+        ) {
+            for b in [&body, &ascii] {
+                let p = prepare_body(Hash32::of(b), b);
+                proptest::prop_assert_eq!(words_of(&p, 0), body_words(b));
+            }
+        }
+    }
+}
