@@ -354,14 +354,28 @@ impl World {
         self.write(Write { op_id: new_op_id(), mutation }).await
     }
 
-    /// Replaces a document's body (creating it when absent).
+    /// Replaces a document's body (creating it when absent), leaving it no catalog record.
     pub async fn publish(
         &self,
         path: &str,
         body: impl Into<Bytes>,
         expected: Expected,
     ) -> Result<WriteOk, Error> {
-        self.mutate(Mutation::Publish { path: path.to_string(), body: body.into(), expected }).await
+        self.mutate(Mutation::Publish { path: path.to_string(), body: body.into(), catalog: None, expected })
+            .await
+    }
+
+    /// Replaces a document's body and its catalog record (SPEC 1.3: at most 1,024 bytes,
+    /// searched with the path while body search is unavailable; empty for none).
+    pub async fn publish_with_record(
+        &self,
+        path: &str,
+        body: impl Into<Bytes>,
+        record: &str,
+        expected: Expected,
+    ) -> Result<WriteOk, Error> {
+        let catalog = Some(record.to_string());
+        self.mutate(Mutation::Publish { path: path.to_string(), body: body.into(), catalog, expected }).await
     }
 
     /// Adds bytes to the end of a document's body (creating it when absent).

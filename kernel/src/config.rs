@@ -333,6 +333,9 @@ pub struct Defects {
     /// A slot carries its bodies in reverse member order (the checker judges their places
     /// against the model's bodies, not through the kernel's decoder, and must catch it).
     pub carry_bodies_reversed: bool,
+    /// An entry's modified time is taken a minute ahead of the store's clock, so after
+    /// its slot's creation (the checker judges each time against the creation it saw).
+    pub modified_time_ahead: bool,
 }
 
 impl Default for Config {

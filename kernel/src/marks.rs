@@ -167,6 +167,9 @@ marks! {
     /// A search found no index covering its state within the wait: answered in catalog
     /// mode.
     SearchCatalogAnswer = "search_catalog_answer",
+    /// A catalog answer held a document its catalog record matched and its path alone
+    /// did not.
+    SearchCatalogRecordMatched = "search_catalog_record_matched",
     /// A search waited for the index to cover its state, and it did in time.
     SearchWaitedForIndex = "search_waited_for_index",
     /// A view's search answered in body mode from a pin behind the tip.

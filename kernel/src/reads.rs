@@ -29,7 +29,7 @@ use crate::io::{Call, Io, Purpose};
 use crate::marks::Mark;
 use crate::read_answers::{fetch, list, retained_versions, Found};
 use crate::reply::{Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply};
-use crate::search::query::Query;
+use crate::search::query::{words, Query};
 use crate::search::{catalog_page, Search, SearchMatch};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
@@ -672,6 +672,9 @@ impl Reads {
                     io.marks.hit(Mark::SearchCatalogAnswer);
                     search.stats.catalog_answers += 1;
                     let (entries, more) = catalog_page(world, query, start_after.as_deref(), *limit);
+                    if entries.iter().any(|e| !query.matches(&words(e.path.as_str()).collect::<Vec<_>>())) {
+                        io.marks.hit(Mark::SearchCatalogRecordMatched);
+                    }
                     (entries, more, SearchMatch::Catalog)
                 };
                 Answer::Search { entries, matched, more }

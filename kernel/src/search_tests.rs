@@ -12,7 +12,7 @@ use crate::reply::{Answer, ReadError, ReadOk};
 use crate::search::query::QueryProblem;
 use crate::search::SearchMatch;
 use crate::testkit::{blob_bodies, keys, publish, Harness, Peer};
-use crate::world::Expected;
+use crate::world::{Expected, Mutation};
 use core::time::Duration;
 
 fn search(q: &str, start_after: Option<&str>, limit: u32) -> Read {
@@ -83,6 +83,40 @@ fn a_first_search_builds_the_index_and_answers_from_bodies_exactly() {
     h.settle();
     assert_eq!(found(h.read_ok(after)).0, ["/b.md"]);
     assert_eq!(h.replica.search_stats().builds, 1);
+}
+
+#[test]
+fn a_catalog_answer_matches_the_path_and_the_catalog_record_each_part_in_one() {
+    let mut h = Harness::opened(blob_bodies(Config::default()));
+    let mut peer = Peer::following(&h);
+    let cataloged = |path: &str, body: &str, record: &str| Mutation::Publish {
+        path: path.into(),
+        body: body.to_string().into(),
+        catalog: Some(record.into()),
+        expected: Expected::Absent,
+    };
+    peer.commit(
+        &mut h,
+        &[
+            (1, cataloged("/pets/dog.md", "a cat", "Draft: Brown")),
+            (2, cataloged("/x.md", "dog", "final: red dog")),
+            (3, cataloged("/y.md", "dog", "draft brown")),
+            (4, publish("/brown.md", "draft", Expected::Absent)),
+        ],
+    );
+    learn_tip(&mut h);
+    let id = h.read(search("draft dog", None, 0));
+    let phrase = h.read(search("\"md draft\"", None, 0));
+    h.deliver_all_but(is_body_get);
+    h.advance(Duration::from_secs(1));
+    h.fire_timer();
+    h.deliver_all_but(is_body_get);
+    // "draft" from the record, "dog" from the path; a body's words do not count.
+    assert_eq!(found(h.read_ok(id)), (vec!["/pets/dog.md"], SearchMatch::Catalog, false));
+    // A phrase is held within one of them: the path's last word and the record's first
+    // are not adjacent.
+    assert_eq!(found(h.read_ok(phrase)), (vec![], SearchMatch::Catalog, false));
+    assert_eq!(h.marked(Mark::SearchCatalogRecordMatched), 1);
 }
 
 #[test]

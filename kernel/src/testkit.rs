@@ -528,7 +528,7 @@ impl Peer {
                 let stored = store.bytes(&keys().body(h))?;
                 Some(Bytes::from(decode_body(&stored, h).expect("a stored body")))
             };
-            match evaluate(&view, OperationId::from(*op), &valid, &body_of) {
+            match evaluate(&view, OperationId::from(*op), &valid, 0, &body_of) {
                 Evaluation::Applied { member, body } => {
                     bodies.extend(body);
                     overlay.apply(&member);
@@ -571,7 +571,7 @@ impl Peer {
 }
 
 pub fn publish(path: &str, body: &str, expected: Expected) -> Mutation {
-    Mutation::Publish { path: path.into(), body: Bytes::from(body.to_string()), expected }
+    Mutation::Publish { path: path.into(), body: Bytes::from(body.to_string()), catalog: None, expected }
 }
 
 pub fn append(path: &str, bytes: &str) -> Mutation {

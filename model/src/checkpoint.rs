@@ -268,6 +268,7 @@ mod tests {
         let publish = |p: &str, b: &'static [u8]| Mutation::Publish {
             path: p.to_string(),
             body: Bytes::from_static(b),
+            catalog: None,
             expected: Expected::Any,
         };
         for (i, m) in [publish("/b", b"1"), publish("/a", b"1"), publish("/b", b"2")].iter().enumerate() {

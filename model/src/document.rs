@@ -21,6 +21,12 @@ pub struct ModelDocument {
     /// The sequence of the last member that changed the document (publish, append or an
     /// archive flip).
     pub modified_sequence: u64,
+    /// The modified time the log gave the document's last change (SPEC 1.3): the one
+    /// value the model cannot derive, recorded by the checker once judged
+    /// ([`crate::ModelWorld::record_modified_time`]); 0 until then.
+    pub modified_us: u64,
+    /// The catalog record the last publish set (SPEC 1.3).
+    pub catalog: Option<String>,
 }
 
 /// One retained version record (SPEC 1.3).
@@ -60,6 +66,8 @@ pub(crate) struct StoredDocument {
     pub first_version: u64,
     pub archived: bool,
     pub modified_sequence: u64,
+    pub modified_us: u64,
+    pub catalog: Option<String>,
     /// Retained versions, oldest first, versions `first_version ..= version`.
     pub versions: Vec<StoredVersion>,
 }
@@ -84,6 +92,8 @@ impl StoredDocument {
             body_hash: current.body_hash,
             body_len: current.body_len,
             modified_sequence: self.modified_sequence,
+            modified_us: self.modified_us,
+            catalog: self.catalog.clone(),
         }
     }
 }

@@ -20,6 +20,8 @@ pub enum ModelRequest {
         path: String,
         /// BLAKE3 of the new body.
         body_hash: [u8; 32],
+        /// The catalog record it sets (None for none).
+        catalog: Option<String>,
     },
     /// An append to the path (its bytes are not part of the content).
     Append {
@@ -42,7 +44,8 @@ pub enum ModelRequest {
 
 impl ModelRequest {
     /// BLAKE3 of the SPEC 10.13 preimage: the domain, a kind byte (1 publish, 2 append,
-    /// 3 archive, 4 unarchive, 5 policy), then the fields, each string as its length
+    /// 3 archive, 4 unarchive, 5 policy), then the fields (a publish's catalog record only
+    /// when it has one), each string as its length
     /// (`u32`, little-endian) and bytes, integers little-endian.
     pub fn digest(&self) -> [u8; 32] {
         let mut preimage = DOMAIN.to_vec();
@@ -51,10 +54,13 @@ impl ModelRequest {
             out.extend_from_slice(s.as_bytes());
         };
         match self {
-            ModelRequest::Publish { path, body_hash } => {
+            ModelRequest::Publish { path, body_hash, catalog } => {
                 preimage.push(1);
                 string(&mut preimage, path);
                 preimage.extend_from_slice(body_hash);
+                if let Some(record) = catalog {
+                    string(&mut preimage, record);
+                }
             }
             ModelRequest::Append { path } => {
                 preimage.push(2);

@@ -79,9 +79,25 @@ pub fn holds(text: &[String], parts: &[Vec<String>]) -> bool {
     parts.iter().all(|part| (0..text.len()).any(|i| text[i..].starts_with(part)))
 }
 
+/// Whether a document's catalog, its path and its record, holds every part: each in one
+/// of the two (a phrase within one), SPEC 8.6.
+pub fn catalog_holds(path: &str, record: Option<&str>, parts: &[Vec<String>]) -> bool {
+    let texts = [words(path), record.map(words).unwrap_or_default()];
+    parts.iter().all(|part| texts.iter().any(|text| holds(text, std::slice::from_ref(part))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_catalog_holds_each_part_in_its_path_or_its_record_a_phrase_within_one() {
+        let parts = |q: &str| query_parts(q).unwrap();
+        assert!(catalog_holds("/pets/dog.md", Some("Draft: brown"), &parts("DOG draft")));
+        assert!(!catalog_holds("/pets/dog.md", None, &parts("dog draft")));
+        assert!(catalog_holds("/pets/dog.md", Some("draft"), &parts("\"pets dog\"")));
+        assert!(!catalog_holds("/pets/dog.md", Some("draft"), &parts("\"md draft\"")));
+    }
 
     #[test]
     fn the_rules_as_the_spec_states_them() {

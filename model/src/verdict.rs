@@ -40,6 +40,8 @@ pub struct ModelApplied {
     pub body_len: u64,
     /// The document's first retained version after the member (0 for `set_policy`).
     pub first_version: u64,
+    /// The document's catalog record after the member (None for `set_policy`).
+    pub catalog: Option<String>,
     /// The inclusive version range this write pruned (SPEC 1.3), if any.
     pub prune: Option<(u64, u64)>,
     /// A version record was added (publish and append).
@@ -132,4 +134,12 @@ pub enum ModelInvalid {
     /// The policy of a `set_policy` is not valid.
     #[error("policy: {0}")]
     Policy(PolicyProblem),
+    /// A publish's catalog record is longer than 1,024 bytes (SPEC 1.3).
+    #[error("a catalog record of {len} bytes exceeds the maximum {max}")]
+    CatalogRecordTooLong {
+        /// The record's length, in bytes.
+        len: usize,
+        /// The most, 1,024.
+        max: usize,
+    },
 }

@@ -12,6 +12,9 @@ use bytes::Bytes;
 use slotlog_kernel::ids::OperationId;
 use slotlog_kernel::world::mutation::{Expected, Mutation, PolicyBody};
 use std::collections::BTreeMap;
+
+/// The longest catalog record, in bytes (SPEC 1.3).
+const CATALOG_RECORD_MAX: usize = 1_024;
 use std::ops::Bound;
 
 /// A world as a plain sequential state machine: the oracle the kernel is compared with.
@@ -47,8 +50,8 @@ pub enum ModelReceiptAnswer {
 
 /// What an applied verdict changes, beyond what its `ModelApplied` already states.
 enum Change {
-    /// A publish or append: a new version with this body.
-    Write { body: Bytes },
+    /// A publish or append: a new version with this body, and the catalog record after it.
+    Write { body: Bytes, catalog: Option<String> },
     /// An archive flip to this flag.
     Archive { archived: bool },
     /// A new policy.
@@ -57,7 +60,8 @@ enum Change {
 
 /// The two ways a mutation can make a new body.
 enum WriteKind<'a> {
-    Publish(&'a Bytes),
+    /// The body and the raw catalog record.
+    Publish(&'a Bytes, Option<&'a str>),
     Append(&'a Bytes),
 }
 
@@ -89,7 +93,7 @@ impl ModelWorld {
         let mut made = None;
         if let Verdict::Applied(applied) = &verdict {
             let change = change.expect("an applied verdict carries its change");
-            if let Change::Write { body } = &change {
+            if let Change::Write { body, .. } = &change {
                 made = Some(body.clone());
             }
             self.commit(applied, change);
@@ -198,12 +202,20 @@ impl ModelWorld {
         }
     }
 
+    /// Records the modified time the log gave `path`'s last change, once the checker has
+    /// judged it (SPEC 1.3).
+    pub fn record_modified_time(&mut self, path: &str, modified_us: u64) {
+        if let Some(doc) = self.documents.get_mut(path) {
+            doc.modified_us = modified_us;
+        }
+    }
+
     // ---------------------------------------------------------------- judging
 
     fn judge(&self, op_id: OperationId, m: &Mutation) -> (Verdict, Option<Change>) {
         match m {
-            Mutation::Publish { path, body, expected } => {
-                self.judge_write(op_id, path, WriteKind::Publish(body), *expected)
+            Mutation::Publish { path, body, catalog, expected } => {
+                self.judge_write(op_id, path, WriteKind::Publish(body, catalog.as_deref()), *expected)
             }
             Mutation::Append { path, bytes, expected } => {
                 self.judge_write(op_id, path, WriteKind::Append(bytes), *expected)
@@ -228,13 +240,24 @@ impl ModelWorld {
             Ok(p) => p,
             Err(problem) => return (Verdict::Invalid(ModelInvalid::Path(problem)), None),
         };
+        // 1. A publish's record: at most 1,024 bytes; an empty one is none.
+        let record = match kind {
+            WriteKind::Publish(_, Some(r)) if r.len() > CATALOG_RECORD_MAX => {
+                let invalid = ModelInvalid::CatalogRecordTooLong { len: r.len(), max: CATALOG_RECORD_MAX };
+                return (Verdict::Invalid(invalid), None);
+            }
+            WriteKind::Publish(_, r) => r.filter(|r| !r.is_empty()).map(str::to_string),
+            WriteKind::Append(_) => None,
+        };
         // 2. Committed operation id. A published body is the new body: hashed once here.
         let published_hash = match &kind {
-            WriteKind::Publish(body) => Some(body_hash(body)),
+            WriteKind::Publish(body, _) => Some(body_hash(body)),
             WriteKind::Append(_) => None,
         };
         let request = match published_hash {
-            Some(body_hash) => ModelRequest::Publish { path: path.clone(), body_hash },
+            Some(body_hash) => {
+                ModelRequest::Publish { path: path.clone(), body_hash, catalog: record.clone() }
+            }
             None => ModelRequest::Append { path: path.clone() },
         };
         if let Some(judged) = self.judge_committed(op_id, &request) {
@@ -261,7 +284,7 @@ impl ModelWorld {
         }
         // 8. Size of the new body.
         let (receipt_kind, new_body) = match kind {
-            WriteKind::Publish(body) => (ReceiptKind::Published, body.clone()),
+            WriteKind::Publish(body, _) => (ReceiptKind::Published, body.clone()),
             WriteKind::Append(bytes) => match doc {
                 None => (ReceiptKind::Appended, bytes.clone()),
                 Some(d) => {
@@ -277,9 +300,14 @@ impl ModelWorld {
         if size > max {
             return rejected(ModelRejection::TooLarge { size, max });
         }
-        // 9. Same body as now.
+        // A publish sets the record; an append keeps the document's.
+        let catalog = match receipt_kind {
+            ReceiptKind::Published => record,
+            _ => doc.and_then(|d| d.catalog.clone()),
+        };
+        // 9. Same body (and record) as now.
         if let Some(d) = doc {
-            if *d.current_body() == new_body {
+            if *d.current_body() == new_body && d.catalog == catalog {
                 return (Verdict::Unchanged { version: d.version }, None);
             }
         }
@@ -304,11 +332,12 @@ impl ModelWorld {
             body_hash: Some(published_hash.unwrap_or_else(|| body_hash(&new_body))),
             body_len: size,
             first_version,
+            catalog: catalog.clone(),
             prune,
             new_version: true,
             policy: None,
         };
-        (Verdict::Applied(applied), Some(Change::Write { body: new_body }))
+        (Verdict::Applied(applied), Some(Change::Write { body: new_body, catalog }))
     }
 
     /// `set_archived`: SPEC 1.4 checks 1 to 5, 9 and 10 (6 to 8 concern writes only).
@@ -360,6 +389,7 @@ impl ModelWorld {
             body_hash: Some(current.body_hash),
             body_len: current.body_len,
             first_version: doc.first_version,
+            catalog: current.catalog.clone(),
             prune: None,
             new_version: false,
             policy: None,
@@ -413,6 +443,7 @@ impl ModelWorld {
             body_hash: None,
             body_len: 0,
             first_version: 0,
+            catalog: None,
             prune: None,
             new_version: false,
             policy: Some(body.clone()),
@@ -460,9 +491,10 @@ impl ModelWorld {
             (Change::Write { .. }, ReceiptKind::Appended) => {
                 ModelRequest::Append { path: path.expect("writes name a path") }
             }
-            (Change::Write { .. }, _) => ModelRequest::Publish {
+            (Change::Write { catalog, .. }, _) => ModelRequest::Publish {
                 path: path.expect("writes name a path"),
                 body_hash: applied.body_hash.expect("writes carry a body hash"),
+                catalog: catalog.clone(),
             },
         };
         self.by_sequence.push((receipt.clone(), request));
@@ -477,7 +509,7 @@ impl ModelWorld {
                 doc.archived = archived;
                 doc.modified_sequence = receipt.sequence;
             }
-            Change::Write { body } => {
+            Change::Write { body, catalog } => {
                 let path = receipt.path.clone().expect("writes name a path");
                 let record = ModelVersion {
                     version: receipt.version,
@@ -492,12 +524,15 @@ impl ModelWorld {
                     first_version: 1,
                     archived: false,
                     modified_sequence: 0,
+                    modified_us: 0,
+                    catalog: None,
                     versions: Vec::new(),
                 });
                 doc.version = receipt.version;
                 doc.first_version = applied.first_version;
                 doc.archived = false;
                 doc.modified_sequence = receipt.sequence;
+                doc.catalog = catalog;
                 doc.versions.push(StoredVersion { record, body });
                 // Pruned versions (and their bodies) are dropped.
                 let first = doc.first_version;
@@ -540,7 +575,12 @@ mod tests {
     }
 
     fn publish(path: &str, body: &[u8], expected: Expected) -> Mutation {
-        Mutation::Publish { path: path.to_string(), body: Bytes::copy_from_slice(body), expected }
+        Mutation::Publish {
+            path: path.to_string(),
+            body: Bytes::copy_from_slice(body),
+            catalog: None,
+            expected,
+        }
     }
 
     fn append(path: &str, bytes: &[u8], expected: Expected) -> Mutation {
@@ -602,6 +642,57 @@ mod tests {
 
     const ALL_DOC_KINDS: [fn(&str, Expected) -> Mutation; 3] =
         [|p, e| publish(p, b"new", e), |p, e| append(p, b"new", e), |p, e| set_archived(p, true, e)];
+
+    // ------------------------------------------------------------ catalog records
+
+    fn cataloged(path: &str, body: &[u8], record: Option<&str>) -> Mutation {
+        let catalog = record.map(str::to_string);
+        Mutation::Publish {
+            path: path.into(),
+            body: Bytes::copy_from_slice(body),
+            catalog,
+            expected: Expected::Any,
+        }
+    }
+
+    #[test]
+    fn a_publish_sets_the_record_an_append_and_an_archive_flip_keep_it() {
+        let mut w = W::new();
+        assert_eq!(w.ok(cataloged("/a", b"one", Some("draft"))).catalog.as_deref(), Some("draft"));
+        assert_eq!(w.ok(append("/a", b"+", Expected::Any)).catalog.as_deref(), Some("draft"));
+        assert_eq!(w.ok(set_archived("/a", true, Expected::Any)).catalog.as_deref(), Some("draft"));
+        assert_eq!(w.world.document("/a").unwrap().catalog.as_deref(), Some("draft"));
+        w.ok(set_archived("/a", false, Expected::Any));
+        assert_eq!(w.ok(cataloged("/a", b"two", Some(""))).catalog, None, "an empty record is none");
+    }
+
+    #[test]
+    fn the_same_body_with_another_record_is_a_new_version() {
+        let mut w = W::new();
+        w.ok(cataloged("/a", b"one", Some("draft")));
+        assert_eq!(w.apply(cataloged("/a", b"one", Some("draft"))), Verdict::Unchanged { version: 1 });
+        assert_eq!(w.ok(cataloged("/a", b"one", None)).receipt.version, 2);
+    }
+
+    #[test]
+    fn a_record_past_1024_bytes_is_invalid_after_the_path() {
+        let mut w = W::new();
+        let long = "x".repeat(1_025);
+        let invalid = ModelInvalid::CatalogRecordTooLong { len: 1_025, max: 1_024 };
+        assert_eq!(w.apply(cataloged("/a", b"one", Some(&long))), Verdict::Invalid(invalid));
+        let bad_path = w.apply(cataloged("a/../b", b"one", Some(&long)));
+        assert!(matches!(bad_path, Verdict::Invalid(ModelInvalid::Path(_))), "{bad_path:?}");
+        assert!(matches!(w.apply(cataloged("/a", b"one", Some(&long[1..]))), Verdict::Applied(_)));
+    }
+
+    #[test]
+    fn an_operation_id_reused_with_another_record_is_refused() {
+        let mut w = ModelWorld::new();
+        w.apply(op(1), &cataloged("/a", b"one", Some("draft")));
+        assert!(matches!(w.apply(op(1), &cataloged("/a", b"one", Some("draft"))), Verdict::Duplicate(_)));
+        let reused = Verdict::Rejected(ModelRejection::OperationIdReused { sequence: 1 });
+        assert_eq!(w.apply(op(1), &cataloged("/a", b"one", Some("final"))), reused);
+    }
 
     // ------------------------------------------------------------ genesis, sequences
 
@@ -680,6 +771,7 @@ mod tests {
                 body_hash: Some(hash),
                 body_len: 5,
                 first_version: 1,
+                catalog: None,
                 prune: None,
                 new_version: true,
                 policy: None,
@@ -694,6 +786,8 @@ mod tests {
                 body_hash: hash,
                 body_len: 5,
                 modified_sequence: 1,
+                modified_us: 0,
+                catalog: None,
             })
         );
         assert_eq!(w.body("/notes/a.md", 1), Some(&b"hello"[..]));
@@ -1551,6 +1645,7 @@ mod tests {
                 body_hash: None,
                 body_len: 0,
                 first_version: 0,
+                catalog: None,
                 prune: None,
                 new_version: false,
                 policy: Some(normalized.clone()),

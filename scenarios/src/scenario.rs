@@ -80,6 +80,7 @@ pub const DEFECT_NAMES: &[&str] = &[
     "view-reads-tip",
     "search-ignores-coverage",
     "carry-bodies-reversed",
+    "modified-time-ahead",
 ];
 
 /// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
@@ -98,6 +99,7 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
         "view-reads-tip" => &mut defects.view_reads_tip,
         "search-ignores-coverage" => &mut defects.search_ignores_coverage,
         "carry-bodies-reversed" => &mut defects.carry_bodies_reversed,
+        "modified-time-ahead" => &mut defects.modified_time_ahead,
         _ => return false,
     };
     *flag = true;
@@ -119,6 +121,7 @@ fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
         d.view_reads_tip,
         d.search_ignores_coverage,
         d.carry_bodies_reversed,
+        d.modified_time_ahead,
     ];
     DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }

@@ -853,7 +853,8 @@ impl Cluster<'_> {
                 let valid = validate(&w.mutation).expect("preloaded writes are valid");
                 let layers = [&overlay];
                 let view = slotlog_kernel::world::Layered::new(&world, &layers);
-                let Evaluation::Applied { member, .. } = evaluate(&view, w.op_id, &valid, &|_| None) else {
+                let Evaluation::Applied { member, .. } = evaluate(&view, w.op_id, &valid, 0, &|_| None)
+                else {
                     panic!("a preloaded write applies");
                 };
                 overlay.apply(&member);

@@ -286,7 +286,8 @@ impl Generator {
                 let (nonce, len, body) = self.fresh_body();
                 self.learn(&path, 1, Some(false), Some((nonce, len)));
                 let op_id = OperationId::from(i as u128 + 1);
-                let m = Mutation::Publish { path, body: body.clone(), expected: Expected::Any };
+                let m =
+                    Mutation::Publish { path, body: body.clone(), catalog: None, expected: Expected::Any };
                 (Write { op_id, mutation: m }, body)
             })
             .collect()
@@ -365,13 +366,18 @@ impl Generator {
         }
     }
 
-    /// A body search: one to three words of the vocabulary, a two-word phrase, or a word
-    /// of the paths (which the catalog matches too); paged on after a known path at times.
+    /// A body search: one to three words of the vocabulary, a two-word phrase, a word of
+    /// the paths (which the catalog matches too), or a record's tag and a word (a tag the
+    /// catalog alone can match); paged on after a known path at times.
     fn next_search(&mut self) -> slotlog_kernel::Read {
         let word = |g: &mut Generator| VOCABULARY[g.rng.below(VOCABULARY.len() as u64) as usize];
-        let query = match self.rng.below(6) {
+        let query = match self.rng.below(7) {
             0 => format!("\"{} {}\"", word(self), word(self)),
             1 => "seed".to_string(),
+            6 => {
+                let tag = RECORD_TAGS[self.rng.below(RECORD_TAGS.len() as u64) as usize];
+                format!("{tag} {}", word(self))
+            }
             2 => format!("{} {}", word(self), word(self)),
             3 => format!("{} {} {}", word(self), word(self), word(self)),
             _ => word(self).to_uppercase(),
@@ -424,13 +430,15 @@ impl Generator {
         if take(mix.blind_update) {
             let path = self.known_path();
             let (nonce, len, body) = self.fresh_body();
-            return (Mutation::Publish { path, body, expected: Expected::Any }, Some((nonce, len)));
+            let catalog = self.catalog_record();
+            return (Mutation::Publish { path, body, catalog, expected: Expected::Any }, Some((nonce, len)));
         }
         if take(mix.expected_update) {
             let path = self.known_path();
             let version = self.known[&path].version;
             let (nonce, len, body) = self.fresh_body();
-            let m = Mutation::Publish { path, body, expected: Expected::Version(version) };
+            let catalog = self.catalog_record();
+            let m = Mutation::Publish { path, body, catalog, expected: Expected::Version(version) };
             return (m, Some((nonce, len)));
         }
         if take(mix.append) {
@@ -453,13 +461,21 @@ impl Generator {
             let k = self.rng.below(u64::from(self.workload.parent_child_pairs.max(1)));
             let path = if self.rng.chance(0.5) { format!("/pc/{k}.md") } else { format!("/pc/{k}.md/c.md") };
             let (nonce, len, body) = self.fresh_body();
-            return (Mutation::Publish { path, body, expected: Expected::Absent }, Some((nonce, len)));
+            return (
+                Mutation::Publish { path, body, catalog: None, expected: Expected::Absent },
+                Some((nonce, len)),
+            );
         }
         // Republish what was last seen: unchanged unless someone wrote since.
         let path = self.known_path();
         match self.known[&path].body {
             Some((nonce, len)) => {
-                let m = Mutation::Publish { path, body: self.body(nonce, len), expected: Expected::Any };
+                let m = Mutation::Publish {
+                    path,
+                    body: self.body(nonce, len),
+                    catalog: None,
+                    expected: Expected::Any,
+                };
                 (m, Some((nonce, len)))
             }
             None => self.create(),
@@ -487,7 +503,20 @@ impl Generator {
         } else {
             Expected::Any
         };
-        (Mutation::Publish { path, body, expected }, Some((nonce, len)))
+        let catalog = self.catalog_record();
+        (Mutation::Publish { path, body, catalog, expected }, Some((nonce, len)))
+    }
+
+    /// A publish's catalog record, with word bodies only (the search workload): half the
+    /// time a tag and a word of the vocabulary, a tag no body holds, so a search for it
+    /// finds documents only in catalog mode.
+    fn catalog_record(&mut self) -> Option<String> {
+        if !self.workload.word_bodies || !self.rng.chance(0.5) {
+            return None;
+        }
+        let tag = RECORD_TAGS[self.rng.below(RECORD_TAGS.len() as u64) as usize];
+        let word = VOCABULARY[self.rng.below(VOCABULARY.len() as u64) as usize];
+        Some(format!("{tag}: {word}"))
     }
 
     fn policy_flip(&mut self) -> Mutation {
@@ -585,6 +614,9 @@ const VOCABULARY: [&str; 24] = [
     "alder", "birch", "cedar", "cedars", "elm", "fir", "hazel", "holly", "larch", "lime", "maple", "oak",
     "pine", "rowan", "spruce", "yew", "ash", "beech", "willow", "poplar", "aspen", "olive", "Ørn", "teak",
 ];
+
+/// The tags catalog records carry: words no body holds.
+const RECORD_TAGS: [&str; 4] = ["draft", "final", "review", "Élan"];
 
 /// Random bytes as text of the vocabulary's words, the same length: each word chosen by a
 /// byte, capitalized by another, separated by a space or punctuation.

@@ -129,8 +129,12 @@ async fn a_writes_phases_come_back_in_order() {
     config.slow_request_after = Duration::ZERO;
     let world = World::open_on(turnable(), "w", config).await.unwrap();
     let op_id = slotlog::new_op_id();
-    let mutation =
-        slotlog::Mutation::Publish { path: "/a.md".into(), body: "one".into(), expected: Expected::Any };
+    let mutation = slotlog::Mutation::Publish {
+        path: "/a.md".into(),
+        body: "one".into(),
+        catalog: None,
+        expected: Expected::Any,
+    };
     world.write(slotlog::Write { op_id, mutation }).await.unwrap();
     let telemetry = world.telemetry().await.unwrap();
     let timings = telemetry

@@ -112,7 +112,12 @@ async fn a_create_landing_long_after_its_base_is_uncertain_and_the_world_reopens
     let op_id = new_op_id();
     let write = Write {
         op_id,
-        mutation: Mutation::Publish { path: "/b.md".into(), body: "two".into(), expected: Expected::Any },
+        mutation: Mutation::Publish {
+            path: "/b.md".into(),
+            body: "two".into(),
+            catalog: None,
+            expected: Expected::Any,
+        },
     };
     // The slot is in the bucket, but the replica cannot tell it is not below collection:
     // the write is answered Uncertain, never Committed, and never retried.

@@ -4,7 +4,7 @@
 
 use super::{reply, Committer, Pending, WritePhases};
 use crate::bodies::Bodies;
-use crate::format::Slot;
+use crate::format::{column_item_bytes_max, Slot};
 use crate::hash::Hash32;
 use crate::ids::RequestId;
 use crate::io::Io;
@@ -229,7 +229,12 @@ impl Committer {
             let read = p.read.clone();
             let body_of = move |h: &Hash32| read.as_ref().filter(|(rh, _)| rh == h).map(|(_, b)| b.clone());
             let at_sequence = view.sequence();
-            let evaluation = evaluate(&view, p.op_id, &p.mutation, &body_of);
+            // A lower bound on the store's clock, so the slot it lands in was created after.
+            let mut store_us = io.store_clock.now_us(now).unwrap_or(0);
+            if self.config.defects().modified_time_ahead {
+                store_us += 60_000_000;
+            }
+            let evaluation = evaluate(&view, p.op_id, &p.mutation, store_us, &body_of);
             drop(layers);
             let judged = match evaluation {
                 Evaluation::NeedsBody(hash) => {
@@ -241,7 +246,8 @@ impl Committer {
                     return;
                 }
                 Evaluation::Applied { member, body } => {
-                    let member_bytes = postcard::experimental::serialized_size(&member).unwrap_or(0);
+                    let member_bytes = postcard::experimental::serialized_size(&member).unwrap_or(0)
+                        + member.entry.as_ref().map_or(0, column_item_bytes_max);
                     let new_body = body.map(|body| {
                         let hash = member.version.as_ref().expect("a new body makes a version").body_hash;
                         (hash, body)

@@ -57,6 +57,7 @@ pub(super) fn history_block() -> BoxedStrategy<HistoryBlock> {
 /// An entry retaining `first_version ..= version` (at most about 1,000 versions) with the
 /// history references the shard rules require.
 fn shard_entry(path: Path) -> BoxedStrategy<ShardEntry> {
+    let catalog = super::catalog_tests::catalog_item();
     (spread(1 << 40), 0..1_000u64, 0..256u64, hash32(), any::<u64>(), spread(u64::MAX), any::<bool>())
         .prop_flat_map(
             move |(first_version, span, back, body_hash, body_len, modified_sequence, archived)| {
@@ -73,6 +74,8 @@ fn shard_entry(path: Path) -> BoxedStrategy<ShardEntry> {
                     body_hash,
                     body_len,
                     modified_sequence,
+                    modified_us: 0,
+                    catalog: None,
                 };
                 (Just(entry), Just(first_block), prop::collection::vec(hash32(), windows as usize))
             },
@@ -89,6 +92,11 @@ fn shard_entry(path: Path) -> BoxedStrategy<ShardEntry> {
                 })
                 .collect();
             ShardEntry { entry, history }
+        })
+        .prop_flat_map(move |e| (Just(e), catalog.clone()))
+        .prop_map(|(mut e, (modified_us, catalog))| {
+            (e.entry.modified_us, e.entry.catalog) = (modified_us, catalog);
+            e
         })
         .boxed()
 }
@@ -519,6 +527,8 @@ fn entry(at: &str, first: u64, version: u64) -> ShardEntry {
         body_hash: Hash32::ZERO,
         body_len: 0,
         modified_sequence: 1,
+        modified_us: 0,
+        catalog: None,
     };
     ShardEntry { entry, history }
 }

@@ -4,7 +4,10 @@
 //! an earlier one's and the shard's. A step then uploads bytes in proportion to what it
 //! changed, not to the shards those changes fall in.
 
-use super::frame::{decode_value, encode_value, DecodeError, Kind, NameRule, SCHEMA};
+use super::catalog;
+use super::frame::{
+    decode_payload, decode_raw_schema, encode_value_schema, DecodeError, Kind, NameRule, SCHEMA,
+};
 use super::rule::{DeltaRule, ShapeRule};
 use super::shard::ShardEntry;
 use super::stamp;
@@ -37,16 +40,51 @@ pub struct DeltaRef {
     pub block: Hash32,
 }
 
+/// Schema of a delta whose entries carry a catalog column (SPEC 5.8).
+pub const SCHEMA_CATALOGED: u16 = 2;
+
+/// A delta's payload in either schema: `catalog` is `()`, no bytes, in schema 1.
+#[derive(Serialize, Deserialize)]
+struct Payload<E, C> {
+    entries: E,
+    catalog: C,
+    stamp: u64,
+}
+
 impl Delta {
+    /// The schema the delta is written in: 2 when an entry has a time or a record.
+    pub fn schema(&self) -> u16 {
+        match catalog::column_of(self.entries.iter().map(|e| &e.entry)) {
+            None => SCHEMA,
+            Some(_) => SCHEMA_CATALOGED,
+        }
+    }
+
     /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
-        encode_value(Kind::Delta, self)
+        match catalog::column_of(self.entries.iter().map(|e| &e.entry)) {
+            None => encode_value_schema(Kind::Delta, SCHEMA, &self.payload(())),
+            Some(column) => encode_value_schema(Kind::Delta, SCHEMA_CATALOGED, &self.payload(column)),
+        }
+    }
+
+    fn payload<C>(&self, catalog: C) -> Payload<&[ShardEntry], C> {
+        Payload { entries: &self.entries, catalog, stamp: self.stamp }
     }
 
     /// Decodes and checks the delta's own shape (not its history blocks).
     pub fn decode(bytes: &[u8]) -> Result<Delta, DecodeError> {
-        let delta: Delta = decode_value(Kind::Delta, bytes)?;
+        let (schema, payload) = decode_raw_schema(Kind::Delta, &[SCHEMA, SCHEMA_CATALOGED], bytes)?;
+        let delta = if schema == SCHEMA {
+            let p: Payload<Vec<ShardEntry>, ()> = decode_payload(payload)?;
+            Delta { entries: p.entries, stamp: p.stamp }
+        } else {
+            let p: Payload<Vec<ShardEntry>, catalog::ColumnOwned> = decode_payload(payload)?;
+            let mut delta = Delta { entries: p.entries, stamp: p.stamp };
+            catalog::fill(delta.entries.iter_mut().map(|e| &mut e.entry), p.catalog)?;
+            delta
+        };
         match delta.shape_problem() {
             Some(rule) => Err(DecodeError::Shape(ShapeRule::Delta(rule))),
             None => Ok(delta),
@@ -56,7 +94,7 @@ impl Delta {
     /// Decodes the object read at `deltas/<name>` and checks it is that delta.
     pub fn decode_named(bytes: &[u8], name: &Hash32) -> Result<Delta, DecodeError> {
         let delta = Delta::decode(bytes)?;
-        let found = stamp::content_hash(Kind::Delta, SCHEMA, bytes, delta.stamp);
+        let found = stamp::content_hash(Kind::Delta, delta.schema(), bytes, delta.stamp);
         if found != *name {
             return Err(DecodeError::Misnamed(NameRule::NotItsName {
                 kind: Kind::Delta,
@@ -75,7 +113,7 @@ impl Delta {
 
     /// BLAKE3 of the object as its first write stores it (stamp 0): its name.
     pub fn content_hash(&self) -> Hash32 {
-        stamp::content_hash(Kind::Delta, SCHEMA, &self.encode(), self.stamp)
+        stamp::content_hash(Kind::Delta, self.schema(), &self.encode(), self.stamp)
     }
 
     fn shape_problem(&self) -> Option<DeltaRule> {

@@ -3,6 +3,7 @@
 //! the same bytes on every machine, which is what lets a slot's hash chain the log.
 
 pub mod body;
+mod catalog;
 pub mod chain;
 pub mod checkpoint;
 pub mod delta;
@@ -20,6 +21,7 @@ pub mod slot;
 pub mod stamp;
 
 pub use body::{decode_body, encode_body};
+pub use catalog::column_item_bytes_max;
 pub use chain::{scan_chain, ChainProblem, ChainScan, ChainWalk, SlotLink};
 pub use checkpoint::Checkpoint;
 pub use delta::{Delta, DeltaRef, DELTAS_PER_ROOT_MAX, DELTA_ENTRIES_MAX};
@@ -43,6 +45,8 @@ pub use segment::{
 pub use shard::{HistoryRef, Shard, ShardEntry};
 pub use slot::{Slot, SLOT_MEMBERS_MAX};
 
+#[cfg(test)]
+mod catalog_tests;
 #[cfg(test)]
 mod checkpoint_objects_tests;
 #[cfg(test)]

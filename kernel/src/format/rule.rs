@@ -33,6 +33,18 @@ pub enum ShapeRule {
         /// The count it names.
         deltas_max: u64,
     },
+    /// A catalog column (SPEC 5.8) whose length is not the number of entries it follows.
+    CatalogColumnCount {
+        /// Entries the object holds.
+        entries: usize,
+        /// Items in its column.
+        column: usize,
+    },
+    /// A catalog record longer than `CATALOG_RECORD_BYTES_MAX`, or present and empty.
+    CatalogRecordOutOfBounds {
+        /// The record's length, in bytes.
+        len: usize,
+    },
     /// A member breaks a rule of its own.
     Member(MemberRule),
     /// A checkpoint breaks a rule of SPEC 10.2.
@@ -363,6 +375,12 @@ impl fmt::Display for ShapeRule {
             ShapeRule::InlineBodyTooLong => f.write_str("a carried body longer than a slot may carry"),
             ShapeRule::MarkerDeltasPastRootMax { deltas_max } => {
                 write!(f, "a marker whose merge rule allows {deltas_max} deltas, more than a root names")
+            }
+            ShapeRule::CatalogColumnCount { entries, column } => {
+                write!(f, "a catalog column of {column} items after {entries} entries")
+            }
+            ShapeRule::CatalogRecordOutOfBounds { len } => {
+                write!(f, "a catalog record of {len} bytes (1 to 1,024 are admitted)")
             }
             ShapeRule::Member(r) => write!(f, "{r}"),
             ShapeRule::Checkpoint(r) => write!(f, "checkpoint: {r}"),

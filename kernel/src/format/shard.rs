@@ -2,7 +2,10 @@
 //! a layout, sorted by path, content-addressed at `shards/<content hash>`. Each entry names
 //! the history blocks of its retained versions.
 
-use super::frame::{decode_value, encode_value, DecodeError, Kind, NameRule, SCHEMA};
+use super::catalog;
+use super::frame::{
+    decode_payload, decode_raw_schema, encode_value_schema, DecodeError, Kind, NameRule, SCHEMA,
+};
 use super::layout::{history_window, history_window_start, shard_count, shard_of, SHARD_BITS_MAX};
 use super::rule::{ShapeRule, ShardRule};
 use super::stamp;
@@ -90,16 +93,60 @@ impl ShardEntry {
     }
 }
 
+/// Schema of a shard whose entries carry a catalog column (SPEC 5.8).
+pub const SCHEMA_CATALOGED: u16 = 2;
+
+/// A shard's payload in either schema: `catalog` is `()`, no bytes, in schema 1.
+#[derive(Serialize, Deserialize)]
+struct Payload<E, C> {
+    shard_bits: u8,
+    index: u32,
+    entries: E,
+    catalog: C,
+    stamp: u64,
+}
+
 impl Shard {
+    /// The schema the shard is written in: 2 when an entry has a time or a record.
+    pub fn schema(&self) -> u16 {
+        match catalog::column_of(self.entries.iter().map(|e| &e.entry)) {
+            None => SCHEMA,
+            Some(_) => SCHEMA_CATALOGED,
+        }
+    }
+
     /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
-        encode_value(Kind::Shard, self)
+        match catalog::column_of(self.entries.iter().map(|e| &e.entry)) {
+            None => encode_value_schema(Kind::Shard, SCHEMA, &self.payload(())),
+            Some(column) => encode_value_schema(Kind::Shard, SCHEMA_CATALOGED, &self.payload(column)),
+        }
+    }
+
+    fn payload<C>(&self, catalog: C) -> Payload<&[ShardEntry], C> {
+        Payload {
+            shard_bits: self.shard_bits,
+            index: self.index,
+            entries: &self.entries,
+            catalog,
+            stamp: self.stamp,
+        }
     }
 
     /// Decodes and checks the shard's own shape (not its history blocks).
     pub fn decode(bytes: &[u8]) -> Result<Shard, DecodeError> {
-        let shard: Shard = decode_value(Kind::Shard, bytes)?;
+        let (schema, payload) = decode_raw_schema(Kind::Shard, &[SCHEMA, SCHEMA_CATALOGED], bytes)?;
+        let shard = if schema == SCHEMA {
+            let p: Payload<Vec<ShardEntry>, ()> = decode_payload(payload)?;
+            Shard { shard_bits: p.shard_bits, index: p.index, entries: p.entries, stamp: p.stamp }
+        } else {
+            let p: Payload<Vec<ShardEntry>, catalog::ColumnOwned> = decode_payload(payload)?;
+            let mut shard =
+                Shard { shard_bits: p.shard_bits, index: p.index, entries: p.entries, stamp: p.stamp };
+            catalog::fill(shard.entries.iter_mut().map(|e| &mut e.entry), p.catalog)?;
+            shard
+        };
         match shard.shape_problem() {
             Some(rule) => Err(DecodeError::Shape(ShapeRule::Shard(rule))),
             None => Ok(shard),
@@ -109,7 +156,7 @@ impl Shard {
     /// Decodes the object read at `shards/<name>` and checks it is that shard.
     pub fn decode_named(bytes: &[u8], name: &Hash32) -> Result<Shard, DecodeError> {
         let shard = Shard::decode(bytes)?;
-        let found = stamp::content_hash(Kind::Shard, SCHEMA, bytes, shard.stamp);
+        let found = stamp::content_hash(Kind::Shard, shard.schema(), bytes, shard.stamp);
         if found != *name {
             return Err(DecodeError::Misnamed(NameRule::NotItsName {
                 kind: Kind::Shard,
@@ -128,7 +175,7 @@ impl Shard {
 
     /// BLAKE3 of the object as its first write stores it (stamp 0): its name.
     pub fn content_hash(&self) -> Hash32 {
-        stamp::content_hash(Kind::Shard, SCHEMA, &self.encode(), self.stamp)
+        stamp::content_hash(Kind::Shard, self.schema(), &self.encode(), self.stamp)
     }
 
     fn shape_problem(&self) -> Option<ShardRule> {

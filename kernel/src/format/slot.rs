@@ -5,7 +5,10 @@
 //! Two schemas (SPEC 5.7). Schema 1 holds the members alone: every new body is a blob.
 //! Schema 2 also carries small new bodies, so one create commits a batch and its bodies;
 //! a slot that carries none is written in schema 1, so each slot has one byte form.
+//! Schemas 3 and 4 are 1 and 2 with the entries' catalog column after them (SPEC 5.8),
+//! written when an entry has a modified time or a catalog record.
 
+use super::catalog;
 use super::frame::{decode_payload, decode_raw_schema, encode_value_schema, DecodeError, Kind, NameRule};
 use super::rule::ShapeRule;
 use crate::hash::Hash32;
@@ -26,6 +29,10 @@ pub const INLINE_BODY_BYTES_MAX: usize = 64 * 1024;
 pub const SCHEMA_MEMBERS: u16 = 1;
 /// Schema of a slot that carries bodies.
 pub const SCHEMA_WITH_BODIES: u16 = 2;
+/// Schema 1 with a catalog column (SPEC 5.8).
+pub const SCHEMA_MEMBERS_CATALOGED: u16 = 3;
+/// Schema 2 with a catalog column (SPEC 5.8).
+pub const SCHEMA_WITH_BODIES_CATALOGED: u16 = 4;
 
 /// A slot: one batch of members, at `log/<first sequence>`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,36 +52,32 @@ pub struct Slot {
     pub bodies: Vec<Bytes>,
 }
 
-/// Schema 1's payload: a slot without carried bodies.
-#[derive(Serialize)]
-struct MembersOnly<'a> {
+/// A slot's payload in any of its schemas: `bodies` and `catalog` are `()`, which takes
+/// no bytes, in a schema without them.
+#[derive(Serialize, Deserialize)]
+struct Payload<M, B, C> {
     world_id: WorldId,
     first_sequence: u64,
     store_id: StoreId,
     prev_hash: Hash32,
-    members: &'a [SlotMember],
+    members: M,
+    bodies: B,
+    catalog: C,
 }
 
-/// Schema 1's payload, decoded.
-#[derive(Serialize, Deserialize)]
-struct MembersOnlyOwned {
-    world_id: WorldId,
-    first_sequence: u64,
-    store_id: StoreId,
-    prev_hash: Hash32,
-    members: Vec<SlotMember>,
-}
-
-/// Schema 2's payload, decoded with the carried bodies left in the bytes.
-#[derive(Serialize, Deserialize)]
-struct CarryingBorrowed<'a> {
-    world_id: WorldId,
-    first_sequence: u64,
-    store_id: StoreId,
-    prev_hash: Hash32,
-    members: Vec<SlotMember>,
-    #[serde(borrow)]
-    bodies: Vec<Carried<'a>>,
+impl<B, C> Payload<Vec<SlotMember>, B, C> {
+    /// The slot it holds, with no bodies, and the bodies and column apart.
+    fn split(self) -> (Slot, B, C) {
+        let slot = Slot {
+            world_id: self.world_id,
+            first_sequence: self.first_sequence,
+            store_id: self.store_id,
+            prev_hash: self.prev_hash,
+            members: self.members,
+            bodies: Vec::new(),
+        };
+        (slot, self.bodies, self.catalog)
+    }
 }
 
 /// A carried body, borrowed from the slot's bytes: a postcard byte string, the form
@@ -101,10 +104,29 @@ impl Slot {
 
     /// The schema the slot is written in.
     pub fn schema(&self) -> u16 {
-        if self.bodies.is_empty() {
-            SCHEMA_MEMBERS
-        } else {
-            SCHEMA_WITH_BODIES
+        let cataloged = self.column().is_some();
+        match (self.bodies.is_empty(), cataloged) {
+            (true, false) => SCHEMA_MEMBERS,
+            (false, false) => SCHEMA_WITH_BODIES,
+            (true, true) => SCHEMA_MEMBERS_CATALOGED,
+            (false, true) => SCHEMA_WITH_BODIES_CATALOGED,
+        }
+    }
+
+    /// The members' catalog column, None when no entry has a time or a record.
+    fn column(&self) -> Option<catalog::Column<'_>> {
+        catalog::column_of(self.members.iter().filter_map(|m| m.entry.as_ref()))
+    }
+
+    fn payload<B, C>(&self, bodies: B, catalog: C) -> Payload<&[SlotMember], B, C> {
+        Payload {
+            world_id: self.world_id,
+            first_sequence: self.first_sequence,
+            store_id: self.store_id,
+            prev_hash: self.prev_hash,
+            members: &self.members,
+            bodies,
+            catalog,
         }
     }
 
@@ -124,17 +146,16 @@ impl Slot {
     }
 
     fn encode_any_shape(&self) -> Vec<u8> {
-        if self.bodies.is_empty() {
-            let only = MembersOnly {
-                world_id: self.world_id,
-                first_sequence: self.first_sequence,
-                store_id: self.store_id,
-                prev_hash: self.prev_hash,
-                members: &self.members,
-            };
-            encode_value_schema(Kind::Slot, SCHEMA_MEMBERS, &only)
-        } else {
-            encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, self)
+        let bodies = &self.bodies[..];
+        match (bodies.is_empty(), self.column()) {
+            (true, None) => encode_value_schema(Kind::Slot, SCHEMA_MEMBERS, &self.payload((), ())),
+            (false, None) => encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, &self.payload(bodies, ())),
+            (true, Some(c)) => {
+                encode_value_schema(Kind::Slot, SCHEMA_MEMBERS_CATALOGED, &self.payload((), c))
+            }
+            (false, Some(c)) => {
+                encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES_CATALOGED, &self.payload(bodies, c))
+            }
         }
     }
 
@@ -170,34 +191,39 @@ impl Slot {
     /// reader that judges their places itself by their bytes (the simulation's checker,
     /// against the bodies its model made); every other reader takes [`Slot::decode`].
     pub fn decode_unplaced(bytes: &[u8]) -> Result<(Slot, Vec<&[u8]>), DecodeError> {
-        let (schema, payload) = decode_raw_schema(Kind::Slot, &[SCHEMA_MEMBERS, SCHEMA_WITH_BODIES], bytes)?;
-        let (slot, carried) = if schema == SCHEMA_MEMBERS {
-            let m: MembersOnlyOwned = decode_payload(payload)?;
-            let slot = Slot {
-                world_id: m.world_id,
-                first_sequence: m.first_sequence,
-                store_id: m.store_id,
-                prev_hash: m.prev_hash,
-                members: m.members,
-                bodies: Vec::new(),
-            };
-            (slot, Vec::new())
-        } else {
-            let c: CarryingBorrowed = decode_payload(payload)?;
-            if c.bodies.is_empty() {
-                // Schema 1 is this slot's one byte form.
-                return Err(DecodeError::NotCanonical);
+        let schemas =
+            [SCHEMA_MEMBERS, SCHEMA_WITH_BODIES, SCHEMA_MEMBERS_CATALOGED, SCHEMA_WITH_BODIES_CATALOGED];
+        let (schema, payload) = decode_raw_schema(Kind::Slot, &schemas, bytes)?;
+        type Members = Vec<SlotMember>;
+        let (mut slot, carried, column) = match schema {
+            SCHEMA_MEMBERS => {
+                let (slot, (), ()) = decode_payload::<Payload<Members, (), ()>>(payload)?.split();
+                (slot, Vec::new(), None)
             }
-            let slot = Slot {
-                world_id: c.world_id,
-                first_sequence: c.first_sequence,
-                store_id: c.store_id,
-                prev_hash: c.prev_hash,
-                members: c.members,
-                bodies: Vec::new(),
-            };
-            (slot, c.bodies.into_iter().map(|b| b.0).collect::<Vec<_>>())
+            SCHEMA_WITH_BODIES => {
+                let (slot, carried, ()) =
+                    decode_payload::<Payload<Members, Vec<Carried>, ()>>(payload)?.split();
+                (slot, carried, None)
+            }
+            SCHEMA_MEMBERS_CATALOGED => {
+                let p = decode_payload::<Payload<Members, (), catalog::ColumnOwned>>(payload)?;
+                let (slot, (), column) = p.split();
+                (slot, Vec::new(), Some(column))
+            }
+            _ => {
+                let p = decode_payload::<Payload<Members, Vec<Carried>, catalog::ColumnOwned>>(payload)?;
+                let (slot, carried, column) = p.split();
+                (slot, carried, Some(column))
+            }
         };
+        if carried.is_empty() && (schema == SCHEMA_WITH_BODIES || schema == SCHEMA_WITH_BODIES_CATALOGED) {
+            // The schema without bodies is this slot's one byte form.
+            return Err(DecodeError::NotCanonical);
+        }
+        if let Some(column) = column {
+            catalog::fill(slot.members.iter_mut().filter_map(|m| m.entry.as_mut()), column)?;
+        }
+        let carried: Vec<&[u8]> = carried.into_iter().map(|b| b.0).collect();
         if let Some(rule) = slot.members_problem() {
             return Err(DecodeError::Shape(rule));
         }

@@ -63,6 +63,8 @@ fn document_member(
             body_hash,
             body_len,
             modified_sequence: sequence,
+            modified_us: 0,
+            catalog: None,
         }),
         version: version_kind.map(|kind| VersionRecord {
             version,

@@ -533,7 +533,8 @@ struct Ready {
     translation: Translation,
 }
 
-/// The page of documents whose path's words match `query`, in catalog mode.
+/// The page of documents whose path's and catalog record's words match `query`, in
+/// catalog mode: each part held by the path or by the record (SPEC 8.6).
 pub(crate) fn catalog_page(
     world: &dyn ReadWorld,
     query: &Query,
@@ -541,17 +542,27 @@ pub(crate) fn catalog_page(
     limit: usize,
 ) -> (Vec<IndexEntry>, bool) {
     let from = start_after.map_or(String::new(), |a| format!("{a}\0"));
-    // A cheap test first: an ASCII path holds a word only if it holds it as a substring,
+    // A cheap test first: ASCII text holds a word only if it holds it as a substring,
     // ignoring ASCII case (the fold of an ASCII word is its ASCII lowercase).
     let ascii: Vec<&[u8]> =
         query.parts().iter().flatten().filter(|w| w.is_ascii()).map(|w| w.as_bytes()).collect();
-    let may_hold = |path: &str| {
+    let contains = |text: &str, w: &[u8]| text.as_bytes().windows(w.len()).any(|b| b.eq_ignore_ascii_case(w));
+    let may_hold = |path: &str, record: Option<&str>| {
         !path.is_ascii()
-            || ascii.iter().all(|w| path.as_bytes().windows(w.len()).any(|b| b.eq_ignore_ascii_case(w)))
+            || record.is_some_and(|r| !r.is_ascii())
+            || ascii.iter().all(|w| contains(path, w) || record.is_some_and(|r| contains(r, w)))
+    };
+    let matches = |path: &str, record: Option<&str>| {
+        let path_words: Vec<String> = words(path).collect();
+        let record_words: Vec<String> = record.map(|r| words(r).collect()).unwrap_or_default();
+        query.matches_any(&[&path_words, &record_words])
     };
     let found = world
         .documents_from(&from)
-        .filter(|(p, _)| may_hold(p.as_str()) && query.matches(&words(p.as_str()).collect::<Vec<_>>()))
+        .filter(|(p, d)| {
+            let record = d.entry.catalog.as_deref();
+            may_hold(p.as_str(), record) && matches(p.as_str(), record)
+        })
         .map(|(p, _)| p)
         .take(limit + 1);
     page(world, found, limit)

@@ -101,10 +101,19 @@ impl Query {
 
     /// Whether a text with these words matches.
     pub fn matches<S: AsRef<str>>(&self, text_words: &[S]) -> bool {
-        self.parts.iter().all(|part| {
-            text_words.windows(part.len()).any(|w| w.iter().zip(part).all(|(a, b)| a.as_ref() == b))
-        })
+        self.parts.iter().all(|part| holds(text_words, part))
     }
+
+    /// Whether texts with these words match together: each part held by one of them (a
+    /// phrase within one), as a catalog search reads a path and its record (SPEC 8.6).
+    pub fn matches_any<S: AsRef<str>>(&self, texts: &[&[S]]) -> bool {
+        self.parts.iter().all(|part| texts.iter().any(|words| holds(words, part)))
+    }
+}
+
+/// Whether a text with these words holds one part: its words adjacent and in order.
+fn holds<S: AsRef<str>>(text_words: &[S], part: &[String]) -> bool {
+    text_words.windows(part.len()).any(|w| w.iter().zip(part).all(|(a, b)| a.as_ref() == b))
 }
 
 #[cfg(test)]

@@ -233,6 +233,8 @@ mod tests {
             body_hash: Hash32::ZERO,
             body_len: 1,
             modified_sequence: version,
+            modified_us: 0,
+            catalog: None,
         }
     }
 

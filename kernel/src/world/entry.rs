@@ -80,7 +80,25 @@ pub struct IndexEntry {
     pub body_len: u64,
     /// The sequence of the last member that changed this entry.
     pub modified_sequence: u64,
+    /// When the last member that changed this entry was built, on the store's clock, in
+    /// microseconds since the Unix epoch: a lower bound on its slot's creation time, and
+    /// never before the entry's previous time (SPEC 1.3). 0 in entries written before
+    /// slots carried it.
+    ///
+    /// Neither this nor `catalog` is in the entry's serde form: slots, shards and deltas
+    /// carry both in a column after their entries (SPEC 5.8), so objects written before
+    /// keep their bytes.
+    #[serde(skip)]
+    pub modified_us: u64,
+    /// The catalog record: the client's metadata for the document, set by each publish, at
+    /// most [`CATALOG_RECORD_BYTES_MAX`] bytes, never empty (SPEC 1.3). Searched with the
+    /// path in catalog mode (SPEC 8.6).
+    #[serde(skip)]
+    pub catalog: Option<Box<str>>,
 }
+
+/// The longest catalog record, in bytes of UTF-8.
+pub const CATALOG_RECORD_BYTES_MAX: usize = 1_024;
 
 /// Whether a version came from a whole-body publish or an append.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -1,7 +1,10 @@
 //! The rules of SPEC 1.4: what one mutation does to a state. Pure: the caller supplies the
 //! view and, for appends, the current body.
 
-use super::entry::{IndexEntry, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord};
+use super::entry::{
+    IndexEntry, PruneRange, Receipt, ReceiptKind, SlotMember, VersionKind, VersionRecord,
+    CATALOG_RECORD_BYTES_MAX,
+};
 use super::mutation::{Expected, Mutation};
 use super::path::Path;
 use super::policy::{Policy, PolicyRules};
@@ -22,6 +25,8 @@ pub enum ValidMutation {
         body: Bytes,
         /// BLAKE3 of the new body.
         body_hash: Hash32,
+        /// The new catalog record; None for none (an empty one is none).
+        catalog: Option<Box<str>>,
         /// The precondition on the document's version.
         expected: Expected,
     },
@@ -76,10 +81,11 @@ impl ValidMutation {
 /// SPEC 1.4 check 1 (and 1 for `set_policy`): input validity, whatever the state.
 pub fn validate(m: &Mutation) -> Result<ValidMutation, Invalid> {
     Ok(match m {
-        Mutation::Publish { path, body, expected } => ValidMutation::Publish {
+        Mutation::Publish { path, body, catalog, expected } => ValidMutation::Publish {
             path: Path::parse(path).map_err(Invalid::Path)?,
             body_hash: Hash32::of(body),
             body: body.clone(),
+            catalog: valid_catalog(catalog.as_deref())?,
             expected: *expected,
         },
         Mutation::Append { path, bytes, expected } => ValidMutation::Append {
@@ -97,6 +103,17 @@ pub fn validate(m: &Mutation) -> Result<ValidMutation, Invalid> {
             expected: *expected,
         },
     })
+}
+
+/// A publish's catalog record as the entry holds it: none when absent or empty.
+fn valid_catalog(record: Option<&str>) -> Result<Option<Box<str>>, Invalid> {
+    match record {
+        None | Some("") => Ok(None),
+        Some(r) if r.len() > CATALOG_RECORD_BYTES_MAX => {
+            Err(Invalid::CatalogRecordTooLong { len: r.len(), max: CATALOG_RECORD_BYTES_MAX })
+        }
+        Some(r) => Ok(Some(r.into())),
+    }
 }
 
 /// How a mutation comes out against one state. Short-lived (built and consumed in one
@@ -125,10 +142,14 @@ pub enum Evaluation {
 }
 
 /// Judges `m` against `view`. `body_of` returns a body by hash when the caller holds it.
+/// `store_us` is a lower bound on the store's clock now (0 when none is known): a member
+/// that changes a document records it, or the entry's previous time if that is later, as
+/// the entry's modified time.
 pub fn evaluate(
     view: &impl StateView,
     op_id: OperationId,
     m: &ValidMutation,
+    store_us: u64,
     body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
 ) -> Evaluation {
     // SPEC 1.4 check 2: a committed operation id is a duplicate when sent again with the
@@ -144,7 +165,7 @@ pub fn evaluate(
     let sequence = view.sequence() + 1;
     let policy = view.policy();
     let ValidMutation::SetPolicy { rules, expected } = m else {
-        return evaluate_document(view, op_id, m, sequence, body_of);
+        return evaluate_document(view, op_id, m, sequence, store_us, body_of);
     };
     // The policy always exists: `Version(0)` holds at genesis, `Absent` only until the
     // first set, and a conflict names no version while none was set (SPEC 1.4).
@@ -178,6 +199,7 @@ fn evaluate_document(
     op_id: OperationId,
     m: &ValidMutation,
     sequence: u64,
+    store_us: u64,
     body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
 ) -> Evaluation {
     let path = m.path().expect("document mutation");
@@ -186,6 +208,9 @@ fn evaluate_document(
         return Evaluation::Rejected(Rejection::ReadOnly { prefix: prefix.clone() });
     }
     let current = view.entry(path.as_str());
+    // Never before the entry's previous time, so a document's times only move forward
+    // whichever replica's clock wrote them (SPEC 1.3).
+    let modified_us = current.map_or(store_us, |e| e.modified_us.max(store_us));
     let expected = match m {
         ValidMutation::Publish { expected, .. }
         | ValidMutation::Append { expected, .. }
@@ -196,7 +221,7 @@ fn evaluate_document(
         return Evaluation::Rejected(Rejection::Conflict { current });
     }
     if let ValidMutation::SetArchived { archived, .. } = m {
-        return set_archived(op_id, sequence, path, current, *archived);
+        return set_archived(op_id, sequence, modified_us, path, current, *archived);
     }
     if current.is_some_and(|e| e.archived) {
         return Evaluation::Rejected(Rejection::Archived);
@@ -214,8 +239,8 @@ fn evaluate_document(
     if new_len > max {
         return Evaluation::Rejected(Rejection::TooLarge { size: new_len, max });
     }
-    let (body, body_hash, kind) = match new_body(m, current, body_of) {
-        NewBody::Made(body, hash, kind) => (body, hash, kind),
+    let (body, body_hash, kind, catalog) = match new_body(m, current, body_of) {
+        NewBody::Made(body, hash, kind, catalog) => (body, hash, kind, catalog),
         NewBody::Unchanged { version } => return Evaluation::Unchanged { version },
         NewBody::NeedsBody(hash) => return Evaluation::NeedsBody(hash),
     };
@@ -244,6 +269,8 @@ fn evaluate_document(
                 body_hash,
                 body_len,
                 modified_sequence: sequence,
+                modified_us,
+                catalog,
             }),
             version: Some(VersionRecord { version, sequence, op_id, body_hash, body_len, kind }),
             prune,
@@ -257,6 +284,7 @@ fn evaluate_document(
 fn set_archived(
     op_id: OperationId,
     sequence: u64,
+    modified_us: u64,
     path: &Path,
     current: Option<&IndexEntry>,
     archived: bool,
@@ -271,7 +299,7 @@ fn set_archived(
     Evaluation::Applied {
         member: SlotMember {
             receipt: Receipt { op_id, sequence, kind, path: Some(path.clone()), version: entry.version },
-            entry: Some(IndexEntry { archived, modified_sequence: sequence, ..entry.clone() }),
+            entry: Some(IndexEntry { archived, modified_sequence: sequence, modified_us, ..entry.clone() }),
             version: None,
             prune: None,
             policy: None,
@@ -282,7 +310,8 @@ fn set_archived(
 
 /// The body a publish or append makes, or the evaluation that stands instead.
 enum NewBody {
-    Made(Bytes, Hash32, VersionKind),
+    /// The body, its hash, its kind and the catalog record beside it.
+    Made(Bytes, Hash32, VersionKind, Option<Box<str>>),
     Unchanged {
         version: u64,
     },
@@ -297,11 +326,11 @@ fn new_body(
     body_of: &dyn Fn(&Hash32) -> Option<Bytes>,
 ) -> NewBody {
     match m {
-        ValidMutation::Publish { body, body_hash, .. } => {
-            if let Some(e) = current.filter(|e| e.body_hash == *body_hash) {
+        ValidMutation::Publish { body, body_hash, catalog, .. } => {
+            if let Some(e) = current.filter(|e| e.body_hash == *body_hash && e.catalog == *catalog) {
                 return NewBody::Unchanged { version: e.version };
             }
-            NewBody::Made(body.clone(), *body_hash, VersionKind::Publish)
+            NewBody::Made(body.clone(), *body_hash, VersionKind::Publish, catalog.clone())
         }
         ValidMutation::Append { bytes, .. } => {
             let body = match current {
@@ -319,7 +348,7 @@ fn new_body(
                 }
             };
             let hash = Hash32::of(&body);
-            NewBody::Made(body, hash, VersionKind::Append)
+            NewBody::Made(body, hash, VersionKind::Append, current.and_then(|e| e.catalog.clone()))
         }
         _ => unreachable!("archive flips and policy sets make no body"),
     }

@@ -2,6 +2,8 @@
 //! what a mutation does (docs/SPEC.md section 1).
 
 mod body_index;
+#[cfg(test)]
+mod catalog_tests;
 pub mod document;
 pub mod entry;
 pub mod evaluate;

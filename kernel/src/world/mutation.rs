@@ -37,6 +37,9 @@ pub enum Mutation {
         path: String,
         /// The new body.
         body: Bytes,
+        /// The document's new catalog record (SPEC 1.3): None or empty for none. A publish
+        /// replaces the record with its body; an append or archive flip keeps it.
+        catalog: Option<String>,
         /// The precondition on the document's version.
         expected: Expected,
     },

@@ -14,7 +14,7 @@ use crate::ids::{OperationId, StoreId, WorldId};
 const WORLD: WorldId = WorldId([7; 16]);
 
 fn publish(path: &str, body: &'static [u8], expected: Expected) -> Mutation {
-    Mutation::Publish { path: path.into(), body: body.into(), expected }
+    Mutation::Publish { path: path.into(), body: body.into(), catalog: None, expected }
 }
 
 fn policy_body(retention_versions: u32) -> PolicyBody {
@@ -22,7 +22,7 @@ fn policy_body(retention_versions: u32) -> PolicyBody {
 }
 
 fn judge(world: &WorldState, op: u128, m: &Mutation) -> Evaluation {
-    evaluate(world, OperationId::from(op), &validate(m).expect("a valid mutation"), &|_| None)
+    evaluate(world, OperationId::from(op), &validate(m).expect("a valid mutation"), 0, &|_| None)
 }
 
 /// Commits `m` under `op` in a slot of its own; returns its receipt.
@@ -165,7 +165,7 @@ fn a_member_and_its_request_have_one_digest() {
         let valid = validate(m).expect("valid");
         let body_of = |_: &Hash32| Some(bytes::Bytes::from_static(b"x"));
         let op = OperationId::from(10 + i as u128);
-        let Evaluation::Applied { member, .. } = evaluate(&world, op, &valid, &body_of) else {
+        let Evaluation::Applied { member, .. } = evaluate(&world, op, &valid, 0, &body_of) else {
             panic!("{m:?}")
         };
         let digest = request_digest::of_request(&valid);

@@ -19,7 +19,7 @@ const DOMAIN: &[u8] = b"slotlog request digest 1";
 
 /// What a digest covers: the kind, the path, and the content a member records.
 enum Content<'a> {
-    Publish { path: &'a Path, body_hash: &'a Hash32 },
+    Publish { path: &'a Path, body_hash: &'a Hash32, catalog: Option<&'a str> },
     Append { path: &'a Path },
     Archive { path: &'a Path, archived: bool },
     Policy { rules: &'a PolicyRules },
@@ -28,7 +28,9 @@ enum Content<'a> {
 /// The digest of a request as it arrives (validated, so paths and rules are normal).
 pub fn of_request(m: &ValidMutation) -> Hash32 {
     digest(&match m {
-        ValidMutation::Publish { path, body_hash, .. } => Content::Publish { path, body_hash },
+        ValidMutation::Publish { path, body_hash, catalog, .. } => {
+            Content::Publish { path, body_hash, catalog: catalog.as_deref() }
+        }
         ValidMutation::Append { path, .. } => Content::Append { path },
         ValidMutation::SetArchived { path, archived, .. } => Content::Archive { path, archived: *archived },
         ValidMutation::SetPolicy { rules, .. } => Content::Policy { rules },
@@ -38,18 +40,27 @@ pub fn of_request(m: &ValidMutation) -> Hash32 {
 /// The digest of the request a committed member records. A member whose shape is not
 /// one a write makes (refused by the slot decoder) has no digest: `Hash32::ZERO`.
 pub fn of_member(m: &SlotMember) -> Hash32 {
-    of_member_parts(&m.receipt, m.entry.as_ref().map(|e| &e.body_hash), m.policy.as_ref())
+    let entry = m.entry.as_ref();
+    of_member_parts(
+        &m.receipt,
+        entry.map(|e| &e.body_hash),
+        entry.and_then(|e| e.catalog.as_deref()),
+        m.policy.as_ref(),
+    )
 }
 
 /// [`of_member`] from the parts of a member it reads: the receipt, the entry's body hash
-/// and the policy rules.
+/// and catalog record, and the policy rules.
 pub fn of_member_parts(
     receipt: &Receipt,
     body_hash: Option<&Hash32>,
+    catalog: Option<&str>,
     policy: Option<&PolicyRules>,
 ) -> Hash32 {
     let content = match (receipt.kind, &receipt.path, body_hash, policy) {
-        (ReceiptKind::Published, Some(path), Some(body_hash), _) => Content::Publish { path, body_hash },
+        (ReceiptKind::Published, Some(path), Some(body_hash), _) => {
+            Content::Publish { path, body_hash, catalog }
+        }
         (ReceiptKind::Appended, Some(path), _, _) => Content::Append { path },
         (ReceiptKind::Archived, Some(path), _, _) => Content::Archive { path, archived: true },
         (ReceiptKind::Unarchived, Some(path), _, _) => Content::Archive { path, archived: false },
@@ -76,10 +87,15 @@ fn digest(content: &Content<'_>) -> Hash32 {
         pre.extend_from_slice(bytes);
     };
     match content {
-        Content::Publish { path, body_hash } => {
+        Content::Publish { path, body_hash, catalog } => {
             pre.push(1);
             field(&mut pre, path.as_str().as_bytes());
             pre.extend_from_slice(&body_hash.0);
+            // Only a record present adds to the preimage, so a publish without one keeps
+            // the digest it had before records existed.
+            if let Some(record) = catalog {
+                field(&mut pre, record.as_bytes());
+            }
         }
         Content::Append { path } => {
             pre.push(2);

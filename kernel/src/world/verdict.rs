@@ -13,6 +13,14 @@ pub enum Invalid {
     /// The policy of a `set_policy` is not valid.
     #[error("policy: {0}")]
     Policy(PolicyProblem),
+    /// A publish's catalog record is longer than `CATALOG_RECORD_BYTES_MAX`.
+    #[error("a catalog record of {len} bytes exceeds the maximum {max}")]
+    CatalogRecordTooLong {
+        /// The record's length, in bytes.
+        len: usize,
+        /// `CATALOG_RECORD_BYTES_MAX`.
+        max: usize,
+    },
 }
 
 /// A precondition that failed against the state a mutation was judged at.

@@ -2,7 +2,7 @@
 //! the batches staged before it plus its own earlier members: the confirmed
 //! [`WorldState`](super::state::WorldState) under a stack of [`Overlay`]s.
 
-use super::entry::{IndexEntry, Receipt, SlotMember};
+use super::entry::{IndexEntry, Receipt, ReceiptKind, SlotMember};
 use super::path::Path;
 use super::policy::{Policy, PolicyRules};
 use crate::format::StoredReceipt;
@@ -58,6 +58,8 @@ struct PendingReceipt {
     receipt: Receipt,
     /// What the digest reads of the member besides the receipt.
     body_hash: Option<Hash32>,
+    /// A publish's catalog record (only a publish's is digested).
+    catalog: Option<Box<str>>,
     rules: Option<PolicyRules>,
     stored: OnceCell<StoredReceipt>,
 }
@@ -67,6 +69,9 @@ impl PendingReceipt {
         PendingReceipt {
             receipt: m.receipt.clone(),
             body_hash: m.entry.as_ref().map(|e| e.body_hash),
+            catalog: (m.receipt.kind == ReceiptKind::Published)
+                .then(|| m.entry.as_ref().and_then(|e| e.catalog.clone()))
+                .flatten(),
             rules: m.policy.clone(),
             stored: OnceCell::new(),
         }
@@ -78,6 +83,7 @@ impl PendingReceipt {
             request_digest: super::request_digest::of_member_parts(
                 &self.receipt,
                 self.body_hash.as_ref(),
+                self.catalog.as_deref(),
                 self.rules.as_ref(),
             ),
         })

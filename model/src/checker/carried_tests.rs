@@ -33,10 +33,11 @@ fn judged(
         let mutation = Mutation::Publish {
             path: path.to_string(),
             body: Bytes::from_static(body),
+            catalog: None,
             expected: Expected::Any,
         };
         let valid = validate(&mutation).expect("a valid write");
-        let Evaluation::Applied { member, .. } = evaluate(&state, op_id, &valid, &|_| None) else {
+        let Evaluation::Applied { member, .. } = evaluate(&state, op_id, &valid, 0, &|_| None) else {
             panic!("the kernel applies {path}");
         };
         // Each member on the state of those before it, through a one-member scratch slot.

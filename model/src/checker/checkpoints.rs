@@ -588,6 +588,8 @@ fn entry_to_model(e: &IndexEntry) -> ModelDocument {
         body_hash: e.body_hash.0,
         body_len: e.body_len,
         modified_sequence: e.modified_sequence,
+        modified_us: e.modified_us,
+        catalog: e.catalog.as_deref().map(str::to_string),
     }
 }
 

@@ -26,7 +26,12 @@ fn path(p: &str) -> Path {
 }
 
 fn publish(p: &str, body: &str) -> Mutation {
-    Mutation::Publish { path: p.to_string(), body: Bytes::from(body.to_string()), expected: Expected::Any }
+    Mutation::Publish {
+        path: p.to_string(),
+        body: Bytes::from(body.to_string()),
+        catalog: None,
+        expected: Expected::Any,
+    }
 }
 
 fn append(p: &str, bytes: &str) -> Mutation {
@@ -77,6 +82,8 @@ fn member(a: &ModelApplied) -> SlotMember {
         body_hash: Hash32(a.body_hash.expect("a document member has a body")),
         body_len: a.body_len,
         modified_sequence: r.sequence,
+        modified_us: 0,
+        catalog: a.catalog.as_deref().map(Into::into),
     });
     let version = a.new_version.then(|| VersionRecord {
         version: r.version,
@@ -147,6 +154,8 @@ impl Parts {
                 body_hash: Hash32(d.body_hash),
                 body_len: d.body_len,
                 modified_sequence: d.modified_sequence,
+                modified_us: 0,
+                catalog: d.catalog.as_deref().map(Into::into),
             };
             let mut blocks: Vec<HistoryBlock> = Vec::new();
             for v in model.versions(p) {

@@ -17,7 +17,7 @@ fn both(m: Mutation) -> (SlotMember, ModelApplied) {
     };
     let state = WorldState::genesis(WorldId([1; 16]), Hash32::of(b"marker"));
     let valid = validate(&m).expect("a valid mutation");
-    match evaluate(&state, op_id, &valid, &|_| None) {
+    match evaluate(&state, op_id, &valid, 0, &|_| None) {
         Evaluation::Applied { member, .. } => (member, model),
         _ => panic!("the kernel did not apply it"),
     }
@@ -27,6 +27,7 @@ fn publish() -> Mutation {
     Mutation::Publish {
         path: "/a.md".to_string(),
         body: Bytes::from_static(b"hello"),
+        catalog: None,
         expected: Expected::Absent,
     }
 }

@@ -468,10 +468,30 @@ pub fn check(
                 continue;
             };
             let op = &history.ops[indices[0]];
+            // The document's time before the member: the log's, as judged below.
+            let previous_us =
+                m.entry.as_ref().and_then(|e| model.document(e.path.as_str())).map_or(0, |d| d.modified_us);
             match model.apply_made(op_id, &op.mutation) {
                 (Verdict::Applied(applied), body) => {
                     if let Some(diff) = member_differs(m, &applied) {
                         r.violation(Violation::MemberDiffers { sequence: m.sequence(), op_id, diff });
+                    }
+                    // The modified time is the one value of a member the model cannot
+                    // derive: the log's is judged against the store's creation of the slot
+                    // and the document's previous time, then held by the model, so every
+                    // read and checkpoint after must give the log's.
+                    if let Some(e) = &m.entry {
+                        let created_us = created_at.as_micros();
+                        if e.modified_us > created_us || e.modified_us < previous_us {
+                            r.violation(Violation::ModifiedTimeOutOfBounds {
+                                sequence: m.sequence(),
+                                path: e.path.to_string(),
+                                modified_us: e.modified_us,
+                                previous_us,
+                                created_us,
+                            });
+                        }
+                        model.record_modified_time(e.path.as_str(), e.modified_us);
                     }
                     made.push(applied.body_hash.map(Hash32).zip(body));
                 }
@@ -674,7 +694,8 @@ fn member_differs(m: &SlotMember, a: &crate::ModelApplied) -> Option<MemberDiff>
             if e.archived != a.archived
                 || Some(e.body_hash.0) != a.body_hash
                 || e.body_len != a.body_len
-                || e.first_version != a.first_version =>
+                || e.first_version != a.first_version
+                || e.catalog.as_deref() != a.catalog.as_deref() =>
         {
             return Some(MemberDiff::Entry { kernel: Box::new(e.clone()), model: Box::new(a.clone()) });
         }
@@ -738,6 +759,8 @@ fn compare_states(kernel: &WorldState, model: &ModelWorld, r: &mut CheckReport) 
             || e.archived != md.archived
             || e.body_hash.0 != md.body_hash
             || e.modified_sequence != md.modified_sequence
+            || e.modified_us != md.modified_us
+            || e.catalog.as_deref() != md.catalog.as_deref()
         {
             r.violation(Violation::DocumentDiffers {
                 path: path.clone(),
@@ -809,6 +832,9 @@ pub fn invalid_to_model(i: &kw::Invalid) -> ModelInvalid {
             kw::PolicyProblem::TooManyPrefixes => PolicyProblem::TooManyPrefixes,
             kw::PolicyProblem::Prefix(pp) => PolicyProblem::Prefix(path_problem_to_model(pp)),
         }),
+        kw::Invalid::CatalogRecordTooLong { len, max } => {
+            ModelInvalid::CatalogRecordTooLong { len: *len, max: *max }
+        }
     }
 }
 

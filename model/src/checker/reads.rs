@@ -255,6 +255,8 @@ fn entry_matches(e: &IndexEntry, path: &str, d: &ModelDocument) -> bool {
         && e.body_hash.0 == d.body_hash
         && e.body_len == d.body_len
         && e.modified_sequence == d.modified_sequence
+        && e.modified_us == d.modified_us
+        && e.catalog.as_deref() == d.catalog.as_deref()
 }
 
 fn version_matches(v: &VersionRecord, m: &ModelVersion) -> bool {
@@ -400,7 +402,7 @@ fn answer_agrees(model: &ModelWorld, read: &Read, answer: &Answer) -> bool {
                     SearchMatch::Body => model.body(p, d.version).is_some_and(|b| {
                         crate::search::holds(&crate::search::body_words_cached(d.body_hash, b), &parts)
                     }),
-                    SearchMatch::Catalog => crate::search::holds(&crate::search::words(p), &parts),
+                    SearchMatch::Catalog => crate::search::catalog_holds(p, d.catalog.as_deref(), &parts),
                 })
                 .map(|(p, _)| p.to_string())
                 .filter(|p| start_after.as_deref().is_none_or(|a| p.as_str() > a))

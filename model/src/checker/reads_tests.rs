@@ -22,7 +22,10 @@ fn flip(n: u64) -> Mutation {
 /// A model whose sequences 1 to 4,096 left the receipt window.
 fn past_the_window() -> ModelWorld {
     let mut w = ModelWorld::new();
-    w.apply(op(1), &Mutation::Publish { path: "/a".into(), body: "x".into(), expected: Expected::Any });
+    w.apply(
+        op(1),
+        &Mutation::Publish { path: "/a".into(), body: "x".into(), catalog: None, expected: Expected::Any },
+    );
     for n in 2..=crate::checkpoint::RECEIPT_WINDOW_SEQUENCES + 4_096 {
         w.apply(op(n), &flip(n));
     }
@@ -49,7 +52,10 @@ fn a_kernel_answering_absent_for_an_expired_operation_is_caught() {
 fn a_kernel_answering_absent_for_a_committed_operation_is_caught() {
     let mut model = ModelWorld::new();
     model.apply(op(1), &flip(1));
-    model.apply(op(7), &Mutation::Publish { path: "/b".into(), body: "x".into(), expected: Expected::Any });
+    model.apply(
+        op(7),
+        &Mutation::Publish { path: "/b".into(), body: "x".into(), catalog: None, expected: Expected::Any },
+    );
     let request = Read::Receipt { op_id: op(7), since: Some(2) };
     assert!(receipt_absence(&model, 0, &request, &ABSENT, model.sequence()).is_some());
 }

@@ -732,6 +732,24 @@ pub enum Violation {
         /// The sequence of the state it names.
         at: u64,
     },
+    /// A member's entry has a modified time after its slot's creation or before the
+    /// document's previous one (SPEC 1.3).
+    #[error(
+        "member {sequence} gives {path} modified time {modified_us} us: its slot was created at \
+         {created_us} us, its previous time was {previous_us} us"
+    )]
+    ModifiedTimeOutOfBounds {
+        /// The member's sequence.
+        sequence: u64,
+        /// The document's path.
+        path: String,
+        /// The entry's modified time.
+        modified_us: u64,
+        /// The document's modified time before the member (0 for a new document).
+        previous_us: u64,
+        /// The slot's creation time, on the store's clock.
+        created_us: u64,
+    },
     /// A write's slot was created outside the time the write was in flight.
     #[error("{op_id:?}'s slot was created outside the time its write was in flight")]
     CommitOutOfFlight {
@@ -1135,7 +1153,9 @@ impl Violation {
             V::KernelCannotApply { .. } => Rule::KernelReplay,
             V::UnissuedMember { .. } => Rule::UnissuedMember,
             V::CommittedTwice { .. } => Rule::DuplicateMember,
-            V::MemberDiffers { .. } | V::MemberNotApplied { .. } => Rule::ModelDivergence,
+            V::MemberDiffers { .. } | V::MemberNotApplied { .. } | V::ModifiedTimeOutOfBounds { .. } => {
+                Rule::ModelDivergence
+            }
             V::DocumentCount { .. }
             | V::DocumentNotInModel { .. }
             | V::DocumentDiffers { .. }

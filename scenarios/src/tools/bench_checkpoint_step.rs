@@ -114,8 +114,12 @@ async fn measure(args: &Args, dir: &Path) -> Result<Report, String> {
         let writes = (doc..end)
             .map(|i| {
                 next_op += 1;
-                let mutation =
-                    Mutation::Publish { path: path_of(i), body: body_of(i, 0), expected: Expected::Absent };
+                let mutation = Mutation::Publish {
+                    path: path_of(i),
+                    body: body_of(i, 0),
+                    catalog: None,
+                    expected: Expected::Absent,
+                };
                 (op_id(next_op), mutation)
             })
             .collect();
@@ -143,8 +147,12 @@ async fn measure(args: &Args, dir: &Path) -> Result<Report, String> {
                 next_op += 1;
                 // A permutation of the documents while `docs` is prime to the multiplier.
                 let i = j.wrapping_mul(2_654_435_761) % args.docs;
-                let mutation =
-                    Mutation::Publish { path: path_of(i), body: body_of(i, 1), expected: Expected::Any };
+                let mutation = Mutation::Publish {
+                    path: path_of(i),
+                    body: body_of(i, 1),
+                    catalog: None,
+                    expected: Expected::Any,
+                };
                 (op_id(next_op), mutation)
             })
             .collect();

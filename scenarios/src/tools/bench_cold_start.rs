@@ -309,7 +309,7 @@ pub(crate) async fn commit_slot(
         let valid = validate(&mutation).map_err(|e| format!("{e:?}"))?;
         let layers = [&overlay];
         let view = Layered::new(&*world, &layers);
-        let Evaluation::Applied { member, body } = evaluate(&view, op_id, &valid, &|_| None) else {
+        let Evaluation::Applied { member, body } = evaluate(&view, op_id, &valid, 0, &|_| None) else {
             return Err(format!("a bench write did not apply: {mutation:?}"));
         };
         overlay.apply(&member);
@@ -352,8 +352,12 @@ async fn build(args: &Args, dir: &Path) -> Result<Report, String> {
         let writes = (doc..end)
             .map(|i| {
                 next_op += 1;
-                let mutation =
-                    Mutation::Publish { path: path_of(i), body: body_of(i, 0), expected: Expected::Absent };
+                let mutation = Mutation::Publish {
+                    path: path_of(i),
+                    body: body_of(i, 0),
+                    catalog: None,
+                    expected: Expected::Absent,
+                };
                 (op_id(next_op), mutation)
             })
             .collect();
@@ -408,6 +412,7 @@ async fn build(args: &Args, dir: &Path) -> Result<Report, String> {
                 let mutation = Mutation::Publish {
                     path: path_of(i),
                     body: body_of(i, revision),
+                    catalog: None,
                     expected: Expected::Any,
                 };
                 (op_id(next_op), mutation)

@@ -199,7 +199,10 @@ async fn build(docs: u64, dir: &Path, segments: bool) -> Result<Built, String> {
             .map(|i| {
                 let body = body_of(i);
                 body_bytes += body.len() as u64;
-                (op_id(i + 1), Mutation::Publish { path: path_of(i), body, expected: Expected::Absent })
+                (
+                    op_id(i + 1),
+                    Mutation::Publish { path: path_of(i), body, catalog: None, expected: Expected::Absent },
+                )
             })
             .collect();
         commit_slot(&mut world, &keys, &mut sink, writes).await?;

@@ -6,7 +6,7 @@
 use slotlog::object_store_blobs::ObjectStoreBlobs;
 use slotlog::{Answer, ReadOk, SearchMatch, World, WorldConfig};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 pub struct Args {
     pub url: String,
@@ -26,11 +26,17 @@ pub async fn run(args: Args) -> Result<bool, String> {
     };
     let how = match matched {
         SearchMatch::Body => "bodies",
-        _ => "the catalog only (paths; no index covered the state in time)",
+        _ => "the catalog only (paths and catalog records; no index covered the state in time)",
     };
     println!("{} documents at sequence {}, from {how}", entries.len(), answer.at_sequence);
     for e in entries {
-        println!("{}\tv{}\t{} bytes", e.path.as_str(), e.version, e.body_len);
+        // A document's modified time (0 before slots carried one: unknown) and its record.
+        let modified = match e.modified_us {
+            0 => "-".to_string(),
+            us => humantime::format_rfc3339_micros(UNIX_EPOCH + Duration::from_micros(us)).to_string(),
+        };
+        let record = e.catalog.as_deref().map(|r| format!("\t{r:?}")).unwrap_or_default();
+        println!("{}\tv{}\t{} bytes\t{modified}{record}", e.path.as_str(), e.version, e.body_len);
     }
     if let (true, Some(last)) = (*more, entries.last()) {
         println!("more: --start-after {}", last.path.as_str());

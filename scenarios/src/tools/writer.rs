@@ -138,7 +138,12 @@ pub async fn run(args: WriterArgs) -> Result<bool, String> {
                 let hash = Hash32::of(&body);
                 let write = Write {
                     op_id,
-                    mutation: Mutation::Publish { path: path.clone(), body, expected: Expected::Any },
+                    mutation: Mutation::Publish {
+                        path: path.clone(),
+                        body,
+                        catalog: None,
+                        expected: Expected::Any,
+                    },
                 };
                 let line = match world.write(write).await {
                     Ok(WriteOk::Committed(r)) => {

@@ -121,8 +121,12 @@ async fn write(world: &World, from: usize, count: usize, acked: &mut Vec<Acked>)
         let path = format!("/docs/{}.md", i % PATHS);
         let body = format!("body {i} of {path}");
         let op_id = new_op_id();
-        let mutation =
-            Mutation::Publish { path: path.clone(), body: body.clone().into(), expected: Expected::Any };
+        let mutation = Mutation::Publish {
+            path: path.clone(),
+            body: body.clone().into(),
+            catalog: None,
+            expected: Expected::Any,
+        };
         let receipt = match world.write(Write { op_id, mutation }).await {
             Ok(WriteOk::Committed(receipt)) => receipt,
             Err(Error::Write(WriteError::Uncertain { since, .. })) => match settle(world, op_id, since).await

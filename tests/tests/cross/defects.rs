@@ -248,6 +248,21 @@ fn searches_answer_from_bodies_only_when_covered_and_one_that_is_not_is_caught()
     assert!(caught.rules.iter().any(|r| r == "ReadAnswer"), "rules: {:?}", caught.rules);
 }
 
+/// Issue 20: an entry's modified time is the one value of a member the model cannot
+/// derive; the checker bounds it by its slot's creation, so a clock ahead is caught.
+#[test]
+fn a_modified_time_after_its_slot_s_creation_is_caught() {
+    let single = Scenario::find("single").expect("a scenario");
+    let defects = Defects { modified_time_ahead: true, ..Defects::default() };
+    let caught = run_scenario(single, 1, &Overrides { defects, ..Overrides::default() });
+    assert!(caught.rules.iter().any(|r| r == "ModelDivergence"), "rules: {:?}", caught.rules);
+    assert!(
+        caught.violations.iter().any(|v| v.contains("modified time")),
+        "violations: {:?}",
+        caught.violations.iter().take(3).collect::<Vec<_>>()
+    );
+}
+
 /// Issue 13: the checker judges carried bodies against the bodies the model made rather
 /// than through the kernel's decoder, so a committer that carries them out of member order
 /// must still fail the run, on the slot rule, in its first seed.

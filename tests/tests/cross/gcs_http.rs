@@ -141,6 +141,7 @@ async fn a_create_retried_by_object_store_into_already_exists_is_settled_as_ours
         let mutation = Mutation::Publish {
             path: format!("/docs/{i}.md"),
             body: Bytes::from(format!("body {i}")),
+            catalog: None,
             expected: Expected::Any,
         };
         let answer = world.write(Write { op_id: new_op_id(), mutation }).await;

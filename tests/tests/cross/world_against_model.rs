@@ -36,6 +36,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         (path.clone(), body(), expected()).prop_map(|(path, body, expected)| Mutation::Publish {
             path,
             body,
+            catalog: None,
             expected
         }),
         (path.clone(), body(), expected()).prop_map(|(path, bytes, expected)| Mutation::Append {
@@ -91,7 +92,7 @@ proptest! {
             let layers = [&empty];
             let view = Layered::new(&kernel, &layers);
             let found = |h: &Hash32| bodies.get(h).cloned();
-            match evaluate(&view, op_id, &valid, &found) {
+            match evaluate(&view, op_id, &valid, 0, &found) {
                 Evaluation::Applied { member, body } => {
                     let Verdict::Applied(a) = &verdict else {
                         return Err(TestCaseError::fail(format!("kernel applied {member:?}, model says {verdict:?}")));
