@@ -299,14 +299,12 @@ impl WorldState {
                 return Err(ApplyError::Inconsistent { sequence: m.sequence(), rule });
             }
         } else {
-            let mut scratch = super::view::Overlay::new(self.sequence);
+            let mut view = super::view::SlotPrefix::new(&*self, &slot.members);
             for m in &slot.members {
-                let layers = [&scratch];
-                let view = super::view::Layered::new(self, &layers);
                 if let Some(rule) = member_problem(&view, m) {
                     return Err(ApplyError::Inconsistent { sequence: m.sequence(), rule });
                 }
-                scratch.apply(m);
+                view.advance();
             }
         }
         for m in &slot.members {
