@@ -41,9 +41,48 @@ pub enum PathDecodeError {
 
 /// A normalized path: `/` then non-empty segments joined by `/`. Only [`Path::parse`] and
 /// decoding (which re-checks) make one, so every `Path` in the kernel is normalized.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Hash, Deserialize)]
 #[serde(try_from = "String")]
 pub struct Path(String);
+
+/// Byte order (the `str` order `Borrow<str>` promises), compared eight bytes at a time as
+/// big-endian words: paths key the documents, the overlays and the ledger, and most share
+/// a long prefix, so a `memcmp` call per comparison was most of a B-tree search.
+impl Ord for Path {
+    #[inline]
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        bytes_cmp(self.0.as_bytes(), other.0.as_bytes())
+    }
+}
+
+impl PartialOrd for Path {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Lexicographic byte order, as `<[u8]>::cmp`, without a library call.
+#[inline]
+fn bytes_cmp(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
+    let common = a.len().min(b.len());
+    let (a_head, b_head) = (&a[..common], &b[..common]);
+    let mut at = 0;
+    while at + 8 <= common {
+        let x = u64::from_be_bytes(a_head[at..at + 8].try_into().expect("8 bytes"));
+        let y = u64::from_be_bytes(b_head[at..at + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return x.cmp(&y);
+        }
+        at += 8;
+    }
+    while at < common {
+        if a_head[at] != b_head[at] {
+            return a_head[at].cmp(&b_head[at]);
+        }
+        at += 1;
+    }
+    a.len().cmp(&b.len())
+}
 
 /// As the string it is, borrowed: `serde(into)` cloned every path it encoded.
 impl Serialize for Path {
@@ -183,6 +222,41 @@ mod tests {
 
     fn p(s: &str) -> Path {
         Path::parse(s).unwrap()
+    }
+
+    #[test]
+    fn paths_order_as_their_bytes_do() {
+        // Equal and differing words, tails of every length, prefixes, bytes above 0x7f.
+        let raw = [
+            "/a",
+            "/a/b",
+            "/a.md",
+            "/a/",
+            "/docs/00000001.md",
+            "/docs/00000001.md/c.md",
+            "/docs/00000002.md",
+            "/docs/0000000",
+            "/docs/00000001",
+            "/docs/00000001.m",
+            "/docs/00000010.md",
+            "/ro/7.md",
+            "/é",
+            "/e",
+            "/ab",
+            "/abcdefg",
+            "/abcdefgh",
+            "/abcdefghi",
+            "/abcdefgi",
+            "/abcdefgh/ijklmnop",
+            "/abcdefgh/ijklmnoq",
+        ];
+        let paths: Vec<Path> = raw.iter().map(|r| p(r)).collect();
+        for a in &paths {
+            for b in &paths {
+                assert_eq!(a.cmp(b), a.as_str().cmp(b.as_str()), "{a} against {b}");
+                assert_eq!(a.partial_cmp(b), Some(a.as_str().cmp(b.as_str())));
+            }
+        }
     }
 
     #[test]
