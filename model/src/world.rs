@@ -431,7 +431,9 @@ impl ModelWorld {
         // All descendants start with `path/`, and the strings with a given prefix form
         // one contiguous run in byte order, so the first key at or after `path/` is the
         // first descendant if there is any.
-        let floor = format!("{path}/");
+        let mut floor = String::with_capacity(path.len() + 1);
+        floor.push_str(path);
+        floor.push('/');
         self.documents
             .range::<str, _>((Bound::Included(floor.as_str()), Bound::Unbounded))
             .next()
