@@ -138,7 +138,9 @@ impl Path {
     /// Proper ancestors, shortest first: `/a/b/c` gives `/a`, `/a/b`.
     pub fn ancestors(&self) -> impl Iterator<Item = &str> {
         let s = self.0.as_str();
-        s.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0).map(move |i| &s[..i])
+        // `/` is ASCII: every index it is at is a char boundary. A byte scan, not a
+        // `char` searcher: topology walks these for every document created.
+        s.bytes().enumerate().filter(|&(i, b)| b == b'/' && i > 0).map(move |(i, _)| &s[..i])
     }
 
     /// `self + "/"`: every descendant starts with it, and sorts at or after it.
@@ -153,10 +155,11 @@ impl Path {
 impl TryFrom<String> for Path {
     type Error = PathDecodeError;
     fn try_from(s: String) -> Result<Path, Self::Error> {
-        // Paths in objects are normalized: check that in one pass, without building the
-        // normalized form again (a cold start decodes a million of them).
-        if is_normalized_shape(&s) {
-            return match segment_problem(&s) {
+        // Paths in objects are normalized: check that in one pass over the bytes, without
+        // building the normalized form again (a cold start decodes a million of them, and
+        // the checker every path of every slot).
+        if let Some(found) = Scan::of(&s) {
+            return match found.problem() {
                 None if s.len() > PATH_BYTES_MAX => Err(PathDecodeError::Invalid(PathProblem::TooLong)),
                 None => Ok(Path(s)),
                 Some(problem) => Err(PathDecodeError::Invalid(problem)),
@@ -170,26 +173,54 @@ impl TryFrom<String> for Path {
     }
 }
 
-/// `/` then non-empty segments joined by `/`: the form `Path::parse` gives, its problems
-/// aside.
-fn is_normalized_shape(s: &str) -> bool {
-    s.len() > 1 && s.starts_with('/') && !s.ends_with('/') && !s.contains("//")
+/// What one pass over a path of normalized shape found: `/` then non-empty segments
+/// joined by `/`, the form `Path::parse` gives, its problems aside.
+struct Scan {
+    dot_segment: bool,
+    control_character: bool,
+    segment_too_long: bool,
 }
 
-/// The first problem `Path::parse` finds in a path of normalized shape, in its order.
-fn segment_problem(s: &str) -> Option<PathProblem> {
-    let segments = || s[1..].split('/');
-    if segments().any(|seg| seg == "." || seg == "..") {
-        return Some(PathProblem::DotSegment);
+impl Scan {
+    /// None when `s` is not of normalized shape (empty segments, no leading `/`, or a
+    /// trailing one).
+    fn of(s: &str) -> Option<Scan> {
+        let bytes = s.as_bytes();
+        if bytes.len() < 2 || bytes[0] != b'/' || bytes[bytes.len() - 1] == b'/' {
+            return None;
+        }
+        let mut found = Scan { dot_segment: false, control_character: false, segment_too_long: false };
+        let mut segment_from = 1;
+        for at in 1..=bytes.len() {
+            if at == bytes.len() || bytes[at] == b'/' {
+                let segment = &bytes[segment_from..at];
+                if segment.is_empty() {
+                    return None;
+                }
+                found.dot_segment |= segment == b"." || segment == b"..";
+                found.segment_too_long |= segment.len() > SEGMENT_BYTES_MAX;
+                segment_from = at + 1;
+            } else {
+                // A byte below 0x80 is a whole character, and no byte of a longer one is
+                // below 0x80.
+                found.control_character |= bytes[at] < 0x20 || bytes[at] == 0x7f;
+            }
+        }
+        Some(found)
     }
-    // A byte below 0x80 is a whole character, and no byte of a longer one is below 0x80.
-    if s.bytes().any(|b| b < 0x20 || b == 0x7f) {
-        return Some(PathProblem::ControlCharacter);
+
+    /// The first problem `Path::parse` would find, in its order.
+    fn problem(&self) -> Option<PathProblem> {
+        if self.dot_segment {
+            Some(PathProblem::DotSegment)
+        } else if self.control_character {
+            Some(PathProblem::ControlCharacter)
+        } else if self.segment_too_long {
+            Some(PathProblem::SegmentTooLong)
+        } else {
+            None
+        }
     }
-    if segments().any(|seg| seg.len() > SEGMENT_BYTES_MAX) {
-        return Some(PathProblem::SegmentTooLong);
-    }
-    None
 }
 
 impl From<Path> for String {
@@ -330,6 +361,15 @@ mod tests {
             "/".to_string(),
             "a/b".to_string(),
             "/a/".to_string(),
+            "//a".to_string(),
+            "/a//".to_string(),
+            "/.".to_string(),
+            "/..".to_string(),
+            "/.a/..b/.../c.".to_string(),
+            format!("/{long}/.."),
+            format!("/{long}/a\u{1f}"),
+            format!("/a/{long}/b"),
+            "/a\u{80}\u{9f}".to_string(),
         ];
         for raw in cases {
             let parsed = match Path::parse(&raw) {
