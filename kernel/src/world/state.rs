@@ -417,6 +417,12 @@ impl StateView for WorldState {
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
         let lo = path.descendant_start();
+        // Paths are often created in increasing order (numbered, dated): one past the last
+        // document has no descendant, known without a search that compares it with every
+        // key along the map's right edge.
+        if self.documents.last_key_value().is_none_or(|(last, _)| last.as_str() < lo.as_str()) {
+            return None;
+        }
         self.documents
             .range::<str, _>((std::ops::Bound::Included(lo.as_str()), std::ops::Bound::Unbounded))
             .next()
