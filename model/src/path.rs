@@ -51,8 +51,13 @@ pub fn normalize_path(raw: &str) -> Result<String, PathProblem> {
     if segments.iter().any(|s| s.len() > SEGMENT_BYTES_MAX) {
         return Err(PathProblem::SegmentTooLong);
     }
-    // 6. Join, then the total length.
-    let normalized = format!("/{}", segments.join("/"));
+    // 6. Join, then the total length. Built in one buffer of its final length (a join
+    // then a `format!` made two strings and went through the formatter for each path).
+    let mut normalized = String::with_capacity(segments.iter().map(|s| s.len() + 1).sum());
+    for s in &segments {
+        normalized.push('/');
+        normalized.push_str(s);
+    }
     if normalized.len() > PATH_BYTES_MAX {
         return Err(PathProblem::TooLong);
     }

@@ -462,7 +462,13 @@ impl ModelWorld {
         // All descendants start with `path/`, and the strings with a given prefix form
         // one contiguous run in byte order, so the first key at or after `path/` is the
         // first descendant if there is any.
-        let floor = format!("{path}/");
+        let mut floor = String::with_capacity(path.len() + 1);
+        floor.push_str(path);
+        floor.push('/');
+        // Past the last document (paths are often created in increasing order): none.
+        if self.documents.last_key_value().is_none_or(|(last, _)| last.as_str() < floor.as_str()) {
+            return None;
+        }
         self.documents
             .range::<str, _>((Bound::Included(floor.as_str()), Bound::Unbounded))
             .next()

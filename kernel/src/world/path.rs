@@ -41,9 +41,48 @@ pub enum PathDecodeError {
 
 /// A normalized path: `/` then non-empty segments joined by `/`. Only [`Path::parse`] and
 /// decoding (which re-checks) make one, so every `Path` in the kernel is normalized.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Hash, Deserialize)]
 #[serde(try_from = "String")]
 pub struct Path(String);
+
+/// Byte order (the `str` order `Borrow<str>` promises), compared eight bytes at a time as
+/// big-endian words: paths key the documents, the overlays and the ledger, and most share
+/// a long prefix, so a `memcmp` call per comparison was most of a B-tree search.
+impl Ord for Path {
+    #[inline]
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        bytes_cmp(self.0.as_bytes(), other.0.as_bytes())
+    }
+}
+
+impl PartialOrd for Path {
+    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Lexicographic byte order, as `<[u8]>::cmp`, without a library call.
+#[inline]
+fn bytes_cmp(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
+    let common = a.len().min(b.len());
+    let (a_head, b_head) = (&a[..common], &b[..common]);
+    let mut at = 0;
+    while at + 8 <= common {
+        let x = u64::from_be_bytes(a_head[at..at + 8].try_into().expect("8 bytes"));
+        let y = u64::from_be_bytes(b_head[at..at + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return x.cmp(&y);
+        }
+        at += 8;
+    }
+    while at < common {
+        if a_head[at] != b_head[at] {
+            return a_head[at].cmp(&b_head[at]);
+        }
+        at += 1;
+    }
+    a.len().cmp(&b.len())
+}
 
 /// As the string it is, borrowed: `serde(into)` cloned every path it encoded.
 impl Serialize for Path {
@@ -99,7 +138,9 @@ impl Path {
     /// Proper ancestors, shortest first: `/a/b/c` gives `/a`, `/a/b`.
     pub fn ancestors(&self) -> impl Iterator<Item = &str> {
         let s = self.0.as_str();
-        s.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0).map(move |i| &s[..i])
+        // `/` is ASCII: every index it is at is a char boundary. A byte scan, not a
+        // `char` searcher: topology walks these for every document created.
+        s.bytes().enumerate().filter(|&(i, b)| b == b'/' && i > 0).map(move |(i, _)| &s[..i])
     }
 
     /// `self + "/"`: every descendant starts with it, and sorts at or after it.
@@ -114,10 +155,11 @@ impl Path {
 impl TryFrom<String> for Path {
     type Error = PathDecodeError;
     fn try_from(s: String) -> Result<Path, Self::Error> {
-        // Paths in objects are normalized: check that in one pass, without building the
-        // normalized form again (a cold start decodes a million of them).
-        if is_normalized_shape(&s) {
-            return match segment_problem(&s) {
+        // Paths in objects are normalized: check that in one pass over the bytes, without
+        // building the normalized form again (a cold start decodes a million of them, and
+        // the checker every path of every slot).
+        if let Some(found) = Scan::of(&s) {
+            return match found.problem() {
                 None if s.len() > PATH_BYTES_MAX => Err(PathDecodeError::Invalid(PathProblem::TooLong)),
                 None => Ok(Path(s)),
                 Some(problem) => Err(PathDecodeError::Invalid(problem)),
@@ -131,26 +173,54 @@ impl TryFrom<String> for Path {
     }
 }
 
-/// `/` then non-empty segments joined by `/`: the form `Path::parse` gives, its problems
-/// aside.
-fn is_normalized_shape(s: &str) -> bool {
-    s.len() > 1 && s.starts_with('/') && !s.ends_with('/') && !s.contains("//")
+/// What one pass over a path of normalized shape found: `/` then non-empty segments
+/// joined by `/`, the form `Path::parse` gives, its problems aside.
+struct Scan {
+    dot_segment: bool,
+    control_character: bool,
+    segment_too_long: bool,
 }
 
-/// The first problem `Path::parse` finds in a path of normalized shape, in its order.
-fn segment_problem(s: &str) -> Option<PathProblem> {
-    let segments = || s[1..].split('/');
-    if segments().any(|seg| seg == "." || seg == "..") {
-        return Some(PathProblem::DotSegment);
+impl Scan {
+    /// None when `s` is not of normalized shape (empty segments, no leading `/`, or a
+    /// trailing one).
+    fn of(s: &str) -> Option<Scan> {
+        let bytes = s.as_bytes();
+        if bytes.len() < 2 || bytes[0] != b'/' || bytes[bytes.len() - 1] == b'/' {
+            return None;
+        }
+        let mut found = Scan { dot_segment: false, control_character: false, segment_too_long: false };
+        let mut segment_from = 1;
+        for at in 1..=bytes.len() {
+            if at == bytes.len() || bytes[at] == b'/' {
+                let segment = &bytes[segment_from..at];
+                if segment.is_empty() {
+                    return None;
+                }
+                found.dot_segment |= segment == b"." || segment == b"..";
+                found.segment_too_long |= segment.len() > SEGMENT_BYTES_MAX;
+                segment_from = at + 1;
+            } else {
+                // A byte below 0x80 is a whole character, and no byte of a longer one is
+                // below 0x80.
+                found.control_character |= bytes[at] < 0x20 || bytes[at] == 0x7f;
+            }
+        }
+        Some(found)
     }
-    // A byte below 0x80 is a whole character, and no byte of a longer one is below 0x80.
-    if s.bytes().any(|b| b < 0x20 || b == 0x7f) {
-        return Some(PathProblem::ControlCharacter);
+
+    /// The first problem `Path::parse` would find, in its order.
+    fn problem(&self) -> Option<PathProblem> {
+        if self.dot_segment {
+            Some(PathProblem::DotSegment)
+        } else if self.control_character {
+            Some(PathProblem::ControlCharacter)
+        } else if self.segment_too_long {
+            Some(PathProblem::SegmentTooLong)
+        } else {
+            None
+        }
     }
-    if segments().any(|seg| seg.len() > SEGMENT_BYTES_MAX) {
-        return Some(PathProblem::SegmentTooLong);
-    }
-    None
 }
 
 impl From<Path> for String {
@@ -183,6 +253,41 @@ mod tests {
 
     fn p(s: &str) -> Path {
         Path::parse(s).unwrap()
+    }
+
+    #[test]
+    fn paths_order_as_their_bytes_do() {
+        // Equal and differing words, tails of every length, prefixes, bytes above 0x7f.
+        let raw = [
+            "/a",
+            "/a/b",
+            "/a.md",
+            "/a/",
+            "/docs/00000001.md",
+            "/docs/00000001.md/c.md",
+            "/docs/00000002.md",
+            "/docs/0000000",
+            "/docs/00000001",
+            "/docs/00000001.m",
+            "/docs/00000010.md",
+            "/ro/7.md",
+            "/é",
+            "/e",
+            "/ab",
+            "/abcdefg",
+            "/abcdefgh",
+            "/abcdefghi",
+            "/abcdefgi",
+            "/abcdefgh/ijklmnop",
+            "/abcdefgh/ijklmnoq",
+        ];
+        let paths: Vec<Path> = raw.iter().map(|r| p(r)).collect();
+        for a in &paths {
+            for b in &paths {
+                assert_eq!(a.cmp(b), a.as_str().cmp(b.as_str()), "{a} against {b}");
+                assert_eq!(a.partial_cmp(b), Some(a.as_str().cmp(b.as_str())));
+            }
+        }
     }
 
     #[test]
@@ -256,6 +361,15 @@ mod tests {
             "/".to_string(),
             "a/b".to_string(),
             "/a/".to_string(),
+            "//a".to_string(),
+            "/a//".to_string(),
+            "/.".to_string(),
+            "/..".to_string(),
+            "/.a/..b/.../c.".to_string(),
+            format!("/{long}/.."),
+            format!("/{long}/a\u{1f}"),
+            format!("/a/{long}/b"),
+            "/a\u{80}\u{9f}".to_string(),
         ];
         for raw in cases {
             let parsed = match Path::parse(&raw) {

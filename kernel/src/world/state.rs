@@ -299,14 +299,12 @@ impl WorldState {
                 return Err(ApplyError::Inconsistent { sequence: m.sequence(), rule });
             }
         } else {
-            let mut scratch = super::view::Overlay::new(self.sequence);
+            let mut view = super::view::SlotPrefix::new(&*self, &slot.members);
             for m in &slot.members {
-                let layers = [&scratch];
-                let view = super::view::Layered::new(self, &layers);
                 if let Some(rule) = member_problem(&view, m) {
                     return Err(ApplyError::Inconsistent { sequence: m.sequence(), rule });
                 }
-                scratch.apply(m);
+                view.advance();
             }
         }
         for m in &slot.members {
@@ -419,6 +417,12 @@ impl StateView for WorldState {
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
         let lo = path.descendant_start();
+        // Paths are often created in increasing order (numbered, dated): one past the last
+        // document has no descendant, known without a search that compares it with every
+        // key along the map's right edge.
+        if self.documents.last_key_value().is_none_or(|(last, _)| last.as_str() < lo.as_str()) {
+            return None;
+        }
         self.documents
             .range::<str, _>((std::ops::Bound::Included(lo.as_str()), std::ops::Bound::Unbounded))
             .next()

@@ -164,3 +164,78 @@ impl<B: StateView> StateView for Layered<'_, B> {
         self.layers.last().map_or(self.base.sequence(), |l| l.sequence)
     }
 }
+
+/// A base state under the first members of one slot, borrowed from the slot: what
+/// applying a slot checks each member against. The [`Overlay`] it replaces there cloned
+/// every member's path, entry and receipt into maps of its own; a slot has a few members
+/// (at most the batch's limit), so a scan of them costs less than those copies.
+pub(crate) struct SlotPrefix<'a, B: StateView> {
+    base: &'a B,
+    members: &'a [SlotMember],
+    /// How many of `members` the view includes.
+    len: usize,
+    /// The policy the last included policy member set, if any.
+    policy: Option<Policy>,
+    /// Each member's stored receipt, made only when asked for (applying asks for none).
+    stored: OnceCell<Vec<OnceCell<StoredReceipt>>>,
+}
+
+impl<'a, B: StateView> SlotPrefix<'a, B> {
+    /// `base` under none of `members` yet.
+    pub fn new(base: &'a B, members: &'a [SlotMember]) -> Self {
+        SlotPrefix { base, members, len: 0, policy: None, stored: OnceCell::new() }
+    }
+
+    /// Includes the next member.
+    pub fn advance(&mut self) {
+        let m = &self.members[self.len];
+        debug_assert_eq!(m.sequence(), self.sequence() + 1);
+        if let Some(rules) = &m.policy {
+            self.policy = Some(Policy { version: m.receipt.version, rules: rules.clone() });
+        }
+        self.len += 1;
+    }
+
+    fn included(&self) -> &'a [SlotMember] {
+        &self.members[..self.len]
+    }
+}
+
+impl<B: StateView> StateView for SlotPrefix<'_, B> {
+    fn entry(&self, path: &str) -> Option<&IndexEntry> {
+        let mine =
+            self.included().iter().rev().find_map(|m| m.entry.as_ref().filter(|e| e.path.as_str() == path));
+        mine.or_else(|| self.base.entry(path))
+    }
+
+    fn first_descendant(&self, path: &Path) -> Option<&Path> {
+        let under = |p: &Path| {
+            let (p, path) = (p.as_str().as_bytes(), path.as_str().as_bytes());
+            p.len() > path.len() && p.starts_with(path) && p[path.len()] == b'/'
+        };
+        let mine =
+            self.included().iter().filter_map(|m| m.entry.as_ref().map(|e| &e.path)).filter(|p| under(p));
+        mine.chain(self.base.first_descendant(path)).min()
+    }
+
+    fn policy(&self) -> &Policy {
+        self.policy.as_ref().unwrap_or_else(|| self.base.policy())
+    }
+
+    fn committed(&self, op_id: &OperationId) -> Option<&StoredReceipt> {
+        let Some(i) = self.included().iter().rposition(|m| m.op_id() == *op_id) else {
+            return self.base.committed(op_id);
+        };
+        let cells = self.stored.get_or_init(|| self.members.iter().map(|_| OnceCell::new()).collect());
+        Some(cells[i].get_or_init(|| super::request_digest::stored_receipt(&self.members[i])))
+    }
+
+    fn receipt(&self, op_id: &OperationId) -> Option<&Receipt> {
+        let mine = self.included().iter().rev().find(|m| m.op_id() == *op_id).map(|m| &m.receipt);
+        mine.or_else(|| self.base.receipt(op_id))
+    }
+
+    fn sequence(&self) -> u64 {
+        self.base.sequence() + self.len as u64
+    }
+}
