@@ -76,7 +76,7 @@ test:
     {{slotlog}} sweep collect --seeds 1..24 --coverage-file target/coverage.json --json > target/sweep-5.jsonl
     {{slotlog}} sweep overload --seeds 1..8 --coverage-file target/coverage.json --json > target/sweep-6.jsonl
     {{slotlog}} sweep search --seeds 1..30 --coverage-file target/coverage.json --json > target/sweep-8.jsonl
-    {{slotlog}} sweep soak48 --seeds 7..15 --coverage-file target/coverage.json --require-coverage --json > target/sweep-7.jsonl
+    {{slotlog}} sweep soak48 --seeds 38..46 --coverage-file target/coverage.json --require-coverage --json > target/sweep-7.jsonl
 
 # Unit, property and cross-crate tests; the S3 tests skip unless SLOTLOG_S3_ENDPOINT is
 # set (`scripts/with-moto.sh just unit` sets it), the Azure ones unless
