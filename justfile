@@ -27,23 +27,23 @@ sim SCENARIO="single" SEED="1": build
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
 # simulated GCS over HTTP) and 2,631 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on d1080da (2 cores, the machine quiet, 19 min 38 s
-# in all, 2026-12-06): build (7 min 22 s) with moto and Azurite installing and cargo-deny
-# building beside it, then clippy and rustdoc (62 s), nextest 1,006 tests 175 s, then
-#   light     seeds 1..100     8 x 100 =   800 runs   148 s
-#   cheap     seeds 101..500   4 x 400 = 1,600 runs   113 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    70 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs    83 s (compact, and edges: the rare paths)
-#   collect   seeds 1..24      1 x  24 =    24 runs    20 s (30 virtual hours each:
+# is what CI runs. A fresh-clone CI on 8534de6 (2 cores, the machine quiet, 20 min 9 s
+# in all, 2026-12-06): build (7 min 35 s) with moto and Azurite installing and cargo-deny
+# building beside it, then clippy and rustdoc (62 s), nextest 1,028 tests 179 s, then
+#   light     seeds 1..100     8 x 100 =   800 runs   147 s
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs   110 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    72 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs    91 s (compact, and edges: the rare paths)
+#   collect   seeds 1..24      1 x  24 =    24 runs    22 s (30 virtual hours each:
 #             checkpoints, drops, slot and segment collection, a pause and a stall)
-#   overload  seeds 1..8       1 x   8 =     8 runs     9 s (three times what commits, offered)
+#   overload  seeds 1..8       1 x   8 =     8 runs    10 s (three times what commits, offered)
 #   search    seeds 1..30      1 x  30 =    30 runs    18 s (body search through crashes)
-#   soak48    seeds 7..15      1 x   9 =     9 runs    24 s (48 virtual hours, every fault)
-#             (since reads take carried bodies from the ledger, soak48 seed 11 is the
-#             one of 1..48 that reaches probe_below_collection; 12 and 19 of these reach
-#             freshen_raced, as do 4, 23, 26, 27, 30, 46 and 47 elsewhere)
+#   soak48    seeds 38..46     1 x   9 =     9 runs    26 s (48 virtual hours, every fault)
+#             (since slots carry entries' times, soak48 seeds 44 and 46 are the ones of
+#             1..48 that reach probe_below_collection; 39, 43, 44 and 45 of these reach
+#             freshen_raced, as do 8, 13, 19, 25, 28 and 31 elsewhere)
 # Every run ends in a settle phase with the faults stopped (docs/SIMULATION.md). Together
-# these runs hit every required coverage mark (76; coverage_missed empty,
+# these runs hit every required coverage mark (77; coverage_missed empty,
 # scripts/coverage-table.py lists who reaches each in docs/GUARANTEES.md). `just soak`
 # is 73,100 runs over every scenario. The driver under madsim is `just madsim-sweep` (its
 # own build, ~3 min).
