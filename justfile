@@ -27,14 +27,14 @@ sim SCENARIO="single" SEED="1": build
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
 # simulated GCS over HTTP) and 2,631 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on 8534de6 (2 cores, the machine quiet, 20 min 9 s
-# in all, 2026-12-06): build (7 min 35 s) with moto and Azurite installing and cargo-deny
-# building beside it, then clippy and rustdoc (62 s), nextest 1,028 tests 179 s, then
-#   light     seeds 1..100     8 x 100 =   800 runs   147 s
-#   cheap     seeds 101..500   4 x 400 = 1,600 runs   110 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    72 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs    91 s (compact, and edges: the rare paths)
-#   collect   seeds 1..24      1 x  24 =    24 runs    22 s (30 virtual hours each:
+# is what CI runs. A fresh-clone CI on eb91278 (2 cores, the machine quiet, 19 min 22 s
+# in all, 2026-12-06): build (7 min 38 s) with moto and Azurite installing and cargo-deny
+# building beside it, then clippy and rustdoc (63 s), nextest 1,028 tests 143 s, then
+#   light     seeds 1..100     8 x 100 =   800 runs   146 s
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs   107 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    70 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs    88 s (compact, and edges: the rare paths)
+#   collect   seeds 1..24      1 x  24 =    24 runs    21 s (30 virtual hours each:
 #             checkpoints, drops, slot and segment collection, a pause and a stall)
 #   overload  seeds 1..8       1 x   8 =     8 runs    10 s (three times what commits, offered)
 #   search    seeds 1..30      1 x  30 =    30 runs    18 s (body search through crashes)
