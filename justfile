@@ -38,7 +38,7 @@ sim SCENARIO="single" SEED="1": build
 #             checkpoints, drops, slot and segment collection, a pause and a stall)
 #   overload  seeds 1..8       1 x   8 =     8 runs    10 s (three times what commits, offered)
 #   search    seeds 1..30      1 x  30 =    30 runs    18 s (body search through crashes)
-#   soak48    seeds 38..46     1 x   9 =     9 runs    26 s (48 virtual hours, every fault)
+#   soak48    seeds 38..46     1 x   9 =     9 runs    23 s (48 virtual hours, every fault)
 #             (since slots carry entries' times, soak48 seeds 44 and 46 are the ones of
 #             1..48 that reach probe_below_collection; 39, 43, 44 and 45 of these reach
 #             freshen_raced, as do 8, 13, 19, 25, 28 and 31 elsewhere)
