@@ -253,15 +253,8 @@ fn searches_answer_from_bodies_only_when_covered_and_one_that_is_not_is_caught()
 /// derive; the checker bounds it by its slot's creation, so a clock ahead is caught.
 #[test]
 fn a_modified_time_after_its_slot_s_creation_is_caught() {
-    let single = Scenario::find("single").expect("a scenario");
     let defects = Defects { modified_time_ahead: true, ..Defects::default() };
-    let caught = run_scenario(single, 1, &Overrides { defects, ..Overrides::default() });
-    assert!(caught.rules.iter().any(|r| r == "ModelDivergence"), "rules: {:?}", caught.rules);
-    assert!(
-        caught.violations.iter().any(|v| v.contains("modified time")),
-        "violations: {:?}",
-        caught.violations.iter().take(3).collect::<Vec<_>>()
-    );
+    assert_single_seed_1_caught(defects, "ModelDivergence", "modified time");
 }
 
 /// Issue 13: the checker judges carried bodies against the bodies the model made rather
@@ -269,12 +262,17 @@ fn a_modified_time_after_its_slot_s_creation_is_caught() {
 /// must still fail the run, on the slot rule, in its first seed.
 #[test]
 fn carrying_bodies_out_of_member_order_is_caught() {
-    let single = Scenario::find("single").expect("a scenario");
     let defects = Defects { carry_bodies_reversed: true, ..Defects::default() };
+    assert_single_seed_1_caught(defects, "SlotObject", "out of place");
+}
+
+/// `single` seed 1 with `defects` is stopped by `rule`, with a violation saying `text`.
+fn assert_single_seed_1_caught(defects: Defects, rule: &str, text: &str) {
+    let single = Scenario::find("single").expect("a scenario");
     let caught = run_scenario(single, 1, &Overrides { defects, ..Overrides::default() });
-    assert!(caught.rules.iter().any(|r| r == "SlotObject"), "rules: {:?}", caught.rules);
+    assert!(caught.rules.iter().any(|r| r == rule), "rules: {:?}", caught.rules);
     assert!(
-        caught.violations.iter().any(|v| v.contains("out of place")),
+        caught.violations.iter().any(|v| v.contains(text)),
         "violations: {:?}",
         caught.violations.iter().take(3).collect::<Vec<_>>()
     );
