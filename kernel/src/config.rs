@@ -336,6 +336,10 @@ pub struct Defects {
     /// An entry's modified time is taken a minute ahead of the store's clock, so after
     /// its slot's creation (the checker judges each time against the creation it saw).
     pub modified_time_ahead: bool,
+    /// The compactor writes each segment body with the next body's words (well formed,
+    /// so a reader takes them): the checker judges body answers by the model's own
+    /// tokenizing of the bodies, and must catch them.
+    pub segment_words_shifted: bool,
 }
 
 impl Default for Config {

@@ -183,6 +183,9 @@ marks! {
     SearchIndexOverBudget = "search_index_over_budget",
     /// A build read a body segment part and took its verified bodies (SPEC 10.17).
     SearchSegmentRead = "search_segment_read",
+    /// A segment part read for the index carried its bodies' words, and the build took
+    /// them rather than tokenizing its bodies (SPEC 10.17, schema 2).
+    SearchSegmentWordsTaken = "search_segment_words_taken",
 
     // The change feed (SPEC 9).
 

@@ -270,17 +270,27 @@ fn a_views_search_waiting_for_the_index_when_the_view_expires_is_refused_and_lea
 /// read only for a body no such part holds, or holds under another hash.
 #[test]
 fn a_build_reads_bodies_from_segments_and_blobs_only_for_what_they_lack() {
-    build_from_segments(false);
+    build_from_segments(false, false);
 }
 
 /// The same build with every part tokenized outside the replica, as the driver does on
 /// its blocking pool: the same reads, the same answer.
 #[test]
 fn a_build_given_its_parts_tokenized_reads_and_answers_the_same() {
-    build_from_segments(true);
+    build_from_segments(true, false);
 }
 
-fn build_from_segments(prepare_parts: bool) {
+/// Parts that carry their bodies' words (schema 2, as the compactor writes them): the
+/// build takes the words of label 0's part rather than tokenizing it, and tokenizes label
+/// 1's, whose body does not hash to its hash: the same reads, the same answer, inside the
+/// replica or out.
+#[test]
+fn a_build_takes_the_words_parts_carry_and_answers_the_same() {
+    build_from_segments(false, true);
+    build_from_segments(true, true);
+}
+
+fn build_from_segments(prepare_parts: bool, worded: bool) {
     use crate::format::{SegmentBody, SegmentName, SegmentPart};
     use crate::hash::Hash32;
     use bytes::Bytes;
@@ -296,7 +306,8 @@ fn build_from_segments(prepare_parts: bool) {
     let mut store = writer.store.clone();
     let body = |s: &str| SegmentBody { hash: Hash32::of(s.as_bytes()), body: s.as_bytes().to_vec() };
     let mut put = |label: u32, window: u64, bodies: Vec<SegmentBody>| {
-        for part in SegmentPart::split(bodies).expect("fits") {
+        let parts = if worded { crate::search::segment_parts(bodies) } else { SegmentPart::split(bodies) };
+        for part in parts.expect("fits") {
             let name = SegmentName { bits: 1, label, window, part: part.part };
             store.put(writer.now, keys().segment(&name), Bytes::from(part.encode()));
         }
@@ -325,6 +336,7 @@ fn build_from_segments(prepare_parts: bool) {
     let stats = h.replica.search_stats();
     assert_eq!((stats.segment_parts_read, stats.bodies_from_segments, stats.bodies_fetched), (2, 2, 2));
     assert_eq!(h.marked(Mark::SearchSegmentRead), 2);
+    assert_eq!(h.marked(Mark::SearchSegmentWordsTaken), u64::from(worded), "label 0's part alone");
     assert_eq!(h.parts_prepared, if prepare_parts { 2 } else { 0 });
 }
 

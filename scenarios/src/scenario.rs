@@ -81,6 +81,7 @@ pub const DEFECT_NAMES: &[&str] = &[
     "search-ignores-coverage",
     "carry-bodies-reversed",
     "modified-time-ahead",
+    "segment-words-shifted",
 ];
 
 /// Switches on the defect `name` (one of [`DEFECT_NAMES`]); false for an unknown name.
@@ -100,6 +101,7 @@ pub fn set_defect(defects: &mut Defects, name: &str) -> bool {
         "search-ignores-coverage" => &mut defects.search_ignores_coverage,
         "carry-bodies-reversed" => &mut defects.carry_bodies_reversed,
         "modified-time-ahead" => &mut defects.modified_time_ahead,
+        "segment-words-shifted" => &mut defects.segment_words_shifted,
         _ => return false,
     };
     *flag = true;
@@ -122,6 +124,7 @@ fn defect_names(d: &Defects) -> impl Iterator<Item = &'static str> {
         d.search_ignores_coverage,
         d.carry_bodies_reversed,
         d.modified_time_ahead,
+        d.segment_words_shifted,
     ];
     DEFECT_NAMES.iter().zip(on).filter(|(_, on)| *on).map(|(name, _)| *name)
 }

@@ -228,7 +228,8 @@ impl Compactor {
             continuing: false,
             look_tip: 0,
             rebase_to: None,
-            segments: SegmentWriter::new(config.checkpoint_reads_in_flight_max),
+            segments: SegmentWriter::new(config.checkpoint_reads_in_flight_max)
+                .with_words_shifted(config.defects().segment_words_shifted),
             stats: CompactorStats::default(),
         }
     }

@@ -102,6 +102,8 @@ pub(crate) struct SegmentWriter {
     /// Blob reads left for the labels of the checkpoint queued last.
     blob_reads_left: u32,
     reads_in_flight_max: usize,
+    /// The `segment_words_shifted` defect: each body given the next body's words.
+    words_shifted: bool,
     pub stats: SegmentStats,
 }
 
@@ -112,6 +114,11 @@ fn purpose(what: SegmentCall) -> Purpose {
 impl SegmentWriter {
     pub fn new(reads_in_flight_max: usize) -> SegmentWriter {
         SegmentWriter { reads_in_flight_max: reads_in_flight_max.max(1), ..SegmentWriter::default() }
+    }
+
+    /// With the `segment_words_shifted` defect on.
+    pub fn with_words_shifted(self, words_shifted: bool) -> SegmentWriter {
+        SegmentWriter { words_shifted, ..self }
     }
 
     /// A checkpoint of ours landed in `window`: queue the labels it rewrote. Labels still
@@ -280,8 +287,16 @@ impl SegmentWriter {
             return;
         }
         let bodies = std::mem::take(&mut w.found).into_iter().map(|(hash, body)| SegmentBody { hash, body });
-        match SegmentPart::split(bodies) {
-            Some(parts) => {
+        match crate::search::segment_parts(bodies) {
+            Some(mut parts) => {
+                if self.words_shifted {
+                    for part in &mut parts {
+                        let mut shifted = part.bodies.clone();
+                        let by = 1.min(shifted.len());
+                        shifted.rotate_left(by);
+                        part.words = Some(crate::search::words_of(&shifted));
+                    }
+                }
                 w.phase = Phase::Creating { parts };
                 self.next_create(now, keys, io);
             }

@@ -271,6 +271,11 @@ pub(super) fn judge(original: &Original, bytes: &[u8]) -> Result<(), TestCaseErr
                 for b in &bodies {
                     prop_assert_eq!(Hash32::of(&b.body), b.hash, "a body kept that is not its hash");
                 }
+                // What the index takes from the part: only those bodies, never more.
+                let prepared = bounded(bytes, || crate::search::prepare_part(bytes, &name))?;
+                let taken = prepared.prepared.expect("a part that decodes is prepared");
+                let hashes: Vec<Hash32> = taken.bodies().iter().map(|b| b.hash).collect();
+                prop_assert_eq!(hashes, bodies.iter().map(|b| b.hash).collect::<Vec<_>>());
             }
         }
     }
@@ -442,15 +447,17 @@ fn mutate_frame(object: &[u8], mutations: &[Mutation]) -> Vec<u8> {
     bytes
 }
 
-/// A segment part of one to four bodies, numbered within its count.
+/// A segment part of one to four bodies, numbered within its count, with its bodies'
+/// words (schema 2) or without (schema 1).
 fn segment_part() -> BoxedStrategy<SegmentPart> {
-    (prop::collection::vec(bytes_up_to(120), 0..4), 1u32..5, any::<prop::sample::Index>())
-        .prop_map(|(bodies, parts, at)| {
+    (prop::collection::vec(bytes_up_to(120), 0..4), 1u32..5, any::<prop::sample::Index>(), any::<bool>())
+        .prop_map(|(bodies, parts, at, worded)| {
             let mut bodies: Vec<SegmentBody> =
                 bodies.into_iter().map(|body| SegmentBody { hash: Hash32::of(&body), body }).collect();
             bodies.sort_by_key(|b| b.hash);
             bodies.dedup_by_key(|b| b.hash);
-            SegmentPart { part: at.index(parts as usize) as u32, parts, bodies }
+            let words = worded.then(|| crate::search::words_of(&bodies));
+            SegmentPart { part: at.index(parts as usize) as u32, parts, bodies, words }
         })
         .boxed()
 }
@@ -460,7 +467,8 @@ fn example_segment_part() -> SegmentPart {
     let mut bodies: Vec<SegmentBody> =
         bodies.into_iter().map(|body| SegmentBody { hash: Hash32::of(&body), body }).collect();
     bodies.sort_by_key(|b| b.hash);
-    SegmentPart { part: 0, parts: 2, bodies }
+    let words = Some(crate::search::words_of(&bodies));
+    SegmentPart { part: 0, parts: 2, bodies, words }
 }
 
 fn marker_strategy() -> BoxedStrategy<Marker> {

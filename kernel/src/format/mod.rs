@@ -40,7 +40,7 @@ pub use rule::{
 };
 pub use segment::{
     newest_whole_window, segment_window, verified_bodies, window_holds, SegmentBody, SegmentPart,
-    SEGMENT_PARTS_MAX, SEGMENT_PART_BODY_BYTES_MAX, SEGMENT_WINDOW_MS,
+    SegmentWords, SEGMENT_PARTS_MAX, SEGMENT_PART_BODY_BYTES_MAX, SEGMENT_WINDOW_MS,
 };
 pub use shard::{HistoryRef, Shard, ShardEntry};
 pub use slot::{Slot, SLOT_MEMBERS_MAX};

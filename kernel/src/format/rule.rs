@@ -262,6 +262,32 @@ pub enum SegmentRule {
         /// Body bytes it holds.
         bytes: u64,
     },
+    /// Words counted for another number of bodies than the part holds.
+    WordCountsPerBody {
+        /// Bodies the counts are for.
+        counts: usize,
+        /// Bodies the part holds.
+        bodies: usize,
+    },
+    /// The bodies' word counts add up to another number than the words listed.
+    WordsCounted {
+        /// The sum of the counts.
+        counted: u64,
+        /// Word numbers listed.
+        words: u64,
+    },
+    /// A word's length is zero, runs past the text or ends inside a character, or (the
+    /// number past the last word) the lengths end before the text does.
+    WordText {
+        /// The word's number.
+        word: u32,
+    },
+    /// A word number that is neither one met before nor the next new one, or (the
+    /// position past the last) a word never met.
+    WordNumbering {
+        /// Its position among the words listed.
+        position: usize,
+    },
 }
 
 /// SPEC 10.7.
@@ -503,6 +529,16 @@ impl fmt::Display for SegmentRule {
             SegmentRule::PartPastCount { part, parts } => write!(f, "part {part} of {parts}"),
             SegmentRule::BodiesNotSorted { position } => write!(f, "body {position} out of hash order"),
             SegmentRule::TooLarge { bytes } => write!(f, "{bytes} body bytes, more than a part holds"),
+            SegmentRule::WordCountsPerBody { counts, bodies } => {
+                write!(f, "word counts for {counts} bodies in a part of {bodies}")
+            }
+            SegmentRule::WordsCounted { counted, words } => {
+                write!(f, "{counted} words counted, {words} listed")
+            }
+            SegmentRule::WordText { word } => write!(f, "word {word} not a piece of the words' text"),
+            SegmentRule::WordNumbering { position } => {
+                write!(f, "word number {position} out of first-met order")
+            }
         }
     }
 }

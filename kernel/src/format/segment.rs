@@ -6,8 +6,12 @@
 //!
 //! A part holds (body hash, body) pairs. A reader keeps only the bodies that hash to
 //! their hash, so a racer's part, or a part of another writer's count, serves as well.
+//! Since schema 2 a part also carries its bodies' words, found by the writer's tokenizer,
+//! so a reader building a search index reads them instead of tokenizing every body.
 
-use super::frame::{decode_value, encode_value, DecodeError, Kind, NameRule};
+use super::frame::{
+    decode_payload, decode_raw_schema, encode_value_schema, DecodeError, Kind, NameRule, SCHEMA,
+};
 use super::key::SegmentName;
 use super::rule::{SegmentRule, ShapeRule};
 use crate::hash::Hash32;
@@ -44,7 +48,7 @@ pub struct SegmentBody {
 
 /// One part of a segment. Every part names its number and the segment's count; part 0 is
 /// created last, so its presence says every part of its writer's count was created.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SegmentPart {
     /// This part's number, below `parts`.
     pub part: u32,
@@ -52,18 +56,70 @@ pub struct SegmentPart {
     pub parts: u32,
     /// Strictly ascending by hash; body bytes at most `SEGMENT_PART_BODY_BYTES_MAX`.
     pub bodies: Vec<SegmentBody>,
+    /// The bodies' words (schema 2), or None (schema 1: a reader tokenizes the bodies).
+    pub words: Option<SegmentWords>,
+}
+
+/// Schema of a segment part that carries its bodies' words.
+pub const SCHEMA_WORDED: u16 = 2;
+
+/// The words of a part's bodies, as a tokenizer found them: each distinct word once, and
+/// each body's words, in order, as numbers into them. Nothing here is checked against the
+/// bodies on read: the words are trusted as far as the part is (the frame's CRC binds them
+/// to the bodies, and their writer found them in those bodies).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentWords {
+    /// The tokenizer that found them (`search::TOKENIZER`); a reader with another one
+    /// tokenizes the bodies instead.
+    pub tokenizer: u32,
+    /// The distinct words end to end, numbered in order of first occurrence.
+    pub text: String,
+    /// By word number: its length in bytes (at least 1, ending on a character boundary).
+    pub lens: Vec<u32>,
+    /// By body, in the part's order: how many words it holds.
+    pub counts: Vec<u32>,
+    /// Every body's words as word numbers, body after body.
+    pub words: Vec<u32>,
+}
+
+/// A part's payload in either schema: `words` is `()`, no bytes, in schema 1.
+#[derive(Serialize, Deserialize)]
+struct Payload<B, W> {
+    part: u32,
+    parts: u32,
+    bodies: B,
+    words: W,
 }
 
 impl SegmentPart {
-    /// The object's bytes.
+    /// The object's bytes: schema 2 when the part carries words, else schema 1.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert_eq!(self.shape_problem(), None);
-        encode_value(Kind::Segment, self)
+        self.encode_unchecked()
     }
 
-    /// Decodes and checks the part's shape (not its bodies' hashes).
+    /// The bytes of a part whatever its shape (tests write misshapen ones with it).
+    pub(crate) fn encode_unchecked(&self) -> Vec<u8> {
+        let (part, parts, bodies) = (self.part, self.parts, &self.bodies);
+        match &self.words {
+            None => encode_value_schema(Kind::Segment, SCHEMA, &Payload { part, parts, bodies, words: () }),
+            Some(words) => {
+                encode_value_schema(Kind::Segment, SCHEMA_WORDED, &Payload { part, parts, bodies, words })
+            }
+        }
+    }
+
+    /// Decodes and checks the part's shape (not its bodies' hashes, nor its words against
+    /// them).
     pub fn decode(bytes: &[u8]) -> Result<SegmentPart, DecodeError> {
-        let part: SegmentPart = decode_value(Kind::Segment, bytes)?;
+        let (schema, payload) = decode_raw_schema(Kind::Segment, &[SCHEMA, SCHEMA_WORDED], bytes)?;
+        let part = if schema == SCHEMA {
+            let p: Payload<Vec<SegmentBody>, ()> = decode_payload(payload)?;
+            SegmentPart { part: p.part, parts: p.parts, bodies: p.bodies, words: None }
+        } else {
+            let p: Payload<Vec<SegmentBody>, SegmentWords> = decode_payload(payload)?;
+            SegmentPart { part: p.part, parts: p.parts, bodies: p.bodies, words: Some(p.words) }
+        };
         match part.shape_problem() {
             Some(rule) => Err(DecodeError::Shape(ShapeRule::Segment(rule))),
             None => Ok(part),
@@ -82,7 +138,8 @@ impl SegmentPart {
     /// Splits `bodies` (any order, duplicates allowed) into the parts of one segment, by
     /// hash order, each holding at most `SEGMENT_PART_BODY_BYTES_MAX` body bytes. A body
     /// longer than that is left out. Always at least one part (an empty label's segment
-    /// is one empty part 0), and None past `SEGMENT_PARTS_MAX` parts.
+    /// is one empty part 0), and None past `SEGMENT_PARTS_MAX` parts. The parts carry no
+    /// words: `search::segment_parts` splits and adds them.
     pub fn split(bodies: impl IntoIterator<Item = SegmentBody>) -> Option<Vec<SegmentPart>> {
         let by_hash: BTreeMap<Hash32, Vec<u8>> = bodies
             .into_iter()
@@ -105,7 +162,7 @@ impl SegmentPart {
             groups
                 .into_iter()
                 .enumerate()
-                .map(|(i, bodies)| SegmentPart { part: i as u32, parts, bodies })
+                .map(|(i, bodies)| SegmentPart { part: i as u32, parts, bodies, words: None })
                 .collect(),
         )
     }
@@ -123,6 +180,42 @@ impl SegmentPart {
         let bytes: u64 = self.bodies.iter().map(|b| b.body.len() as u64).sum();
         if bytes > SEGMENT_PART_BODY_BYTES_MAX {
             return Some(SegmentRule::TooLarge { bytes });
+        }
+        self.words.as_ref().and_then(|w| w.shape_problem(self.bodies.len()))
+    }
+}
+
+impl SegmentWords {
+    /// The first rule the words break, for a part of `bodies` bodies.
+    fn shape_problem(&self, bodies: usize) -> Option<SegmentRule> {
+        if self.counts.len() != bodies {
+            return Some(SegmentRule::WordCountsPerBody { counts: self.counts.len(), bodies });
+        }
+        let counted: u64 = self.counts.iter().map(|&c| u64::from(c)).sum();
+        if counted != self.words.len() as u64 {
+            return Some(SegmentRule::WordsCounted { counted, words: self.words.len() as u64 });
+        }
+        let mut end = 0usize;
+        for (word, &len) in self.lens.iter().enumerate() {
+            end = end.saturating_add(len as usize);
+            if len == 0 || end > self.text.len() || !self.text.is_char_boundary(end) {
+                return Some(SegmentRule::WordText { word: word as u32 });
+            }
+        }
+        if end != self.text.len() {
+            return Some(SegmentRule::WordText { word: self.lens.len() as u32 });
+        }
+        // Numbered in order of first occurrence: each number is one met before or the
+        // next new one, and every word is met. One list of words has one form.
+        let mut next = 0u32;
+        for (position, &w) in self.words.iter().enumerate() {
+            if w > next {
+                return Some(SegmentRule::WordNumbering { position });
+            }
+            next += u32::from(w == next);
+        }
+        if next as usize != self.lens.len() {
+            return Some(SegmentRule::WordNumbering { position: self.words.len() });
         }
         None
     }
@@ -206,7 +299,7 @@ mod tests {
     #[test]
     fn an_empty_label_has_one_empty_part() {
         let parts = SegmentPart::split([]).expect("fits");
-        assert_eq!(parts, vec![SegmentPart { part: 0, parts: 1, bodies: vec![] }]);
+        assert_eq!(parts, vec![SegmentPart { part: 0, parts: 1, bodies: vec![], words: None }]);
     }
 
     #[test]
@@ -215,7 +308,7 @@ mod tests {
         forged.body = b"other".to_vec();
         let mut bodies = vec![body("kept"), forged];
         bodies.sort_by_key(|b| b.hash);
-        let part = SegmentPart { part: 0, parts: 1, bodies };
+        let part = SegmentPart { part: 0, parts: 1, bodies, words: None };
         let (parts, read) = verified_bodies(&part.encode(), &name(5, 0)).expect("decodes");
         assert_eq!(parts, 1);
         assert_eq!(read, vec![body("kept")]);
@@ -223,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_part_under_another_number_is_refused() {
-        let part = SegmentPart { part: 0, parts: 2, bodies: vec![] };
+        let part = SegmentPart { part: 0, parts: 2, bodies: vec![], words: None };
         assert_eq!(
             verified_bodies(&part.encode(), &name(5, 1)),
             Err(DecodeError::Misnamed(NameRule::SegmentPartUnderAnotherName { part: 0 }))
@@ -232,23 +325,85 @@ mod tests {
 
     #[test]
     fn a_part_past_its_count_and_unsorted_bodies_are_refused() {
-        let past = encode_value(Kind::Segment, &SegmentPart { part: 2, parts: 2, bodies: vec![] });
+        let past = SegmentPart { part: 2, parts: 2, bodies: vec![], words: None }.encode_unchecked();
         assert_eq!(
             SegmentPart::decode(&past),
             Err(DecodeError::Shape(ShapeRule::Segment(SegmentRule::PartPastCount { part: 2, parts: 2 })))
         );
         let mut bodies = vec![body("x"), body("y")];
         bodies.sort_by_key(|b| core::cmp::Reverse(b.hash));
-        let unsorted = encode_value(Kind::Segment, &SegmentPart { part: 0, parts: 1, bodies });
+        let unsorted = SegmentPart { part: 0, parts: 1, bodies, words: None }.encode_unchecked();
         assert_eq!(
             SegmentPart::decode(&unsorted),
             Err(DecodeError::Shape(ShapeRule::Segment(SegmentRule::BodiesNotSorted { position: 1 })))
         );
-        let none = encode_value(Kind::Segment, &SegmentPart { part: 0, parts: 0, bodies: vec![] });
+        let none = SegmentPart { part: 0, parts: 0, bodies: vec![], words: None }.encode_unchecked();
         assert_eq!(
             SegmentPart::decode(&none),
             Err(DecodeError::Shape(ShapeRule::Segment(SegmentRule::PartCount { parts: 0 })))
         );
+    }
+
+    #[test]
+    fn words_that_do_not_fit_their_part_are_refused() {
+        let words = |lens: Vec<u32>, counts: Vec<u32>, words: Vec<u32>| SegmentWords {
+            tokenizer: 1,
+            text: "abcdé".into(),
+            lens,
+            counts,
+            words,
+        };
+        let part =
+            |w: SegmentWords| SegmentPart { part: 0, parts: 1, bodies: vec![body("x")], words: Some(w) };
+        let refused = |w: SegmentWords| match SegmentPart::decode(&part(w).encode_unchecked()) {
+            Err(DecodeError::Shape(ShapeRule::Segment(rule))) => Some(rule),
+            _ => None,
+        };
+        let ok = words(vec![2, 4], vec![3], vec![0, 1, 0]);
+        assert_eq!(SegmentPart::decode(&part(ok.clone()).encode()), Ok(part(ok)));
+        assert_eq!(
+            refused(words(vec![2, 4], vec![3, 0], vec![0, 1, 0])),
+            Some(SegmentRule::WordCountsPerBody { counts: 2, bodies: 1 })
+        );
+        assert_eq!(
+            refused(words(vec![2, 4], vec![2], vec![0, 1, 0])),
+            Some(SegmentRule::WordsCounted { counted: 2, words: 3 })
+        );
+        assert_eq!(
+            refused(words(vec![2, 0, 4], vec![3], vec![0, 1, 0])),
+            Some(SegmentRule::WordText { word: 1 })
+        );
+        // "é" is two bytes: a word ending inside it, past the text, short of its end.
+        assert_eq!(
+            refused(words(vec![2, 3], vec![3], vec![0, 1, 0])),
+            Some(SegmentRule::WordText { word: 1 })
+        );
+        assert_eq!(
+            refused(words(vec![2, 5], vec![3], vec![0, 1, 0])),
+            Some(SegmentRule::WordText { word: 1 })
+        );
+        assert_eq!(refused(words(vec![2], vec![3], vec![0, 0, 0])), Some(SegmentRule::WordText { word: 1 }));
+        assert_eq!(
+            refused(words(vec![2, 4], vec![3], vec![1, 0, 0])),
+            Some(SegmentRule::WordNumbering { position: 0 })
+        );
+        assert_eq!(
+            refused(words(vec![2, 4], vec![3], vec![0, 0, 0])),
+            Some(SegmentRule::WordNumbering { position: 3 })
+        );
+    }
+
+    #[test]
+    fn a_part_without_words_is_schema_1_and_one_with_them_schema_2() {
+        let plain = SegmentPart { part: 0, parts: 1, bodies: vec![body("x")], words: None };
+        let w =
+            SegmentWords { tokenizer: 1, text: "x".into(), lens: vec![1], counts: vec![1], words: vec![0] };
+        let worded = SegmentPart { words: Some(w), ..plain.clone() };
+        for (part, schema) in [(&plain, SCHEMA), (&worded, SCHEMA_WORDED)] {
+            let bytes = part.encode();
+            assert_eq!(u16::from_le_bytes([bytes[5], bytes[6]]), schema);
+            assert_eq!(SegmentPart::decode(&bytes).as_ref(), Ok(part));
+        }
     }
 
     #[test]

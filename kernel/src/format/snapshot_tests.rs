@@ -773,6 +773,7 @@ fn segment_part_bytes() {
         part: 1,
         parts: 2,
         bodies: vec![SegmentBody { hash: Hash32::of(b"hi"), body: b"hi".to_vec() }],
+        words: None,
     };
     let b = &part.bodies[0];
     let payload: Vec<(String, Vec<u8>)> = vec![
@@ -790,4 +791,39 @@ fn segment_part_bytes() {
     assert_eq!(verified_bodies(&bytes, &name), Ok((2, part.bodies.clone())));
     let key = Keys::new("worlds/w1").segment(&name);
     insta::assert_snapshot!("segment_part", format!("key {key}\n{}", annotate(&parts)));
+}
+
+// Schema 2: the same kind of part carrying its bodies' words, as the compactor writes it.
+// One body, "Hi hi, there": two distinct words, "hi" (0) and "there" (1), and the body's
+// three words as their numbers.
+
+#[test]
+fn segment_part_with_words_bytes() {
+    let body = b"Hi hi, there".to_vec();
+    let parts = crate::search::segment_parts([SegmentBody { hash: Hash32::of(&body), body }]).expect("fits");
+    let part = &parts[0];
+    let b = &part.bodies[0];
+    let w = part.words.as_ref().expect("the compactor's parts carry words");
+    assert_eq!(
+        (w.text.as_str(), &w.lens[..], &w.counts[..], &w.words[..]),
+        ("hithere", &[2, 5][..], &[3][..], &[0, 0, 1][..])
+    );
+    let payload: Vec<(String, Vec<u8>)> = vec![
+        ("segment.part (varint u32) = 0".into(), pc(&part.part)),
+        ("segment.parts (varint u32) = 1".into(), pc(&part.parts)),
+        ("segment.bodies length (varint) = 1".into(), pc(&part.bodies.len())),
+        ("body.hash ([u8; 32]) = BLAKE3(\"Hi hi, there\")".into(), pc(&b.hash)),
+        ("body.body length (varint) = 12".into(), pc(&b.body.len())),
+        ("body.body bytes = \"Hi hi, there\"".into(), b.body.clone()),
+        ("words.tokenizer (varint u32) = 1".into(), pc(&w.tokenizer)),
+        ("words.text (varint length, UTF-8) = \"hithere\"".into(), pc(&w.text)),
+        ("words.lens (varint count, varint u32 each) = [2, 5]".into(), pc(&w.lens)),
+        ("words.counts (varint count, varint u32 each) = [3]".into(), pc(&w.counts)),
+        ("words.words (varint count, varint u32 each) = [0, 0, 1]".into(), pc(&w.words)),
+    ];
+    let framed_parts = framed(Kind::Segment, "segment part", 2, payload);
+    let bytes = part.encode();
+    assert_eq!(joined(&framed_parts), bytes, "the annotation covers every byte in order");
+    assert_eq!(SegmentPart::decode(&bytes).as_ref(), Ok(part));
+    insta::assert_snapshot!("segment_part_with_words", annotate(&framed_parts));
 }

@@ -33,7 +33,8 @@ use crate::world::{IndexEntry, Path, WorldState};
 use bytes::Bytes;
 use core::time::Duration;
 use index::{ContentIndex, Translation};
-pub use prepare::{prepare_part, Prepared, PreparedPart};
+pub(crate) use prepare::words_of;
+pub use prepare::{prepare_part, segment_parts, Prepared, PreparedPart};
 use query::{words, Query};
 use rustc_hash::FxHashSet;
 pub(crate) use segments::SearchCall;
@@ -291,6 +292,9 @@ impl Search {
         if let Loaded::Part(part) = load.on_done(now, what, call, result, offered, &self.keys, io) {
             self.stats.segment_parts_read += 1;
             io.marks.hit(Mark::SearchSegmentRead);
+            if part.words_taken() {
+                io.marks.hit(Mark::SearchSegmentWordsTaken);
+            }
             let waiting: VecDeque<usize> = (part.bodies().iter().enumerate())
                 .filter(|(_, b)| self.missing.contains(&b.hash) && !self.index.contains(&b.hash))
                 .map(|(i, _)| i)

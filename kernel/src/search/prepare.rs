@@ -5,9 +5,11 @@
 //! The index then meets each of a part's distinct words once, not each word of each body.
 //!
 //! The words are exactly the tokenizer's (`query::words`): only their numbering is new.
+//! A part a writer stored with its words (schema 2) is not tokenized again: its words are
+//! taken as they are, the same numbering the writer's tokenizing gave.
 
-use super::query::{fold_into, raw_words};
-use crate::format::{SegmentName, SegmentPart};
+use super::query::{fold_into, raw_words, TOKENIZER};
+use crate::format::{SegmentBody, SegmentName, SegmentPart, SegmentWords};
 use crate::hash::Hash32;
 
 /// The words of some bodies, each body's as ids into the part's own distinct words.
@@ -27,6 +29,8 @@ pub struct Prepared {
     holders: Vec<u32>,
     /// By local word: the end of its holders in `holders`.
     holder_ends: Vec<u32>,
+    /// Whether the words came with the part, not from tokenizing its bodies.
+    words_taken: bool,
 }
 
 /// One body of a [`Prepared`].
@@ -53,16 +57,52 @@ pub struct PreparedPart {
 }
 
 /// Decodes the part read under `name`, keeps the bodies that hash to their hash (one that
-/// does not is dropped, never trusted: it costs a blob read), and tokenizes them.
+/// does not is dropped, never trusted: it costs a blob read), and takes their words: the
+/// ones the part carries when this tokenizer found them, they are well formed and every
+/// body verified; else it tokenizes the verified bodies.
 pub fn prepare_part(bytes: &[u8], name: &SegmentName) -> PreparedPart {
     let prepared = SegmentPart::decode_named(bytes, name).ok().map(|part| {
-        let mut p = Preparer::default();
-        for b in part.bodies.iter().filter(|b| Hash32::of(&b.body) == b.hash) {
-            p.body(b.hash, &b.body);
+        let verified: Vec<bool> = part.bodies.iter().map(|b| Hash32::of(&b.body) == b.hash).collect();
+        let carried = part.words.filter(|w| w.tokenizer == TOKENIZER && verified.iter().all(|v| *v));
+        match carried.and_then(|words| Preparer::from_words(&part.bodies, words)) {
+            Some(prepared) => prepared,
+            None => {
+                let mut p = Preparer::default();
+                for (b, _) in part.bodies.iter().zip(&verified).filter(|(_, v)| **v) {
+                    p.body(b.hash, &b.body);
+                }
+                p.finish()
+            }
         }
-        p.finish()
     });
     PreparedPart { name: *name, prepared }
+}
+
+/// The parts of one label's segment, as `SegmentPart::split` makes them, each carrying its
+/// bodies' words: what a writer of segments creates (the compactor, and the search
+/// benchmark's world as the compactor would write it).
+pub fn segment_parts(bodies: impl IntoIterator<Item = SegmentBody>) -> Option<Vec<SegmentPart>> {
+    let mut parts = SegmentPart::split(bodies)?;
+    for part in &mut parts {
+        part.words = Some(words_of(&part.bodies));
+    }
+    Some(parts)
+}
+
+/// The words of `bodies`, in their order, as a part carries them.
+pub(crate) fn words_of(bodies: &[SegmentBody]) -> SegmentWords {
+    let mut p = Preparer::default();
+    for b in bodies {
+        p.body(b.hash, &b.body);
+    }
+    let out = p.out;
+    let lens = out.ends.iter().scan(0, |start, &end| Some(end - core::mem::replace(start, end))).collect();
+    let counts = out
+        .bodies
+        .iter()
+        .scan(0, |start, b| Some(b.words_end - core::mem::replace(start, b.words_end)))
+        .collect();
+    SegmentWords { tokenizer: TOKENIZER, text: out.text, lens, counts, words: out.words }
 }
 
 /// One body, tokenized (its hash as given).
@@ -105,6 +145,11 @@ impl Prepared {
         &self.holders[start..self.holder_ends[id as usize] as usize]
     }
 
+    /// Whether the words came with the segment part rather than from tokenizing it.
+    pub(crate) fn words_taken(&self) -> bool {
+        self.words_taken
+    }
+
     /// How many distinct words the bodies hold.
     pub(crate) fn word_count(&self) -> usize {
         self.ends.len()
@@ -142,6 +187,34 @@ fn hash_of(word: &[u8]) -> u64 {
 }
 
 impl Preparer {
+    /// The [`Prepared`] of a part's `bodies` from the words it carries (their shape
+    /// checked on decode), or None when a word is listed twice: then the part is
+    /// tokenized, never trusted to number words the index would post twice.
+    fn from_words(bodies: &[SegmentBody], words: SegmentWords) -> Option<Prepared> {
+        let mut p = Preparer::default();
+        let mut start = 0;
+        for &len in &words.lens {
+            let word = &words.text.as_bytes()[start..start + len as usize];
+            start += len as usize;
+            let next = p.out.ends.len() as u32;
+            if p.word_id(hash_of(word), word) != next {
+                return None;
+            }
+        }
+        p.out.words.reserve_exact(words.words.len());
+        let mut at = 0;
+        for (b, &count) in bodies.iter().zip(&words.counts) {
+            let distinct_start = p.distinct.len();
+            for &id in &words.words[at..at + count as usize] {
+                p.push_word(id);
+            }
+            at += count as usize;
+            p.end_body(b.hash, b.body.len(), distinct_start);
+        }
+        p.out.words_taken = true;
+        Some(p.finish())
+    }
+
     fn body(&mut self, hash: Hash32, body: &[u8]) {
         let distinct_start = self.distinct.len();
         if body.is_ascii() {
@@ -156,9 +229,14 @@ impl Preparer {
                 self.folded = folded;
             }
         }
+        self.end_body(hash, body.len(), distinct_start);
+    }
+
+    /// Ends the body being prepared, whose distinct words begin at `distinct_start`.
+    fn end_body(&mut self, hash: Hash32, len: usize, distinct_start: usize) {
         let words_end = self.out.words.len() as u32;
         let distinct = (self.distinct.len() - distinct_start) as u32;
-        self.out.bodies.push(PreparedBody { hash, len: body.len(), words_end, distinct });
+        self.out.bodies.push(PreparedBody { hash, len, words_end, distinct });
     }
 
     /// The next word of the body being prepared; the first time the body meets it, it is
@@ -334,7 +412,76 @@ mod tests {
         assert_eq!(words_of(&p, 0), body_words(twice.as_bytes()));
     }
 
+    fn segment_body(text: &[u8]) -> SegmentBody {
+        SegmentBody { hash: Hash32::of(text), body: text.to_vec() }
+    }
+
+    fn name() -> SegmentName {
+        SegmentName { bits: 1, label: 0, window: 3, part: 0 }
+    }
+
+    /// The part's preparation, and whether it took the part's words.
+    fn prepared(part: &SegmentPart) -> (Prepared, bool) {
+        let mut p = prepare_part(&part.encode(), &name()).prepared.expect("decodes");
+        let taken = core::mem::take(&mut p.words_taken);
+        (p, taken)
+    }
+
+    fn worded(bodies: &[&[u8]]) -> SegmentPart {
+        let mut parts = segment_parts(bodies.iter().map(|b| segment_body(b))).expect("fits");
+        assert_eq!(parts.len(), 1);
+        parts.remove(0)
+    }
+
+    #[test]
+    fn a_part_s_words_are_taken_as_tokenizing_its_bodies_would_number_them() {
+        let part = worded(&[b"Red dog, red DOG", "dog caf\u{e9} Red".as_bytes(), b""]);
+        let mut plain = part.clone();
+        plain.words = None;
+        let (from_words, taken) = prepared(&part);
+        assert!(taken);
+        assert_eq!(prepared(&plain), (from_words, false));
+    }
+
+    #[test]
+    fn words_of_another_tokenizer_a_word_listed_twice_or_a_forged_body_are_not_taken() {
+        let part = worded(&[b"alpha beta", b"beta gamma"]);
+        let (tokenized, _) = prepared(&SegmentPart { words: None, ..part.clone() });
+
+        let mut other = part.clone();
+        other.words.as_mut().expect("words").tokenizer = TOKENIZER + 1;
+        assert_eq!(prepared(&other), (tokenized.clone(), false));
+
+        // "alpha" twice: well formed (the shape rules do not compare words), not taken.
+        let mut twice = part.clone();
+        let w = twice.words.as_mut().expect("words");
+        w.text = "alphabetaalpha".into();
+        w.lens = vec![5, 4, 5];
+        assert_eq!(SegmentPart::decode(&twice.encode()).as_ref(), Ok(&twice));
+        assert_eq!(prepared(&twice), (tokenized, false));
+
+        // A body that does not hash to its hash: the others are tokenized, its words unused.
+        let mut forged = part.clone();
+        forged.bodies[0].body = b"alpha omega".to_vec();
+        let (p, taken) = prepared(&forged);
+        assert!(!taken);
+        assert_eq!(p.bodies().len(), 1);
+        assert_eq!(p.bodies()[0].hash, part.bodies[1].hash);
+    }
+
     proptest::proptest! {
+        /// Any bodies prepare to the same words from their part's words as by tokenizing.
+        #[test]
+        fn a_worded_part_prepares_as_its_bodies_tokenized(
+            bodies in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48), 0..5),
+        ) {
+            let refs: Vec<&[u8]> = bodies.iter().map(Vec::as_slice).collect();
+            let part = worded(&refs);
+            let (from_words, taken) = prepared(&part);
+            proptest::prop_assert!(taken);
+            proptest::prop_assert_eq!(prepared(&SegmentPart { words: None, ..part }), (from_words, false));
+        }
+
         /// Any bytes, ASCII or not, prepare to the tokenizer's words.
         #[test]
         fn a_prepared_body_holds_the_tokenizer_s_words(

@@ -5,6 +5,11 @@
 //! phrases; a body matches when it holds every word and every phrase's words in order,
 //! one after another.
 
+/// The tokenizer's version, written with the words a segment part carries (SPEC 10.17):
+/// a reader uses a part's words only when they were found by this tokenizer. Raise it
+/// whenever [`words`] could answer otherwise for some bytes.
+pub const TOKENIZER: u32 = 1;
+
 /// The longest query, in bytes.
 pub const QUERY_BYTES_MAX: usize = 1_024;
 /// The most words and phrases in one query.

@@ -21,8 +21,7 @@ use serde::{Deserialize, Serialize};
 use slotlog::{Answer, SearchMatch, World, WorldConfig};
 use slotlog_kernel::checkpoint::fold;
 use slotlog_kernel::format::{
-    segment_window, shard_of, Checkpoint, Keys, Marker, SegmentBody, SegmentName, SegmentPart,
-    SLOT_MEMBERS_MAX,
+    segment_window, shard_of, Checkpoint, Keys, Marker, SegmentBody, SegmentName, SLOT_MEMBERS_MAX,
 };
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{StoreId, WorldId};
@@ -241,7 +240,8 @@ async fn write_segments(docs: u64, bits: u8, keys: &Keys, sink: &mut Sink) -> Re
             let body = body_of(i).to_vec();
             SegmentBody { hash: Hash32::of(&body), body }
         });
-        let parts = SegmentPart::split(bodies).ok_or("a label's bodies past the parts a segment holds")?;
+        let parts = slotlog_kernel::search::segment_parts(bodies)
+            .ok_or("a label's bodies past the parts a segment holds")?;
         for part in parts {
             let name = SegmentName { bits, label: label as u32, window, part: part.part };
             let bytes = Bytes::from(part.encode());

@@ -249,6 +249,21 @@ fn searches_answer_from_bodies_only_when_covered_and_one_that_is_not_is_caught()
     assert!(caught.rules.iter().any(|r| r == "ReadAnswer"), "rules: {:?}", caught.rules);
 }
 
+/// Issue 20: a build takes the words a segment part carries without tokenizing its bodies,
+/// so they are trusted as far as the part is; the checker judges every body answer by the
+/// model's own tokenizing of the bodies, so a compactor writing each body the next one's
+/// words is caught. Seed 2 is the first of `search` whose builds read segment parts.
+#[test]
+fn segment_parts_carrying_other_bodies_words_are_caught() {
+    let search = Scenario::find("search").expect("a scenario");
+    let r = run_scenario(search, 2, &Overrides::default());
+    assert!(r.passed(), "{:?}", r.violations);
+    assert!(r.coverage.get("search_segment_words_taken").is_some_and(|n| *n > 0), "seed 2 took parts' words");
+    let defects = Defects { segment_words_shifted: true, ..Defects::default() };
+    let caught = run_scenario(search, 2, &Overrides { defects, ..Overrides::default() });
+    assert!(caught.rules.iter().any(|r| r == "ReadAnswer"), "rules: {:?}", caught.rules);
+}
+
 /// Issue 20: an entry's modified time is the one value of a member the model cannot
 /// derive; the checker bounds it by its slot's creation, so a clock ahead is caught.
 #[test]
