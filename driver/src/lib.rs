@@ -145,6 +145,7 @@ pub(crate) mod metrics;
 pub mod object_store_blobs;
 pub(crate) mod read_request;
 pub mod reload;
+pub(crate) mod replicas;
 pub(crate) mod runtime;
 #[cfg(feature = "object-store")]
 pub mod store_url;
