@@ -169,8 +169,7 @@ mod tests {
         let mut read_only = WorldConfig::default();
         read_only.kernel.read_only = true;
         assert!(!shares(&read_only));
-        let mut own = WorldConfig::default();
-        own.share_replica = false;
+        let own = WorldConfig { share_replica: false, ..WorldConfig::default() };
         assert!(!shares(&own));
         assert!(shares(&WorldConfig::default()));
     }
