@@ -601,7 +601,9 @@ impl World {
     }
 
     /// The world's counters over every replica it ran: reloads, slots and members
-    /// committed, checkpoints written, what collection deleted.
+    /// committed, checkpoints written, what collection deleted. On a replica shared with
+    /// other handles ([`WorldConfig::share_replica`]) they are the replica's, every
+    /// handle's writes counted, and `handles` says how many handles are on it.
     pub async fn stats(&self) -> Result<WorldStats, Error> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -643,6 +645,8 @@ impl World {
 
     /// Takes the telemetry samples held since the last call (slow writes with their
     /// phases, warnings, errors), with the counters (docs/OPERATIONS.md, "Telemetry").
+    /// The samples are the replica's: on a shared one, those taken here are gone for the
+    /// other handles.
     pub async fn telemetry(&self) -> Result<Telemetry, Error> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);

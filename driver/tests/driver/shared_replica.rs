@@ -4,6 +4,7 @@
 //! the replica ends with its last handle. A different configuration, a read-only handle
 //! or `share_replica` off opens a replica of its own.
 
+use futures_util::FutureExt;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::throttle::{ThrottleConfig, ThrottledStore};
@@ -115,14 +116,13 @@ async fn a_closing_handle_waits_for_its_own_writes_only() {
     let store = throttled(200);
     let a = open(&store, WorldConfig::default()).await;
     let b = open(&store, WorldConfig::default()).await;
-    let write = {
-        let a = a.clone();
-        tokio::spawn(async move { a.publish("/a.md", "x", Expected::Any).await })
-    };
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Polled once: handed to the replica (a put takes 200 ms, so not answered yet).
+    let mut write = Box::pin(a.publish("/a.md", "x", Expected::Any));
+    assert!((&mut write).now_or_never().is_none());
     a.close().await;
     // Taken before the close, answered before it returned: committed, not dropped.
-    assert!(matches!(write.await.unwrap(), Ok(WriteOk::Committed(_))));
+    let answered = write.now_or_never().expect("answered before close returned");
+    assert!(matches!(answered, Ok(WriteOk::Committed(_))), "{answered:?}");
     assert!(exists(&b, "/a.md").await);
     b.publish("/b.md", "x", Expected::Any).await.unwrap();
     b.close().await;
