@@ -73,8 +73,9 @@ pub struct WorldConfig {
     /// default: the kernel also probes blindly for writers it cannot hear), only handles
     /// in this process, or peer processes over UDP ([`Peers::Udp`]).
     pub peers: Peers,
-    /// Handles on this world in this process (same store, prefix and world id) hand each
-    /// other their commit hints with no wiring. Off only for comparison runs.
+    /// Replicas of this world in this process (same store, prefix and world id) hand each
+    /// other their commit hints with no wiring (handles that share one replica need none:
+    /// see `share_replica`). Off only for comparison runs.
     pub hints_in_process: bool,
     /// Handles on this world in this process (same store, prefix and `world_id`) opened
     /// with a configuration equal in everything the replica runs by (every field but
