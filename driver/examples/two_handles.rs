@@ -17,6 +17,8 @@ const WRITES_PER_HANDLE: usize = 200;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = Arc::new(InMemory::new());
     let mut config = WorldConfig::default();
+    // Two replicas racing, as two processes would: without this the handles share one.
+    config.share_replica = false;
     // Only these handles write the world: they share hints, and no blind probe is made.
     config.peers = Peers::ThisProcess;
     let open = || World::builder(store.clone()).prefix("worlds/pair").config(config.clone()).open();

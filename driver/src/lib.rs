@@ -5,8 +5,11 @@
 //! machine on a driver loop over a blob backend: any `object_store` store (S3, GCS, Azure,
 //! a local directory, memory), or any [`Blobs`] of your own (the simulated GCS of
 //! `slotlog-dsim` is one). Open the same world from many handles and processes and they
-//! commit together. Handles on one world in one process hand each other their commit
-//! hints with no wiring, so they take turns and read each other's writes at once; between
+//! commit together. Handles on one world in one process opened with an equal
+//! configuration commit through one replica, so their writes ride the same slots
+//! ([`WorldConfig::share_replica`]); replicas in one process (that option off) hand each
+//! other their commit hints with no wiring, so they take turns and read each other's
+//! writes at once; between
 //! processes, name the peers in [`WorldConfig::peers`]
 //! ([`Peers::Udp`]), or carry [`World::on_commit`] sequences to the others'
 //! [`World::follow`] yourself. Without hints writers still never starve, slower
@@ -145,6 +148,7 @@ pub(crate) mod metrics;
 pub mod object_store_blobs;
 pub(crate) mod read_request;
 pub mod reload;
+pub(crate) mod replicas;
 pub(crate) mod runtime;
 #[cfg(feature = "object-store")]
 pub mod store_url;

@@ -53,6 +53,11 @@ pub struct WorldStats {
     pub search_index_bytes: usize,
     /// Writes timed, slow writes, samples dropped (docs/OPERATIONS.md, "Telemetry").
     pub telemetry: crate::telemetry::TelemetryStats,
+    /// Handles open on this world's replica now, the asking one included: more than one
+    /// when handles in this process share it (`WorldConfig::share_replica`), and then
+    /// every other counter here is the shared replica's (docs/OPERATIONS.md, "Handles in
+    /// one process").
+    pub handles: u64,
 }
 
 impl WorldStats {

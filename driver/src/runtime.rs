@@ -24,18 +24,49 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
 /// What a `World` handle asks of the loop.
+///
+/// A request and a watch name the handle that sent it (`HandleId`): handles in one
+/// process may share this loop (docs/OPERATIONS.md, "Handles in one process"), and a
+/// handle's close waits for its own writes and ends its own watches only.
 pub(crate) enum Command {
-    Request { request: Request, reply: oneshot::Sender<Reply> },
-    Watch { cursor: u64, credit: u32, sink: mpsc::Sender<WatchItem> },
-    WatchCredit { id: RequestId, events: u32 },
-    Unwatch { id: RequestId },
+    Request {
+        request: Request,
+        reply: oneshot::Sender<Reply>,
+        handle: HandleId,
+    },
+    Watch {
+        cursor: u64,
+        credit: u32,
+        sink: mpsc::Sender<WatchItem>,
+        handle: HandleId,
+    },
+    WatchCredit {
+        id: RequestId,
+        events: u32,
+    },
+    Unwatch {
+        id: RequestId,
+    },
     Follow(u64),
     ViewRelease(slotlog_kernel::ViewId),
     Stats(oneshot::Sender<WorldStats>),
     Health(oneshot::Sender<crate::health::Health>),
     Telemetry(oneshot::Sender<crate::telemetry::Telemetry>),
+    /// One handle of several closes: its watches end, its writes drain, the loop runs on.
+    Release {
+        handle: HandleId,
+        done: oneshot::Sender<()>,
+    },
+    /// The last handle closes: every watch ends, every write drains, then the loop stops.
     Close(oneshot::Sender<()>),
 }
+
+/// A handle on the loop, unique in the process: what a request, a watch and a release name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct HandleId(pub u64);
+
+/// A watcher's sink, and the handle that started it.
+type Watcher = (HandleId, mpsc::Sender<WatchItem>);
 
 /// What a watcher receives.
 pub(crate) enum WatchItem {
@@ -56,8 +87,10 @@ pub(crate) type Stopped = Arc<OnceLock<Error>>;
 /// A caller waiting for its reply, and for a write its operation id and the first
 /// sequence it could commit at (the next one when it was handed in: the replica builds
 /// only on its own state, which only moves forward).
-/// A close waiting for the writes already taken to be answered.
+/// A close waiting for the writes already taken to be answered: every write for the last
+/// handle's close (`handle` None), the closing handle's own for a release.
 struct Closing {
+    handle: Option<HandleId>,
     done: oneshot::Sender<()>,
     /// The drain's bound: the kernel's request deadline and one call's timeout, by which
     /// the kernel answers every write itself.
@@ -65,6 +98,7 @@ struct Closing {
 }
 
 struct Waiting {
+    handle: HandleId,
     reply: oneshot::Sender<Reply>,
     op_id: Option<(OperationId, u64)>,
     /// For a read, whether it is exact, and when it was handed in: telemetry times it.
@@ -201,7 +235,7 @@ impl Loop {
         reason: &FailReason,
         in_a_row: u32,
         waiting: &mut BTreeMap<RequestId, Waiting>,
-        watches: &mut BTreeMap<RequestId, mpsc::Sender<WatchItem>>,
+        watches: &mut BTreeMap<RequestId, Watcher>,
     ) {
         for (_, w) in std::mem::take(waiting) {
             let reply = match w.op_id {
@@ -210,7 +244,7 @@ impl Loop {
             };
             let _ = w.reply.send(reply);
         }
-        for (_, w) in std::mem::take(watches) {
+        for (_, (_, w)) in std::mem::take(watches) {
             let _ = w.try_send(WatchItem::Ended(WatchEnd::Failed(reason.clone())));
         }
         let r = &self.replica;
@@ -235,7 +269,7 @@ impl Loop {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let tokenizers = Arc::new(tokio::sync::Semaphore::new(cores));
         let mut waiting: BTreeMap<RequestId, Waiting> = BTreeMap::new();
-        let mut watches: BTreeMap<RequestId, mpsc::Sender<WatchItem>> = BTreeMap::new();
+        let mut watches: BTreeMap<RequestId, Watcher> = BTreeMap::new();
         let mut next_request = 0u64;
         let mut failed: Option<FailReason> = None;
         // A failure the reload rule answers by reopening, seen in this round of effects.
@@ -245,8 +279,10 @@ impl Loop {
         // Moved on by every call answered while opening: an opening that keeps reading
         // (a large world replaying) is never cut short, one that hears nothing is.
         let mut open_by = self.base + self.open_deadline;
-        // Set by `close()`: the loop runs on until every write it took is answered.
-        let mut closing: Option<Closing> = None;
+        // Set by `close()`: the last handle's (the loop runs on until every write it took is
+        // answered, then stops) and the releases of handles closing while others stay open
+        // (each waits for its own writes; the loop runs on).
+        let mut closing: Vec<Closing> = Vec::new();
         // The replica's commit totals at the last look: metrics report what changed.
         let mut totals_seen = (0, 0, 0);
         // Writes answered in this drain of effects, to name their phases.
@@ -346,15 +382,16 @@ impl Loop {
                         self.telemetry.warning(at, warning.to_string());
                     }
                     Effect::Changes { id, events } => {
-                        let alive =
-                            watches.get(&id).is_some_and(|w| w.try_send(WatchItem::Changes(events)).is_ok());
+                        let alive = watches
+                            .get(&id)
+                            .is_some_and(|(_, w)| w.try_send(WatchItem::Changes(events)).is_ok());
                         if !alive {
                             watches.remove(&id);
                             self.replica.handle(self.now(), Input::Unwatch { id });
                         }
                     }
                     Effect::WatchEnded { id, end } => {
-                        if let Some(w) = watches.remove(&id) {
+                        if let Some((_, w)) = watches.remove(&id) {
                             let _ = w.try_send(WatchItem::Ended(end));
                         }
                     }
@@ -400,21 +437,35 @@ impl Loop {
                     return;
                 }
             }
-            if let Some(c) = &closing {
-                let drained = waiting.values().all(|w| w.op_id.is_none());
-                if drained || tokio::time::Instant::now() >= c.by {
-                    // Past the drain's bound (a write the kernel has not answered within
-                    // its own deadline): each is answered `Uncertain` with its operation
-                    // id, never dropped, so its receipt settles it.
-                    for (_, w) in std::mem::take(&mut waiting) {
-                        if let Some((op_id, since)) = w.op_id {
-                            let _ = w.reply.send(Reply::Write(Err(WriteError::Uncertain { op_id, since })));
-                        }
-                    }
-                    tracing::debug!(drained, "writes drained");
-                    let _ = closing.take().expect("checked").done.send(());
-                    break;
+            let mut stop = false;
+            for c in std::mem::take(&mut closing) {
+                let its = |w: &Waiting| w.op_id.is_some() && c.handle.is_none_or(|h| h == w.handle);
+                let drained = !waiting.values().any(its);
+                if !drained && tokio::time::Instant::now() < c.by {
+                    closing.push(c);
+                    continue;
                 }
+                // Past the drain's bound (a write the kernel has not answered within its
+                // own deadline): each is answered `Uncertain` with its operation id, never
+                // dropped, so its receipt settles it.
+                let late: Vec<RequestId> =
+                    waiting.iter().filter(|(_, w)| its(w)).map(|(id, _)| *id).collect();
+                for id in late {
+                    let w = waiting.remove(&id).expect("listed");
+                    if let Some((op_id, since)) = w.op_id {
+                        let _ = w.reply.send(Reply::Write(Err(WriteError::Uncertain { op_id, since })));
+                    }
+                }
+                tracing::debug!(drained, handle = ?c.handle, "writes drained");
+                stop |= c.handle.is_none();
+                let _ = c.done.send(());
+            }
+            if stop {
+                // The last handle closed: answer any release still draining too.
+                for c in closing.drain(..) {
+                    let _ = c.done.send(());
+                }
+                break;
             }
             let mut wake =
                 self.replica.poll_timeout().map(|t| self.base + Duration::from_micros(t.as_micros()));
@@ -437,7 +488,7 @@ impl Loop {
             if commands_first > 0 {
                 wake = None;
             }
-            if let Some(c) = &closing {
+            for c in &closing {
                 wake = Some(wake.map_or(c.by, |w| w.min(c.by)));
             }
             let sleep = async {
@@ -459,7 +510,7 @@ impl Loop {
                     commands_first = commands_first.saturating_sub(1);
                     let now = self.now();
                     match command {
-                        Command::Request { request, reply } => {
+                        Command::Request { request, reply, handle } => {
                             next_request += 1;
                             let id = RequestId(next_request);
                             let since = self.replica.world().map_or(1, |w| w.next_sequence());
@@ -471,14 +522,14 @@ impl Loop {
                                 Request::Read(r) => Some((r.is_exact(), now)),
                                 _ => None,
                             };
-                            waiting.insert(id, Waiting { reply, op_id, read });
+                            waiting.insert(id, Waiting { handle, reply, op_id, read });
                             self.replica.handle(now, Input::Request { id, request });
                         }
-                        Command::Watch { cursor, credit, sink } => {
+                        Command::Watch { cursor, credit, sink, handle } => {
                             next_request += 1;
                             let id = RequestId(next_request);
                             if sink.try_send(WatchItem::Started(id)).is_ok() {
-                                watches.insert(id, sink);
+                                watches.insert(id, (handle, sink));
                                 self.replica.handle(now, Input::Request { id, request: Request::Watch { cursor, credit } });
                             }
                         }
@@ -504,7 +555,21 @@ impl Loop {
                                 self.replica.handle(now, Input::Unwatch { id });
                             }
                             let drain = self.kernel.request_deadline + self.call_timeout;
-                            closing = Some(Closing { done, by: tokio::time::Instant::now() + drain });
+                            let by = tokio::time::Instant::now() + drain;
+                            closing.push(Closing { handle: None, done, by });
+                        }
+                        Command::Release { handle, done } => {
+                            // The handle's watches end now (their sinks drop: `Closed`);
+                            // its writes already taken drain (above).
+                            let its: Vec<RequestId> =
+                                watches.iter().filter(|(_, (h, _))| *h == handle).map(|(id, _)| *id).collect();
+                            for id in its {
+                                watches.remove(&id);
+                                self.replica.handle(now, Input::Unwatch { id });
+                            }
+                            let drain = self.kernel.request_deadline + self.call_timeout;
+                            let by = tokio::time::Instant::now() + drain;
+                            closing.push(Closing { handle: Some(handle), done, by });
                         }
                     }
                 }

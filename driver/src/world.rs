@@ -9,7 +9,8 @@ use crate::health::Health;
 use crate::hints::{HintCounters, HintsPlan, Peers};
 use crate::read_request;
 use crate::reload::{Reloads, WorldStats};
-use crate::runtime::{Command, Loop, Stopped};
+use crate::replicas::{ReplicaKey, Shared};
+use crate::runtime::{Command, HandleId, Loop, Stopped};
 use crate::telemetry::Telemetry;
 use crate::view::{Callers, View};
 use crate::watch::Watch;
@@ -72,9 +73,18 @@ pub struct WorldConfig {
     /// default: the kernel also probes blindly for writers it cannot hear), only handles
     /// in this process, or peer processes over UDP ([`Peers::Udp`]).
     pub peers: Peers,
-    /// Handles on this world in this process (same store, prefix and world id) hand each
-    /// other their commit hints with no wiring. Off only for comparison runs.
+    /// Replicas of this world in this process (same store, prefix and world id) hand each
+    /// other their commit hints with no wiring (handles that share one replica need none:
+    /// see `share_replica`). Off only for comparison runs.
     pub hints_in_process: bool,
+    /// Handles on this world in this process (same store, prefix and `world_id`) opened
+    /// with a configuration equal in everything the replica runs by (every field but
+    /// `watch_buffer_events` and `views_per_caller_max`) commit through one replica, so
+    /// their writes ride the same slots (docs/OPERATIONS.md, "Handles in one process").
+    /// Each handle keeps its own close, watches and views. Off: this handle opens a
+    /// replica of its own, as a handle in another process would (tests and comparison
+    /// runs of racing replicas). A read-only handle never shares.
+    pub share_replica: bool,
     /// A verified cache of the world's content objects on local disk, so a restart does
     /// not download them all again (`local_cache`). None (the default): no cache.
     pub local_cache: Option<crate::local_cache::LocalCache>,
@@ -107,6 +117,7 @@ impl Default for WorldConfig {
             reloads_without_progress_max: 3,
             peers: Peers::Unknown,
             hints_in_process: true,
+            share_replica: true,
             local_cache: None,
             views_per_caller_max: 64,
             slow_request_after: Duration::from_secs(1),
@@ -116,22 +127,32 @@ impl Default for WorldConfig {
     }
 }
 
+/// One handle: the replica it commits through (its own, or shared with other handles in
+/// the process), and what it keeps for itself.
 struct Inner {
-    commands: mpsc::Sender<Command>,
-    /// The sequence the world is known committed through; each commit hook watches it.
-    committed: watch::Receiver<u64>,
-    /// Set when the driver loop stopped on a store failure.
-    stopped: Stopped,
+    shared: Arc<Shared>,
+    handle: HandleId,
     closed: AtomicBool,
     watch_buffer_events: u32,
-    world_id: WorldId,
-    /// The next view's id: unique for the handle's life, so over every replica it runs.
-    next_view: AtomicU64,
     callers: Arc<Callers>,
     views_per_caller_max: usize,
 }
 
-/// An open world. Clone it freely: clones share one driver loop.
+impl Drop for Inner {
+    /// A handle dropped unclosed leaves its replica's count: a handle closed later may
+    /// then be the last and stop the loop. (Dropping every handle ends the loop too: its
+    /// command queue closes.)
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::Acquire) {
+            self.shared.leave();
+        }
+    }
+}
+
+/// Unique over the process: what a shared loop tells handles apart by.
+static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
+
+/// An open world. Clone it freely: clones share one handle (one close) and one driver loop.
 #[derive(Clone)]
 pub struct World {
     inner: Arc<Inner>,
@@ -147,6 +168,11 @@ pub fn new_op_id() -> OperationId {
 /// What stopped the world (`Error::Store`, `Error::Reloads`), else `Error::Closed`.
 pub(crate) fn gone(stopped: &Stopped) -> Error {
     stopped.get().cloned().unwrap_or(Error::Closed)
+}
+
+/// The store as the registries key it: its `Blobs::identity`, else the backend's address.
+fn store_identity(blobs: &Arc<dyn Blobs>) -> String {
+    blobs.identity().unwrap_or_else(|| format!("blobs@{:p}", Arc::as_ptr(blobs).cast::<()>()))
 }
 
 pub(crate) fn random_u64() -> u64 {
@@ -218,8 +244,45 @@ impl World {
     /// * `Error::OpenDeadline`: no store call answered for `config.open_deadline`; it
     ///   carries the last transient failure, if any (a refused connection, say).
     /// * `Error::Failed`: the bucket holds something the world cannot trust.
+    ///
+    /// A handle opened on a world another open handle in this process opened with an
+    /// equal configuration (see [`WorldConfig::share_replica`]) joins that handle's
+    /// replica instead of opening one: it sends nothing to the store.
     pub async fn open_on(blobs: Arc<dyn Blobs>, prefix: &str, config: WorldConfig) -> Result<World, Error> {
         validate_prefix(prefix).map_err(Error::Prefix)?;
+        let store = store_identity(&blobs);
+        let shared = if crate::replicas::shares(&config) {
+            let key = ReplicaKey { store, prefix: prefix.to_string(), world: config.world_id };
+            let slot = crate::replicas::slot(&key);
+            let mut replicas = slot.lock().await;
+            match crate::replicas::join(&mut replicas, &config) {
+                Some(shared) => shared,
+                None => {
+                    let shared = Arc::new(World::open_replica(blobs, prefix, &config).await?);
+                    replicas.push(Arc::downgrade(&shared));
+                    shared
+                }
+            }
+        } else {
+            Arc::new(World::open_replica(blobs, prefix, &config).await?)
+        };
+        let inner = Inner {
+            shared,
+            handle: HandleId(NEXT_HANDLE.fetch_add(1, Ordering::Relaxed)),
+            closed: AtomicBool::new(false),
+            watch_buffer_events: config.watch_buffer_events,
+            callers: Arc::default(),
+            views_per_caller_max: config.views_per_caller_max,
+        };
+        Ok(World { inner: Arc::new(inner) })
+    }
+
+    /// Opens a replica of its own: its driver loop, counted with one handle.
+    async fn open_replica(
+        blobs: Arc<dyn Blobs>,
+        prefix: &str,
+        config: &WorldConfig,
+    ) -> Result<Shared, Error> {
         let blobs: Arc<dyn Blobs> = match &config.local_cache {
             None => blobs,
             Some(cache) => Arc::new(
@@ -244,9 +307,7 @@ impl World {
         }
         let hints = HintsPlan {
             in_process: config.hints_in_process,
-            store: blobs
-                .identity()
-                .unwrap_or_else(|| format!("blobs@{:p}", Arc::as_ptr(&blobs).cast::<()>())),
+            store: store_identity(&blobs),
             prefix: prefix.to_string(),
             #[cfg(not(madsim))]
             udp,
@@ -296,43 +357,41 @@ impl World {
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(Error::Closed),
         };
-        let inner = Inner {
+        Ok(Shared {
             commands,
             committed,
             stopped,
-            closed: AtomicBool::new(false),
-            watch_buffer_events: config.watch_buffer_events,
             world_id,
             next_view: AtomicU64::new(1),
-            callers: Arc::default(),
-            views_per_caller_max: config.views_per_caller_max,
-        };
-        Ok(World { inner: Arc::new(inner) })
+            open: std::sync::Mutex::new(1),
+            config: config.clone(),
+        })
     }
 
     /// The id of the world this handle opened (written in its marker and every slot).
     pub fn world_id(&self) -> WorldId {
-        self.inner.world_id
+        self.inner.shared.world_id
     }
 
     /// What a call hears when the driver loop is gone: closed, or stopped by the store.
     fn gone(&self) -> Error {
-        gone(&self.inner.stopped)
+        gone(&self.inner.shared.stopped)
     }
 
     pub(crate) fn commands(&self) -> &mpsc::Sender<Command> {
-        &self.inner.commands
+        &self.inner.shared.commands
     }
 
     pub(crate) async fn request(&self, request: Request) -> Result<Reply, Error> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if self.inner.stopped.get().is_some() {
+        if self.inner.shared.stopped.get().is_some() {
             return Err(self.gone());
         }
         let (reply, rx) = oneshot::channel();
-        self.inner.commands.try_send(Command::Request { request, reply }).map_err(|e| match e {
+        let handle = self.inner.handle;
+        self.commands().try_send(Command::Request { request, reply, handle }).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => Error::Busy,
             mpsc::error::TrySendError::Closed(_) => self.gone(),
         })?;
@@ -497,7 +556,7 @@ impl World {
     }
 
     fn next_view_id(&self) -> ViewId {
-        ViewId(self.inner.next_view.fetch_add(1, Ordering::Relaxed))
+        ViewId(self.inner.shared.next_view.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Every change after `cursor`, in order, exactly once (or a `Resync`).
@@ -507,15 +566,19 @@ impl World {
         }
         let credit = self.inner.watch_buffer_events;
         let (sink, rx) = mpsc::channel(credit as usize + 2);
-        self.inner.commands.send(Command::Watch { cursor, credit, sink }).await.map_err(|_| self.gone())?;
-        Watch::start(rx, self.inner.commands.clone(), self.inner.stopped.clone()).await
+        let handle = self.inner.handle;
+        self.commands()
+            .send(Command::Watch { cursor, credit, sink, handle })
+            .await
+            .map_err(|_| self.gone())?;
+        Watch::start(rx, self.commands().clone(), self.inner.shared.stopped.clone()).await
     }
 
     /// A peer replica says it committed through `sequence` (pass it what the peer's
     /// `on_commit` hook saw). Never blocks. Handles in this process, and peers named in
     /// `WorldConfig::peers`, need no such call: their hints arrive by themselves.
     pub fn follow(&self, sequence: u64) {
-        let _ = self.inner.commands.try_send(Command::Follow(sequence));
+        let _ = self.commands().try_send(Command::Follow(sequence));
     }
 
     /// Adds a hook called with the sequence this replica learns the world is committed
@@ -528,7 +591,7 @@ impl World {
     /// Hooks end when the world closes or stops. Call it within the runtime the world
     /// runs on (it spawns the hook's task).
     pub fn on_commit(&self, hook: impl Fn(u64) + Send + Sync + 'static) {
-        let mut committed = self.inner.committed.clone();
+        let mut committed = self.inner.shared.committed.clone();
         committed.mark_unchanged();
         tokio::spawn(async move {
             while committed.changed().await.is_ok() {
@@ -539,17 +602,21 @@ impl World {
     }
 
     /// The world's counters over every replica it ran: reloads, slots and members
-    /// committed, checkpoints written, what collection deleted.
+    /// committed, checkpoints written, what collection deleted. On a replica shared with
+    /// other handles ([`WorldConfig::share_replica`]) they are the replica's, every
+    /// handle's writes counted, and `handles` says how many handles are on it.
     pub async fn stats(&self) -> Result<WorldStats, Error> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         let (tx, rx) = oneshot::channel();
-        self.inner.commands.try_send(Command::Stats(tx)).map_err(|e| match e {
+        self.commands().try_send(Command::Stats(tx)).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => Error::Busy,
             mpsc::error::TrySendError::Closed(_) => self.gone(),
         })?;
-        rx.await.map_err(|_| self.gone())
+        let mut stats = rx.await.map_err(|_| self.gone())?;
+        stats.handles = self.inner.shared.handles() as u64;
+        Ok(stats)
     }
 
     /// The world's health apart from liveness: opening, serving, degraded, failed closed
@@ -558,34 +625,35 @@ impl World {
     /// driver loop while it runs and from the handle once it is gone; never holds
     /// credentials.
     pub async fn health(&self) -> Health {
-        let world_id = self.inner.world_id;
+        let world_id = self.inner.shared.world_id;
+        let stopped = &self.inner.shared.stopped;
         if self.inner.closed.load(Ordering::Acquire) {
             return Health::gone(None, world_id);
         }
-        if let Some(stopped) = self.inner.stopped.get() {
+        if let Some(stopped) = stopped.get() {
             return Health::gone(Some(stopped), world_id);
         }
         let (tx, rx) = oneshot::channel();
-        match self.inner.commands.try_send(Command::Health(tx)) {
+        match self.commands().try_send(Command::Health(tx)) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
-                return Health::busy(world_id, self.inner.commands.max_capacity())
+                return Health::busy(world_id, self.commands().max_capacity())
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                return Health::gone(self.inner.stopped.get(), world_id)
-            }
+            Err(mpsc::error::TrySendError::Closed(_)) => return Health::gone(stopped.get(), world_id),
         }
-        rx.await.unwrap_or_else(|_| Health::gone(self.inner.stopped.get(), world_id))
+        rx.await.unwrap_or_else(|_| Health::gone(stopped.get(), world_id))
     }
 
     /// Takes the telemetry samples held since the last call (slow writes with their
     /// phases, warnings, errors), with the counters (docs/OPERATIONS.md, "Telemetry").
+    /// The samples are the replica's: on a shared one, those taken here are gone for the
+    /// other handles.
     pub async fn telemetry(&self) -> Result<Telemetry, Error> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         let (tx, rx) = oneshot::channel();
-        self.inner.commands.try_send(Command::Telemetry(tx)).map_err(|e| match e {
+        self.commands().try_send(Command::Telemetry(tx)).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => Error::Busy,
             mpsc::error::TrySendError::Closed(_) => self.gone(),
         })?;
@@ -598,12 +666,20 @@ impl World {
     /// settles it), never dropped. The drain is bounded by the request deadline and one
     /// call's timeout, within which the kernel answers every write itself. Then the
     /// world's background work stops. A second call returns at once.
+    ///
+    /// On a replica shared with other handles (see [`WorldConfig::share_replica`]) this
+    /// handle's own watches end and its own writes drain; the others go on writing, and
+    /// the replica stops when the last of them closes (or is dropped).
     pub async fn close(&self) {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return;
         }
         let (done, rx) = oneshot::channel();
-        if self.inner.commands.send(Command::Close(done)).await.is_ok() {
+        let command = match self.inner.shared.leave() {
+            true => Command::Close(done),
+            false => Command::Release { handle: self.inner.handle, done },
+        };
+        if self.commands().send(command).await.is_ok() {
             let _ = rx.await;
         }
     }

@@ -128,7 +128,10 @@ mod dsim {
     /// One replica node: open the world, pass hints to peers, run the writers.
     async fn replica(r: usize, blobs: Arc<SimBlobs>, shared: Arc<Shared>) {
         let world = loop {
-            match World::open_on(blobs.clone(), PREFIX, WorldConfig::default()).await {
+            // A replica each, as separate processes would run: the nodes race for slots.
+            let mut config = WorldConfig::default();
+            config.share_replica = false;
+            match World::open_on(blobs.clone(), PREFIX, config.clone()).await {
                 Ok(w) => break w,
                 Err(e) => panic!("replica {r} could not open: {e}"),
             }

@@ -40,6 +40,11 @@ struct Args {
     /// none (false: the kernel's blind turns alone).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     hints: bool,
+    /// slotlog handles on one world in this process commit through one replica (true, the
+    /// crate's default), or each through a replica of its own (false: `share_replica`
+    /// off, as handles in separate processes would).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    share_replica: bool,
     /// Override slotlog's kernel `batches_ahead_max` (default: the kernel's own).
     #[arg(long)]
     batches_ahead: Option<usize>,
@@ -213,8 +218,10 @@ async fn run_slotlog(
             let mut members = 0;
             for world in &worlds {
                 let stats = world.stats().await.expect("stats of an open world");
-                slots += stats.slots_won;
-                members += stats.members_committed;
+                // A shared replica's counters are every handle's: count them once.
+                let share = stats.handles.max(1);
+                slots += stats.slots_won / share;
+                members += stats.members_committed / share;
             }
             (calls.snapshot(), slots, members)
         }
@@ -223,8 +230,11 @@ async fn run_slotlog(
     for world in &worlds {
         world.close().await;
     }
-    let system =
+    let mut system =
         if tune.hints || handles == 1 { "slotlog".to_string() } else { "slotlog (no hints)".to_string() };
+    if handles > 1 && !tune.share_replica {
+        system += " (a replica each)";
+    }
     let mut row = Row::new(system, shape, writers, handles, &m);
     row.calls_per_write = Some(per_write(calls1.since(calls0), m.writes));
     let slots = slots1 - slots0;
@@ -384,7 +394,11 @@ async fn run(args: Args) {
         window: Duration::from_secs_f64(args.duration_s),
         value_bytes: args.value_bytes,
     };
-    let tune = slotlog_target::Tune { hints: args.hints, batches_ahead: args.batches_ahead };
+    let tune = slotlog_target::Tune {
+        hints: args.hints,
+        share_replica: args.share_replica,
+        batches_ahead: args.batches_ahead,
+    };
     let flushes: Vec<(Duration, bool)> = args
         .slatedb_flush_ms
         .iter()

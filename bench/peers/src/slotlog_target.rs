@@ -13,19 +13,23 @@ pub struct Tune {
     /// (`Peers::ThisProcess`), or none at all (`hints_in_process` off, peers unknown:
     /// the kernel's blind turns alone).
     pub hints: bool,
+    /// Handles commit through one replica (the crate's default), or a replica each.
+    pub share_replica: bool,
     /// Overrides the kernel's `batches_ahead_max` when set.
     pub batches_ahead: Option<usize>,
 }
 
 /// Opens `handles` handles on one new world under `prefix`, one after another (the
-/// first creates it), as an embedder does: handles on one world in one process share
-/// commit hints with no wiring (docs/OPERATIONS.md, "Commit hints").
+/// first creates it), as an embedder does: handles on one world in one process commit
+/// through one replica (docs/OPERATIONS.md, "Handles in one process"), or with
+/// `share_replica` off each through its own, sharing commit hints with no wiring.
 pub async fn open(
     store: Arc<dyn ObjectStore>,
     handles: usize,
     tune: &Tune,
 ) -> Result<Vec<World>, slotlog::Error> {
     let mut config = WorldConfig::default();
+    config.share_replica = tune.share_replica;
     if let Some(ahead) = tune.batches_ahead {
         config.kernel.batches_ahead_max = ahead;
     }

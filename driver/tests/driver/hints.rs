@@ -21,7 +21,10 @@ fn config(peers: Peers) -> WorldConfig {
     config
 }
 
-async fn open(store: &Arc<dyn ObjectStore>, prefix: &str, config: WorldConfig) -> World {
+/// Every handle here opens a replica of its own (`share_replica` off), as handles in
+/// separate processes would: hints pass between replicas.
+async fn open(store: &Arc<dyn ObjectStore>, prefix: &str, mut config: WorldConfig) -> World {
+    config.share_replica = false;
     World::builder(store.clone()).prefix(prefix).config(config).open().await.unwrap()
 }
 

@@ -16,5 +16,6 @@ mod moto_errors;
 mod read_only;
 mod reload;
 mod search;
+mod shared_replica;
 mod store_url_hostile;
 mod views;
