@@ -523,6 +523,15 @@ enum Bench {
         #[arg(long)]
         docs: u64,
     },
+    /// Writes a kept `search` world's body segments again, in the current window (after a
+    /// change to the segment format; the reader takes a label's newest window).
+    #[command(hide = true)]
+    SearchSegments {
+        #[arg(long)]
+        dir: std::path::PathBuf,
+        #[arg(long)]
+        docs: u64,
+    },
     /// The opening half of `cold-start`, run as its own process; prints JSON.
     #[command(hide = true)]
     ColdStartOpen {
@@ -701,6 +710,11 @@ fn main() -> ExitCode {
             let report = block_on(slotlog_scenarios::tools::bench_search::search_open(&dir, docs))
                 .map(|r| println!("{}", serde_json::to_string(&r).expect("a report serializes")));
             tool_exit(report.map(|()| true))
+        }
+        Command::Bench { bench: Bench::SearchSegments { dir, docs } } => {
+            let written = block_on(slotlog_scenarios::tools::bench_search::rewrite_segments(&dir, docs))
+                .map(|n| println!("{n} segment parts written"));
+            tool_exit(written.map(|()| true))
         }
         Command::Bench { bench: Bench::ColdStartOpen { dir, cache_dir } } => {
             let report = block_on(cold_start::open(&dir, cache_dir.as_deref()))

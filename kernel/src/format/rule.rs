@@ -282,11 +282,16 @@ pub enum SegmentRule {
         /// The word's number.
         word: u32,
     },
+    /// Word numbers' bytes that are not a whole number of numbers.
+    WordBytes {
+        /// Their length.
+        bytes: u64,
+    },
     /// A word number that is neither one met before nor the next new one, or (the
     /// position past the last) a word never met.
     WordNumbering {
         /// Its position among the words listed.
-        position: usize,
+        position: u64,
     },
 }
 
@@ -536,6 +541,7 @@ impl fmt::Display for SegmentRule {
                 write!(f, "{counted} words counted, {words} listed")
             }
             SegmentRule::WordText { word } => write!(f, "word {word} not a piece of the words' text"),
+            SegmentRule::WordBytes { bytes } => write!(f, "{bytes} bytes of word numbers, not whole numbers"),
             SegmentRule::WordNumbering { position } => {
                 write!(f, "word number {position} out of first-met order")
             }

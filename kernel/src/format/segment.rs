@@ -78,8 +78,53 @@ pub struct SegmentWords {
     pub lens: Vec<u32>,
     /// By body, in the part's order: how many words it holds.
     pub counts: Vec<u32>,
-    /// Every body's words as word numbers, body after body.
-    pub words: Vec<u32>,
+    /// Every body's words as word numbers, body after body: each two bytes little-endian
+    /// when there are at most 65,536 distinct words (every part of up to 2 MiB of text in
+    /// practice), else four. A byte string of fixed-width numbers, so a reader decodes and
+    /// checks a part's hundreds of thousands of them at memory speed (postcard's
+    /// sequence of varints cost a tenth of an index build's CPU to decode and check).
+    /// [`SegmentWords::numbers`] reads them.
+    #[serde(with = "serde_bytes")]
+    pub words: Vec<u8>,
+}
+
+/// Distinct words up to which a part's word numbers take two bytes each.
+pub const SEGMENT_SHORT_WORD_NUMBERS_MAX: usize = 1 << 16;
+
+impl SegmentWords {
+    /// Words with `numbers` written as the part carries them.
+    pub fn new(
+        tokenizer: u32,
+        text: String,
+        lens: Vec<u32>,
+        counts: Vec<u32>,
+        numbers: &[u32],
+    ) -> SegmentWords {
+        let words = if lens.len() <= SEGMENT_SHORT_WORD_NUMBERS_MAX {
+            numbers.iter().flat_map(|&n| (n as u16).to_le_bytes()).collect()
+        } else {
+            numbers.iter().flat_map(|&n| n.to_le_bytes()).collect()
+        };
+        SegmentWords { tokenizer, text, lens, counts, words }
+    }
+
+    /// Bytes one word number takes.
+    fn width(&self) -> usize {
+        if self.lens.len() <= SEGMENT_SHORT_WORD_NUMBERS_MAX {
+            2
+        } else {
+            4
+        }
+    }
+
+    /// The word numbers, in order.
+    pub fn numbers(&self) -> impl Iterator<Item = u32> + '_ {
+        let (short, long) =
+            if self.width() == 2 { (&self.words[..], &[][..]) } else { (&[][..], &self.words[..]) };
+        let short = short.chunks_exact(2).map(|c| u32::from(u16::from_le_bytes([c[0], c[1]])));
+        let long = long.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+        short.chain(long)
+    }
 }
 
 /// A part's payload in either schema: `words` is `()`, no bytes, in schema 1.
@@ -191,9 +236,22 @@ impl SegmentWords {
         if self.counts.len() != bodies {
             return Some(SegmentRule::WordCountsPerBody { counts: self.counts.len(), bodies });
         }
+        if self.words.len() % self.width() != 0 {
+            return Some(SegmentRule::WordBytes { bytes: self.words.len() as u64 });
+        }
+        // Numbered in order of first occurrence: each number is one met before or the
+        // next new one, and every word is met. One list of words has one form.
+        let (mut next, mut listed) = (0u32, 0u64);
+        for w in self.numbers() {
+            if w > next {
+                return Some(SegmentRule::WordNumbering { position: listed });
+            }
+            next += u32::from(w == next);
+            listed += 1;
+        }
         let counted: u64 = self.counts.iter().map(|&c| u64::from(c)).sum();
-        if counted != self.words.len() as u64 {
-            return Some(SegmentRule::WordsCounted { counted, words: self.words.len() as u64 });
+        if counted != listed {
+            return Some(SegmentRule::WordsCounted { counted, words: listed });
         }
         let mut end = 0usize;
         for (word, &len) in self.lens.iter().enumerate() {
@@ -205,17 +263,8 @@ impl SegmentWords {
         if end != self.text.len() {
             return Some(SegmentRule::WordText { word: self.lens.len() as u32 });
         }
-        // Numbered in order of first occurrence: each number is one met before or the
-        // next new one, and every word is met. One list of words has one form.
-        let mut next = 0u32;
-        for (position, &w) in self.words.iter().enumerate() {
-            if w > next {
-                return Some(SegmentRule::WordNumbering { position });
-            }
-            next += u32::from(w == next);
-        }
         if next as usize != self.lens.len() {
-            return Some(SegmentRule::WordNumbering { position: self.words.len() });
+            return Some(SegmentRule::WordNumbering { position: listed });
         }
         None
     }
@@ -346,12 +395,8 @@ mod tests {
 
     #[test]
     fn words_that_do_not_fit_their_part_are_refused() {
-        let words = |lens: Vec<u32>, counts: Vec<u32>, words: Vec<u32>| SegmentWords {
-            tokenizer: 1,
-            text: "abcdé".into(),
-            lens,
-            counts,
-            words,
+        let words = |lens: Vec<u32>, counts: Vec<u32>, numbers: Vec<u32>| {
+            SegmentWords::new(1, "abcdé".into(), lens, counts, &numbers)
         };
         let part =
             |w: SegmentWords| SegmentPart { part: 0, parts: 1, bodies: vec![body("x")], words: Some(w) };
@@ -391,13 +436,27 @@ mod tests {
             refused(words(vec![2, 4], vec![3], vec![0, 0, 0])),
             Some(SegmentRule::WordNumbering { position: 3 })
         );
+        // Word numbers as bytes: two a number here, so an odd count is cut short.
+        let raw = |bytes: Vec<u8>| SegmentWords { words: bytes, ..words(vec![2, 4], vec![3], vec![]) };
+        assert_eq!(refused(raw(vec![0, 0, 1, 0, 0])), Some(SegmentRule::WordBytes { bytes: 5 }));
+        assert_eq!(raw(vec![0, 0, 1, 0, 0, 0]).numbers().collect::<Vec<_>>(), [0, 1, 0]);
+    }
+
+    #[test]
+    fn word_numbers_take_four_bytes_past_65536_distinct_words() {
+        let lens = vec![1; SEGMENT_SHORT_WORD_NUMBERS_MAX];
+        assert_eq!(SegmentWords::new(1, String::new(), lens.clone(), vec![1], &[7]).words, [7, 0]);
+        let mut more = lens;
+        more.push(1);
+        let w = SegmentWords::new(1, String::new(), more, vec![1], &[70_000]);
+        assert_eq!(w.words, 70_000u32.to_le_bytes());
+        assert_eq!(w.numbers().collect::<Vec<_>>(), [70_000]);
     }
 
     #[test]
     fn a_part_without_words_is_schema_1_and_one_with_them_schema_2() {
         let plain = SegmentPart { part: 0, parts: 1, bodies: vec![body("x")], words: None };
-        let w =
-            SegmentWords { tokenizer: 1, text: "x".into(), lens: vec![1], counts: vec![1], words: vec![0] };
+        let w = SegmentWords::new(1, "x".into(), vec![1], vec![1], &[0]);
         let worded = SegmentPart { words: Some(w), ..plain.clone() };
         for (part, schema) in [(&plain, SCHEMA), (&worded, SCHEMA_WORDED)] {
             let bytes = part.encode();

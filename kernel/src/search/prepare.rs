@@ -102,7 +102,7 @@ pub(crate) fn words_of(bodies: &[SegmentBody]) -> SegmentWords {
         .iter()
         .scan(0, |start, b| Some(b.words_end - core::mem::replace(start, b.words_end)))
         .collect();
-    SegmentWords { tokenizer: TOKENIZER, text: out.text, lens, counts, words: out.words }
+    SegmentWords::new(TOKENIZER, out.text, lens, counts, &out.words)
 }
 
 /// One body, tokenized (its hash as given).
@@ -201,15 +201,22 @@ impl Preparer {
                 return None;
             }
         }
-        p.out.words.reserve_exact(words.words.len());
+        // The numbers all at once (a copy the compiler widens in bulk), then each body's
+        // distinct words noted from them.
+        p.out.words = words.numbers().collect();
         let mut at = 0;
         for (b, &count) in bodies.iter().zip(&words.counts) {
             let distinct_start = p.distinct.len();
-            for &id in &words.words[at..at + count as usize] {
-                p.push_word(id);
+            let body = p.out.bodies.len() as u32 + 1;
+            for &id in &p.out.words[at..at + count as usize] {
+                if p.met_by[id as usize] != body {
+                    p.met_by[id as usize] = body;
+                    p.counts[id as usize] += 1;
+                    p.distinct.push(id);
+                }
             }
             at += count as usize;
-            p.end_body(b.hash, b.body.len(), distinct_start);
+            p.end_body_at(b.hash, b.body.len(), at as u32, distinct_start);
         }
         p.out.words_taken = true;
         Some(p.finish())
@@ -234,7 +241,11 @@ impl Preparer {
 
     /// Ends the body being prepared, whose distinct words begin at `distinct_start`.
     fn end_body(&mut self, hash: Hash32, len: usize, distinct_start: usize) {
-        let words_end = self.out.words.len() as u32;
+        self.end_body_at(hash, len, self.out.words.len() as u32, distinct_start);
+    }
+
+    /// Ends a body whose words end at `words_end`.
+    fn end_body_at(&mut self, hash: Hash32, len: usize, words_end: u32, distinct_start: usize) {
         let distinct = (self.distinct.len() - distinct_start) as u32;
         self.out.bodies.push(PreparedBody { hash, len, words_end, distinct });
     }

@@ -221,6 +221,15 @@ async fn build(docs: u64, dir: &Path, segments: bool) -> Result<Built, String> {
     Ok(Built { body_mb: body_bytes as f64 / MIB, build_s, checkpoint_s, segment_parts, segments_s })
 }
 
+/// Writes the segments of the kept world in `dir` again, in the current window, for its
+/// checkpoint's layout (4,096 labels at a million documents, as `build` writes them).
+pub async fn rewrite_segments(dir: &Path, docs: u64) -> Result<u64, String> {
+    let blobs = local_blobs(dir)?;
+    let mut sink = Sink::new(blobs, BUILD_CREATES_IN_FLIGHT_MAX);
+    let bits = slotlog_kernel::format::shard_bits_for(docs);
+    write_segments(docs, bits, &Keys::new(PREFIX), &mut sink).await
+}
+
 /// The segment of every label of a `bits` layout, in the current window: every part but
 /// part 0 first, then the part 0s, so a listed part 0 names a whole segment.
 async fn write_segments(docs: u64, bits: u8, keys: &Keys, sink: &mut Sink) -> Result<u64, String> {
