@@ -372,7 +372,7 @@ fn member_problem(view: &impl StateView, m: &SlotMember) -> Option<ApplyRule> {
         return None;
     }
     let entry = m.entry.as_ref()?;
-    match (view.entry(entry.path.as_str()), &m.version) {
+    match (view.entry_of(&entry.path), &m.version) {
         (None, Some(v)) => {
             if v.version != 1 || entry.first_version != 1 {
                 return Some(ApplyRule::NewDocumentNotAtVersionOne);
@@ -413,6 +413,10 @@ fn member_problem(view: &impl StateView, m: &SlotMember) -> Option<ApplyRule> {
 
 impl StateView for WorldState {
     fn entry(&self, path: &str) -> Option<&IndexEntry> {
+        self.documents.get(path).map(|d| &d.entry)
+    }
+
+    fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
         self.documents.get(path).map(|d| &d.entry)
     }
 

@@ -15,6 +15,11 @@ use std::collections::BTreeMap;
 pub trait StateView {
     /// The index entry at the normalized `path`, if a document is there.
     fn entry(&self, path: &str) -> Option<&IndexEntry>;
+    /// [`StateView::entry`] at a path already made: maps keyed by [`Path`] compare it with
+    /// their keys eight bytes at a time, where a `&str` goes through a `memcmp` call each.
+    fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
+        self.entry(path.as_str())
+    }
     /// The descendant of `path` that sorts first in byte order.
     fn first_descendant(&self, path: &Path) -> Option<&Path>;
     /// The policy in force.
@@ -134,6 +139,10 @@ impl<B: StateView> StateView for Layered<'_, B> {
         self.layers.iter().rev().find_map(|l| l.entries.get(path)).or_else(|| self.base.entry(path))
     }
 
+    fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
+        self.layers.iter().rev().find_map(|l| l.entries.get(path)).or_else(|| self.base.entry_of(path))
+    }
+
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
         let lo = path.descendant_start();
         let in_layers = self.layers.iter().filter_map(|l| {
@@ -206,6 +215,11 @@ impl<B: StateView> StateView for SlotPrefix<'_, B> {
         let mine =
             self.included().iter().rev().find_map(|m| m.entry.as_ref().filter(|e| e.path.as_str() == path));
         mine.or_else(|| self.base.entry(path))
+    }
+
+    fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
+        let mine = self.included().iter().rev().find_map(|m| m.entry.as_ref().filter(|e| e.path == *path));
+        mine.or_else(|| self.base.entry_of(path))
     }
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
