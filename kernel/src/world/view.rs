@@ -174,6 +174,22 @@ impl<B: StateView> StateView for Layered<'_, B> {
     }
 }
 
+/// Whether two paths are equal, judged by their last eight bytes first: each member of a
+/// slot is looked up among the members before it (a full batch holds 256), and paths of
+/// one length mostly differ near their end (numbered names), where a `memcmp` call
+/// starts from the front.
+#[inline]
+fn same_path(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() >= 8 && a[a.len() - 8..] != b[b.len() - 8..] {
+        return false;
+    }
+    a == b
+}
+
 /// A base state under the first members of one slot, borrowed from the slot: what
 /// applying a slot checks each member against. The [`Overlay`] it replaces there cloned
 /// every member's path, entry and receipt into maps of its own; a slot has a few members
@@ -212,13 +228,20 @@ impl<'a, B: StateView> SlotPrefix<'a, B> {
 
 impl<B: StateView> StateView for SlotPrefix<'_, B> {
     fn entry(&self, path: &str) -> Option<&IndexEntry> {
-        let mine =
-            self.included().iter().rev().find_map(|m| m.entry.as_ref().filter(|e| e.path.as_str() == path));
+        let mine = self
+            .included()
+            .iter()
+            .rev()
+            .find_map(|m| m.entry.as_ref().filter(|e| same_path(e.path.as_str(), path)));
         mine.or_else(|| self.base.entry(path))
     }
 
     fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
-        let mine = self.included().iter().rev().find_map(|m| m.entry.as_ref().filter(|e| e.path == *path));
+        let mine = self
+            .included()
+            .iter()
+            .rev()
+            .find_map(|m| m.entry.as_ref().filter(|e| same_path(e.path.as_str(), path.as_str())));
         mine.or_else(|| self.base.entry_of(path))
     }
 
