@@ -8,6 +8,7 @@ use super::policy::{Policy, PolicyRules};
 use crate::format::StoredReceipt;
 use crate::hash::Hash32;
 use crate::ids::OperationId;
+use rustc_hash::FxHashMap;
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
@@ -203,12 +204,20 @@ pub(crate) struct SlotPrefix<'a, B: StateView> {
     policy: Option<Policy>,
     /// Each member's stored receipt, made only when asked for (applying asks for none).
     stored: OnceCell<Vec<OnceCell<StoredReceipt>>>,
+    /// For a slot of more than [`SLOT_PREFIX_SCAN_MAX`] members, the newest included
+    /// member writing each path: each member is looked up among those before it, so a
+    /// scan made a full batch (256 members) cost a quadratic number of comparisons.
+    by_path: Option<FxHashMap<&'a str, usize>>,
 }
+
+/// Slots of at most this many members are scanned, not indexed: most slots hold a few.
+const SLOT_PREFIX_SCAN_MAX: usize = 16;
 
 impl<'a, B: StateView> SlotPrefix<'a, B> {
     /// `base` under none of `members` yet.
     pub fn new(base: &'a B, members: &'a [SlotMember]) -> Self {
-        SlotPrefix { base, members, len: 0, policy: None, stored: OnceCell::new() }
+        let by_path = (members.len() > SLOT_PREFIX_SCAN_MAX).then(FxHashMap::default);
+        SlotPrefix { base, members, len: 0, policy: None, stored: OnceCell::new(), by_path }
     }
 
     /// Includes the next member.
@@ -218,7 +227,21 @@ impl<'a, B: StateView> SlotPrefix<'a, B> {
         if let Some(rules) = &m.policy {
             self.policy = Some(Policy { version: m.receipt.version, rules: rules.clone() });
         }
+        if let (Some(by_path), Some(e)) = (&mut self.by_path, &m.entry) {
+            by_path.insert(e.path.as_str(), self.len);
+        }
         self.len += 1;
+    }
+
+    /// The newest included member's entry at `path`, if one writes it.
+    fn included_entry(&self, path: &str) -> Option<&'a IndexEntry> {
+        if let Some(by_path) = &self.by_path {
+            return by_path.get(path).and_then(|&i| self.members[i].entry.as_ref());
+        }
+        self.included()
+            .iter()
+            .rev()
+            .find_map(|m| m.entry.as_ref().filter(|e| same_path(e.path.as_str(), path)))
     }
 
     fn included(&self) -> &'a [SlotMember] {
@@ -228,21 +251,11 @@ impl<'a, B: StateView> SlotPrefix<'a, B> {
 
 impl<B: StateView> StateView for SlotPrefix<'_, B> {
     fn entry(&self, path: &str) -> Option<&IndexEntry> {
-        let mine = self
-            .included()
-            .iter()
-            .rev()
-            .find_map(|m| m.entry.as_ref().filter(|e| same_path(e.path.as_str(), path)));
-        mine.or_else(|| self.base.entry(path))
+        self.included_entry(path).or_else(|| self.base.entry(path))
     }
 
     fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
-        let mine = self
-            .included()
-            .iter()
-            .rev()
-            .find_map(|m| m.entry.as_ref().filter(|e| same_path(e.path.as_str(), path.as_str())));
-        mine.or_else(|| self.base.entry_of(path))
+        self.included_entry(path.as_str()).or_else(|| self.base.entry_of(path))
     }
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
