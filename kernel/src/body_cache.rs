@@ -3,21 +3,27 @@
 
 use crate::hash::Hash32;
 use bytes::Bytes;
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 
 pub(crate) struct BodyCache {
     bytes_max: usize,
     bytes: usize,
     tick: u64,
-    by_hash: BTreeMap<Hash32, (Bytes, u64)>,
+    /// Looked up, never walked: a hash map (the keys are BLAKE3 hashes, so no caller can
+    /// choose them to collide).
+    by_hash: FxHashMap<Hash32, (Bytes, u64)>,
     by_age: BTreeMap<u64, Hash32>,
 }
 
 impl BodyCache {
     pub fn new(bytes_max: usize) -> BodyCache {
-        BodyCache { bytes_max, bytes: 0, tick: 0, by_hash: BTreeMap::new(), by_age: BTreeMap::new() }
+        BodyCache { bytes_max, bytes: 0, tick: 0, by_hash: FxHashMap::default(), by_age: BTreeMap::new() }
     }
 
+    /// Looks a body up and counts it as used (what `insert` does to a body it holds).
+    #[cfg(test)]
     pub fn get(&mut self, hash: &Hash32) -> Option<Bytes> {
         let (body, age) = self.by_hash.get_mut(hash)?;
         self.by_age.remove(age);
@@ -34,12 +40,24 @@ impl BodyCache {
 
     /// Keeps `body` unless it alone is over the bound.
     pub fn insert(&mut self, hash: Hash32, body: Bytes) {
-        if body.len() > self.bytes_max || self.get(&hash).is_some() {
+        if body.len() > self.bytes_max {
             return;
         }
         self.tick += 1;
-        self.bytes += body.len();
-        self.by_hash.insert(hash, (body, self.tick));
+        // One search: a body held already counts as used, as `get` would count it.
+        match self.by_hash.entry(hash) {
+            Entry::Occupied(mut held) => {
+                let age = &mut held.get_mut().1;
+                self.by_age.remove(age);
+                *age = self.tick;
+                self.by_age.insert(self.tick, hash);
+                return;
+            }
+            Entry::Vacant(v) => {
+                self.bytes += body.len();
+                v.insert((body, self.tick));
+            }
+        }
         self.by_age.insert(self.tick, hash);
         while self.bytes > self.bytes_max {
             let (_, oldest) = self.by_age.pop_first().expect("bytes counted means entries held");

@@ -9,6 +9,7 @@ use crate::policy::{normalize_policy, ModelPolicy, ModelPolicyBody};
 use crate::request::ModelRequest;
 use crate::verdict::{ModelApplied, ModelInvalid, ModelReceipt, ModelRejection, ReceiptKind, Verdict};
 use bytes::Bytes;
+use rustc_hash::FxHashMap;
 use slotlog_kernel::ids::OperationId;
 use slotlog_kernel::world::mutation::{Expected, Mutation, PolicyBody};
 use std::collections::BTreeMap;
@@ -27,8 +28,9 @@ pub struct ModelWorld {
     documents: BTreeMap<String, StoredDocument>,
     policy: ModelPolicy,
     /// Every committed operation id, with the sequence of its newest commit (an id
-    /// commits again once its receipt left the window, SPEC 10.13).
-    committed: BTreeMap<OperationId, u64>,
+    /// commits again once its receipt left the window, SPEC 10.13). Looked up, never
+    /// walked: a hash map.
+    committed: FxHashMap<OperationId, u64>,
     /// Each applied member's receipt and request, by sequence (index 0 is sequence 1), so
     /// a checkpoint's receipt window can be read in sequence order.
     by_sequence: Vec<(ModelReceipt, ModelRequest)>,

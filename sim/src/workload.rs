@@ -5,11 +5,12 @@ use crate::rng::SimRng;
 use crate::time::micros;
 use bytes::Bytes;
 use core::time::Duration;
+use rustc_hash::FxHashMap;
 use slotlog_kernel::ids::OperationId;
 use slotlog_kernel::reply::{WriteError, WriteOk};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{Expected, Mutation, PolicyBody, Rejection, Write};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// How requests arrive.
 #[derive(Clone, Debug, PartialEq)]
@@ -208,13 +209,14 @@ pub struct Generator {
     next_op: u64,
     next_doc: u64,
     next_nonce: u64,
-    /// Paths some answer showed exist, with what was last heard of them.
-    known: BTreeMap<String, Known>,
+    /// Paths some answer showed exist, with what was last heard of them. Looked up,
+    /// never walked (`known_order` keeps the order picks draw from): a hash map.
+    known: FxHashMap<String, Known>,
     known_order: Vec<String>,
     policy_version: u64,
     read_only: bool,
     /// Body recipes of publishes not yet answered, so an answer can teach the body too.
-    recipes: BTreeMap<OperationId, (u64, u32)>,
+    recipes: FxHashMap<OperationId, (u64, u32)>,
     /// Writes answered `Uncertain`, with the first sequence each could commit at: receipt
     /// reads settle them the way a caller would (SPEC 10.13). The newest are kept.
     uncertain: VecDeque<(OperationId, u64)>,
@@ -235,11 +237,11 @@ impl Generator {
             next_op: 0,
             next_doc: 0,
             next_nonce: 1,
-            known: BTreeMap::new(),
+            known: FxHashMap::default(),
             known_order: Vec::new(),
             policy_version: 0,
             read_only: false,
-            recipes: BTreeMap::new(),
+            recipes: FxHashMap::default(),
             uncertain: VecDeque::new(),
         }
     }

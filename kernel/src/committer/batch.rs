@@ -215,7 +215,7 @@ impl Committer {
             layers.push(&batch.overlay);
             let view = Layered::new(world, &layers);
             if let ValidMutation::Append { path, .. } = &p.mutation {
-                if let Some(needed) = view.entry(path.as_str()).map(|e| e.body_hash) {
+                if let Some(needed) = view.entry_of(path).map(|e| e.body_hash) {
                     if p.read.as_ref().is_none_or(|(h, _)| *h != needed) {
                         // A body a batch ahead carries is in no bucket yet: take it from there.
                         let carried = ahead.iter().chain([&*batch]).flat_map(|b| &b.carried);

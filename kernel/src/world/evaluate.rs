@@ -207,7 +207,7 @@ fn evaluate_document(
     if let Some(prefix) = policy.rules.read_only_prefix_of(path) {
         return Evaluation::Rejected(Rejection::ReadOnly { prefix: prefix.clone() });
     }
-    let current = view.entry(path.as_str());
+    let current = view.entry_of(path);
     // Never before the entry's previous time, so a document's times only move forward
     // whichever replica's clock wrote them (SPEC 1.3).
     let modified_us = current.map_or(store_us, |e| e.modified_us.max(store_us));

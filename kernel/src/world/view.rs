@@ -8,6 +8,7 @@ use super::policy::{Policy, PolicyRules};
 use crate::format::StoredReceipt;
 use crate::hash::Hash32;
 use crate::ids::OperationId;
+use rustc_hash::FxHashMap;
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
@@ -15,6 +16,11 @@ use std::collections::BTreeMap;
 pub trait StateView {
     /// The index entry at the normalized `path`, if a document is there.
     fn entry(&self, path: &str) -> Option<&IndexEntry>;
+    /// [`StateView::entry`] at a path already made: maps keyed by [`Path`] compare it with
+    /// their keys eight bytes at a time, where a `&str` goes through a `memcmp` call each.
+    fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
+        self.entry(path.as_str())
+    }
     /// The descendant of `path` that sorts first in byte order.
     fn first_descendant(&self, path: &Path) -> Option<&Path>;
     /// The policy in force.
@@ -134,6 +140,10 @@ impl<B: StateView> StateView for Layered<'_, B> {
         self.layers.iter().rev().find_map(|l| l.entries.get(path)).or_else(|| self.base.entry(path))
     }
 
+    fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
+        self.layers.iter().rev().find_map(|l| l.entries.get(path)).or_else(|| self.base.entry_of(path))
+    }
+
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
         let lo = path.descendant_start();
         let in_layers = self.layers.iter().filter_map(|l| {
@@ -165,6 +175,22 @@ impl<B: StateView> StateView for Layered<'_, B> {
     }
 }
 
+/// Whether two paths are equal, judged by their last eight bytes first: each member of a
+/// slot is looked up among the members before it (a full batch holds 256), and paths of
+/// one length mostly differ near their end (numbered names), where a `memcmp` call
+/// starts from the front.
+#[inline]
+fn same_path(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() >= 8 && a[a.len() - 8..] != b[b.len() - 8..] {
+        return false;
+    }
+    a == b
+}
+
 /// A base state under the first members of one slot, borrowed from the slot: what
 /// applying a slot checks each member against. The [`Overlay`] it replaces there cloned
 /// every member's path, entry and receipt into maps of its own; a slot has a few members
@@ -178,12 +204,20 @@ pub(crate) struct SlotPrefix<'a, B: StateView> {
     policy: Option<Policy>,
     /// Each member's stored receipt, made only when asked for (applying asks for none).
     stored: OnceCell<Vec<OnceCell<StoredReceipt>>>,
+    /// For a slot of more than [`SLOT_PREFIX_SCAN_MAX`] members, the newest included
+    /// member writing each path: each member is looked up among those before it, so a
+    /// scan made a full batch (256 members) cost a quadratic number of comparisons.
+    by_path: Option<FxHashMap<&'a str, usize>>,
 }
+
+/// Slots of at most this many members are scanned, not indexed: most slots hold a few.
+const SLOT_PREFIX_SCAN_MAX: usize = 16;
 
 impl<'a, B: StateView> SlotPrefix<'a, B> {
     /// `base` under none of `members` yet.
     pub fn new(base: &'a B, members: &'a [SlotMember]) -> Self {
-        SlotPrefix { base, members, len: 0, policy: None, stored: OnceCell::new() }
+        let by_path = (members.len() > SLOT_PREFIX_SCAN_MAX).then(FxHashMap::default);
+        SlotPrefix { base, members, len: 0, policy: None, stored: OnceCell::new(), by_path }
     }
 
     /// Includes the next member.
@@ -193,7 +227,21 @@ impl<'a, B: StateView> SlotPrefix<'a, B> {
         if let Some(rules) = &m.policy {
             self.policy = Some(Policy { version: m.receipt.version, rules: rules.clone() });
         }
+        if let (Some(by_path), Some(e)) = (&mut self.by_path, &m.entry) {
+            by_path.insert(e.path.as_str(), self.len);
+        }
         self.len += 1;
+    }
+
+    /// The newest included member's entry at `path`, if one writes it.
+    fn included_entry(&self, path: &str) -> Option<&'a IndexEntry> {
+        if let Some(by_path) = &self.by_path {
+            return by_path.get(path).and_then(|&i| self.members[i].entry.as_ref());
+        }
+        self.included()
+            .iter()
+            .rev()
+            .find_map(|m| m.entry.as_ref().filter(|e| same_path(e.path.as_str(), path)))
     }
 
     fn included(&self) -> &'a [SlotMember] {
@@ -203,9 +251,11 @@ impl<'a, B: StateView> SlotPrefix<'a, B> {
 
 impl<B: StateView> StateView for SlotPrefix<'_, B> {
     fn entry(&self, path: &str) -> Option<&IndexEntry> {
-        let mine =
-            self.included().iter().rev().find_map(|m| m.entry.as_ref().filter(|e| e.path.as_str() == path));
-        mine.or_else(|| self.base.entry(path))
+        self.included_entry(path).or_else(|| self.base.entry(path))
+    }
+
+    fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
+        self.included_entry(path.as_str()).or_else(|| self.base.entry_of(path))
     }
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {

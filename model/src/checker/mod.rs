@@ -35,13 +35,14 @@ use crate::{
 };
 use bytes::Bytes;
 use core::time::Duration;
+use rustc_hash::FxHashMap;
 use slotlog_kernel::format::{Checkpoint, Keys, Marker, MergeRule, Slot};
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{OperationId, WorldId};
 use slotlog_kernel::reply::{WriteError, WriteOk};
 use slotlog_kernel::time::Instant;
 use slotlog_kernel::world::{self as kw, SlotMember, VersionKind, WorldState};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// A duration in whole microseconds, the unit the store's times are judged in (saturating).
 pub(super) fn micros(d: Duration) -> u64 {
@@ -390,13 +391,14 @@ pub fn check(
         .collect();
     checkpoints.anchor(&spans, r.tip_sequence, &mut r);
 
-    // 2. Index what clients issued.
-    let mut by_op: BTreeMap<OperationId, Vec<usize>> = BTreeMap::new();
+    // 2. Index what clients issued. These indexes are looked up once or twice a member
+    // and never walked, so hash maps: as B-trees they were 3% of a run's instructions.
+    let mut by_op: FxHashMap<OperationId, Vec<usize>> = FxHashMap::default();
     for (i, op) in history.ops.iter().enumerate() {
         by_op.entry(op.op_id).or_default().push(i);
     }
     // Answers judged at a state, by the sequence they name.
-    let mut judged_at: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    let mut judged_at: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
     for (i, op) in history.ops.iter().enumerate() {
         if let Some(at) = judged_sequence(op) {
             if at > r.tip_sequence {
@@ -416,7 +418,7 @@ pub fn check(
         }
     }
 
-    let mut reads_at: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    let mut reads_at: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
     for (i, op) in history.reads.iter().enumerate() {
         match &op.outcome {
             ReadOutcome::Answered { result: Ok(ok), .. } => {
@@ -438,7 +440,7 @@ pub fn check(
 
     // 3. Replay the log through the model, judging each answer at the state it names.
     let mut model = ModelWorld::new();
-    let mut committed: BTreeMap<OperationId, u64> = BTreeMap::new();
+    let mut committed: FxHashMap<OperationId, u64> = FxHashMap::default();
     let judge_at = |model: &ModelWorld, at: u64, r: &mut CheckReport| {
         for &i in reads_at.get(&at).into_iter().flatten() {
             read_judge.judge(model, i, at, r);
