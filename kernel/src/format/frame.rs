@@ -310,7 +310,8 @@ impl postcard::ser_flavors::Flavor for SameAs<'_> {
         // Varints and tags come a few bytes at a time: compared in line, not through a
         // `memcmp` call each (a segment part's words were a tenth of a build's CPU so).
         if data.len() <= PIECE_PUSHED_BYTES_MAX {
-            let same = self.expected.get(self.at..end).is_some_and(|e| e.iter().zip(data).all(|(a, b)| a == b));
+            let same =
+                self.expected.get(self.at..end).is_some_and(|e| e.iter().zip(data).all(|(a, b)| a == b));
             if !same {
                 self.differs = true;
                 return Err(postcard::Error::SerializeBufferFull);
