@@ -236,7 +236,7 @@ impl SegmentWords {
         if self.counts.len() != bodies {
             return Some(SegmentRule::WordCountsPerBody { counts: self.counts.len(), bodies });
         }
-        if self.words.len() % self.width() != 0 {
+        if !self.words.len().is_multiple_of(self.width()) {
             return Some(SegmentRule::WordBytes { bytes: self.words.len() as u64 });
         }
         // Numbered in order of first occurrence: each number is one met before or the
