@@ -32,7 +32,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 /// config.open_deadline = std::time::Duration::from_secs(60);
 /// config.kernel.request_deadline = std::time::Duration::from_secs(5);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct WorldConfig {
     /// The kernel's configuration: batching, staging, deadlines, turns, read bounds.

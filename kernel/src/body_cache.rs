@@ -47,11 +47,7 @@ impl BodyCache {
         // One search: a body held already counts as used, as `get` would count it.
         match self.by_hash.entry(hash) {
             Entry::Occupied(mut held) => {
-                let age = &mut held.get_mut().1;
-                self.by_age.remove(age);
-                *age = self.tick;
-                self.by_age.insert(self.tick, hash);
-                return;
+                self.by_age.remove(&core::mem::replace(&mut held.get_mut().1, self.tick));
             }
             Entry::Vacant(v) => {
                 self.bytes += body.len();

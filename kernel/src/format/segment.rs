@@ -100,12 +100,11 @@ impl SegmentWords {
         counts: Vec<u32>,
         numbers: &[u32],
     ) -> SegmentWords {
-        let words = if lens.len() <= SEGMENT_SHORT_WORD_NUMBERS_MAX {
-            numbers.iter().flat_map(|&n| (n as u16).to_le_bytes()).collect()
-        } else {
-            numbers.iter().flat_map(|&n| n.to_le_bytes()).collect()
-        };
-        SegmentWords { tokenizer, text, lens, counts, words }
+        let mut words = SegmentWords { tokenizer, text, lens, counts, words: Vec::new() };
+        let width = words.width();
+        // Little-endian: a two-byte number is the low two bytes of the four.
+        words.words = numbers.iter().flat_map(|n| n.to_le_bytes().into_iter().take(width)).collect();
+        words
     }
 
     /// Bytes one word number takes.

@@ -259,12 +259,9 @@ impl<B: StateView> StateView for SlotPrefix<'_, B> {
     }
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
-        let under = |p: &Path| {
-            let (p, path) = (p.as_str().as_bytes(), path.as_str().as_bytes());
-            p.len() > path.len() && p.starts_with(path) && p[path.len()] == b'/'
-        };
-        let mine =
-            self.included().iter().filter_map(|m| m.entry.as_ref().map(|e| &e.path)).filter(|p| under(p));
+        let mine = (self.included().iter())
+            .filter_map(|m| m.entry.as_ref().map(|e| &e.path))
+            .filter(|p| p.is_descendant_of(path));
         mine.chain(self.base.first_descendant(path)).min()
     }
 
