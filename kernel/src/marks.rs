@@ -272,6 +272,9 @@ marks! {
     SegmentWritten = "segment_written",
     /// A segment writer took bodies from the label's earlier segment instead of blobs.
     SegmentCarried = "segment_carried",
+    /// A segment writer took carried bodies' words from the part it found them in
+    /// instead of tokenizing them again.
+    SegmentWordsCarried = "segment_words_carried",
 
     // The collector (SPEC 10.15).
 

@@ -8,12 +8,12 @@
 use super::calls::{CompactCall, SegmentCall};
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
 use crate::format::{
-    decode_body, newest_whole_window, verified_bodies, window_holds, Keys, SegmentBody, SegmentName,
-    SegmentPart,
+    decode_body, newest_whole_window, window_holds, Keys, SegmentBody, SegmentName, SegmentPart,
 };
 use crate::hash::Hash32;
 use crate::io::{Io, Purpose};
 use crate::marks::Mark;
+use crate::search::{CarriedBodies, CarriedWords};
 use crate::time::Instant;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -65,6 +65,8 @@ struct Writing {
     target: LabelBodies,
     window: u64,
     found: BTreeMap<Hash32, Vec<u8>>,
+    /// The found bodies whose words came with the part they were found in.
+    carried: CarriedBodies,
     phase: Phase,
 }
 
@@ -146,8 +148,13 @@ impl SegmentWriter {
             BlobOp::List { prefix, start_after: None, limit: SEGMENT_LIST_PAGE },
             0,
         );
-        self.writing =
-            Some(Writing { target, window, found: BTreeMap::new(), phase: Phase::Listing { names: vec![] } });
+        self.writing = Some(Writing {
+            target,
+            window,
+            found: BTreeMap::new(),
+            carried: CarriedBodies::default(),
+            phase: Phase::Listing { names: vec![] },
+        });
     }
 
     fn drop_label(&mut self) {
@@ -197,15 +204,23 @@ impl SegmentWriter {
             (SegmentCall::Part { part }, Ok(BlobOutcome::Got { bytes, .. })) => {
                 let Phase::Reading { window, to_read, listed } = &mut w.phase else { return };
                 let name = SegmentName { bits: w.target.bits, label: w.target.label, window: *window, part };
-                let Ok((parts, bodies)) = verified_bodies(&bytes, &name) else {
+                let Ok(read) = SegmentPart::decode_named(&bytes, &name) else {
                     // A damaged part: its bodies come from blobs.
                     return self.next_part_or_blobs(now, keys, io);
                 };
-                if part == 0 && window_holds(listed, *window, parts) {
-                    to_read.extend(1..parts);
+                if part == 0 && window_holds(listed, *window, read.parts) {
+                    to_read.extend(1..read.parts);
                 }
-                for b in bodies {
-                    if w.target.bodies.contains(&b.hash) && w.found.insert(b.hash, b.body).is_none() {
+                let words = read.words.and_then(CarriedWords::open);
+                for (i, b) in read.bodies.into_iter().enumerate() {
+                    // A body that does not hash to its hash is dropped, never trusted: it
+                    // costs a blob read.
+                    let wanted = w.target.bodies.contains(&b.hash) && !w.found.contains_key(&b.hash);
+                    if wanted && Hash32::of(&b.body) == b.hash {
+                        if let Some(words) = &words {
+                            w.carried.insert(b.hash, (words.clone(), i as u32));
+                        }
+                        w.found.insert(b.hash, b.body);
                         self.stats.bodies_carried += 1;
                     }
                 }
@@ -287,7 +302,11 @@ impl SegmentWriter {
             return;
         }
         let bodies = std::mem::take(&mut w.found).into_iter().map(|(hash, body)| SegmentBody { hash, body });
-        match crate::search::segment_parts(bodies) {
+        let carried = std::mem::take(&mut w.carried);
+        if !carried.is_empty() {
+            io.marks.hit(Mark::SegmentWordsCarried);
+        }
+        match crate::search::segment_parts_reusing(bodies, &carried) {
             Some(mut parts) => {
                 if self.words_shifted {
                     for part in &mut parts {
@@ -321,6 +340,7 @@ mod tests {
     use super::*;
     use crate::blob::{Generation, ObjectMeta, Written};
     use crate::effect::Effect;
+    use crate::format::verified_bodies;
     use crate::format::{encode_body, SEGMENT_WINDOW_MS};
     use crate::io::RetryPolicy;
     use bytes::Bytes;
@@ -476,6 +496,32 @@ mod tests {
         let name = SegmentName { bits: 0, label: 0, window: 2, part: 0 };
         let (_, got) = verified_bodies(&bucket.objects[&keys.segment(&name)], &name).expect("decodes");
         assert_eq!(got.into_iter().map(|b| b.hash).collect::<BTreeSet<_>>(), second);
+    }
+
+    #[test]
+    fn a_later_window_takes_carried_bodies_words_and_writes_what_tokenizing_would() {
+        let keys = Keys::new("w");
+        let mut bucket = Bucket::default();
+        let kept: [&[u8]; 3] =
+            [b"Red fox, red DOG", "Caf\u{e9} \u{3a3}\u{391}\u{3a3} fox".as_bytes(), b"dog\xff\xfefox 42"];
+        let first = bucket.put_bodies(&keys, &kept);
+        let mut writer = SegmentWriter::new(4);
+        let mut io = io();
+        writer.checkpoint_landed(vec![LabelBodies { bits: 0, label: 0, bodies: first.clone() }], 1);
+        bucket.drive(&mut writer, &keys, &mut io);
+        assert_eq!(io.marks.count(Mark::SegmentWordsCarried), 0, "nothing to carry from");
+        let added: [&[u8]; 1] = [b"a new fox, caf\xc3\xa9"];
+        let mut second = first.clone();
+        second.extend(bucket.put_bodies(&keys, &added));
+        writer.checkpoint_landed(vec![LabelBodies { bits: 0, label: 0, bodies: second }], 2);
+        bucket.drive(&mut writer, &keys, &mut io);
+        assert_eq!(io.marks.count(Mark::SegmentWordsCarried), 1);
+        let name = SegmentName { bits: 0, label: 0, window: 2, part: 0 };
+        let tokenized = crate::search::segment_parts(
+            kept.iter().chain(&added).map(|b| SegmentBody { hash: Hash32::of(b), body: b.to_vec() }),
+        )
+        .expect("fits");
+        assert_eq!(bucket.objects[&keys.segment(&name)], Bytes::from(tokenized[0].encode()));
     }
 
     #[test]

@@ -11,6 +11,8 @@
 use super::query::{fold_into, raw_words, TOKENIZER};
 use crate::format::{SegmentBody, SegmentName, SegmentPart, SegmentWords};
 use crate::hash::Hash32;
+use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
 
 /// The words of some bodies, each body's as ids into the part's own distinct words.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -82,18 +84,101 @@ pub fn prepare_part(bytes: &[u8], name: &SegmentName) -> PreparedPart {
 /// bodies' words: what a writer of segments creates (the compactor, and the search
 /// benchmark's world as the compactor would write it).
 pub fn segment_parts(bodies: impl IntoIterator<Item = SegmentBody>) -> Option<Vec<SegmentPart>> {
+    segment_parts_reusing(bodies, &HashMap::default())
+}
+
+/// [`segment_parts`], taking the words of a body in `carried` from the earlier part that
+/// carried them instead of tokenizing it again: the same parts, byte for byte, as long as
+/// those words are the tokenizer's (the trust SPEC 10.17 gives a part's words).
+pub(crate) fn segment_parts_reusing(
+    bodies: impl IntoIterator<Item = SegmentBody>,
+    carried: &CarriedBodies,
+) -> Option<Vec<SegmentPart>> {
     let mut parts = SegmentPart::split(bodies)?;
     for part in &mut parts {
-        part.words = Some(words_of(&part.bodies));
+        part.words = Some(words_reusing(&part.bodies, carried));
     }
     Some(parts)
 }
 
 /// The words of `bodies`, in their order, as a part carries them.
 pub(crate) fn words_of(bodies: &[SegmentBody]) -> SegmentWords {
+    words_reusing(bodies, &HashMap::default())
+}
+
+/// By body hash: the part that carried the body's words, and the body's place in it.
+pub(crate) type CarriedBodies = HashMap<Hash32, (Arc<CarriedWords>, u32)>;
+
+/// The words a segment part carries, opened for a later segment of the same label: the
+/// bodies it keeps take their words from here, so only its new bodies are tokenized (on
+/// bodies of random bytes, tokenizing was a quarter of a `collect` run).
+#[derive(Debug)]
+pub(crate) struct CarriedWords {
+    text: String,
+    /// By word number: its end in `text`.
+    ends: Vec<u32>,
+    numbers: Vec<u32>,
+    /// By body: where its words start in `numbers`, and one more entry for the end.
+    starts: Vec<u32>,
+}
+
+impl CarriedWords {
+    /// The words of a decoded part (their shape checked on decode), when this tokenizer
+    /// found them.
+    pub(crate) fn open(words: SegmentWords) -> Option<Arc<CarriedWords>> {
+        if words.tokenizer != TOKENIZER {
+            return None;
+        }
+        let numbers = words.numbers().collect();
+        let ends =
+            words.lens.iter().scan(0, |end, len| Some(core::mem::replace(end, *end + len) + len)).collect();
+        let starts = core::iter::once(0)
+            .chain(
+                words.counts.iter().scan(0, |end, count| Some(core::mem::replace(end, *end + count) + count)),
+            )
+            .collect();
+        Some(Arc::new(CarriedWords { text: words.text, ends, numbers, starts }))
+    }
+
+    fn word(&self, number: u32) -> &[u8] {
+        let start = if number == 0 { 0 } else { self.ends[number as usize - 1] as usize };
+        &self.text.as_bytes()[start..self.ends[number as usize] as usize]
+    }
+
+    fn body(&self, i: u32) -> &[u32] {
+        &self.numbers[self.starts[i as usize] as usize..self.starts[i as usize + 1] as usize]
+    }
+}
+
+/// The words of `bodies`, each taken from `carried` where it is there, else tokenized.
+fn words_reusing(bodies: &[SegmentBody], carried: &CarriedBodies) -> SegmentWords {
     let mut p = Preparer::default();
+    // The carried part in hand, and its word numbers' local ids (`u32::MAX`: not met yet):
+    // a part's and a segment's bodies are both in hash order, so it changes rarely.
+    let mut from: Option<(Arc<CarriedWords>, Vec<u32>)> = None;
     for b in bodies {
-        p.body(b.hash, &b.body);
+        let Some((words, i)) = carried.get(&b.hash) else {
+            p.body(b.hash, &b.body);
+            continue;
+        };
+        if !from.as_ref().is_some_and(|(held, _)| Arc::ptr_eq(held, words)) {
+            from = Some((words.clone(), vec![u32::MAX; words.ends.len()]));
+        }
+        let (words, ids) = from.as_mut().expect("the carried part in hand");
+        let distinct_start = p.distinct.len();
+        for &number in words.body(*i) {
+            let id = match ids[number as usize] {
+                u32::MAX => {
+                    let word = words.word(number);
+                    let id = p.word_id(hash_of(word), word);
+                    ids[number as usize] = id;
+                    id
+                }
+                id => id,
+            };
+            p.push_word(id);
+        }
+        p.end_body(b.hash, b.body.len(), distinct_start);
     }
     let out = p.out;
     let lens = out.ends.iter().scan(0, |start, &end| Some(end - core::mem::replace(start, end))).collect();
@@ -227,13 +312,17 @@ impl Preparer {
         if body.is_ascii() {
             self.ascii_body(body);
         } else {
-            for word in raw_words(&String::from_utf8_lossy(body)) {
-                let mut folded = core::mem::take(&mut self.folded);
-                folded.clear();
-                fold_into(word, &mut folded);
-                let id = self.word_id(hash_of(folded.as_bytes()), folded.as_bytes());
-                self.push_word(id);
-                self.folded = folded;
+            // Bytes that are not UTF-8 read as U+FFFD, which is no word's: they end a
+            // word, as each run of valid text does.
+            for chunk in body.utf8_chunks() {
+                for word in raw_words(chunk.valid()) {
+                    let mut folded = core::mem::take(&mut self.folded);
+                    folded.clear();
+                    fold_into(word, &mut folded);
+                    let id = self.word_id(hash_of(folded.as_bytes()), folded.as_bytes());
+                    self.push_word(id);
+                    self.folded = folded;
+                }
             }
         }
         self.end_body(hash, body.len(), distinct_start);
@@ -398,6 +487,35 @@ mod tests {
 
     fn words_of(p: &Prepared, i: usize) -> Vec<String> {
         p.body_words(i).iter().map(|id| p.word(*id).to_string()).collect()
+    }
+
+    #[test]
+    fn words_reused_from_carrying_parts_are_the_words_tokenizing_finds() {
+        let bodies: Vec<SegmentBody> = [
+            &b"Red fox, red DOG"[..],
+            "Caf\u{e9} \u{3a3}\u{391}\u{3a3} fox \u{6771}\u{4eac}".as_bytes(),
+            b"dog\xff\xfefox 42 red",
+            b"",
+            b"fox fox FOX",
+        ]
+        .iter()
+        .map(|b| segment_body(b))
+        .collect();
+        // Two earlier parts carry bodies 0 to 2 and 2 to 4 (body 2 twice, its first
+        // carrier wins); body 3 is new.
+        let mut carried = CarriedBodies::default();
+        for held in [&bodies[..3], &bodies[2..]] {
+            let words = CarriedWords::open(super::words_of(held)).expect("this tokenizer's");
+            for (i, b) in held.iter().enumerate().filter(|(_, b)| b.body != b"") {
+                carried.entry(b.hash).or_insert((words.clone(), i as u32));
+            }
+        }
+        assert_eq!(words_reusing(&bodies, &carried), super::words_of(&bodies));
+        let mut reversed = bodies.clone();
+        reversed.reverse();
+        assert_eq!(words_reusing(&reversed, &carried), super::words_of(&reversed));
+        let foreign = SegmentWords { tokenizer: TOKENIZER + 1, ..super::words_of(&bodies) };
+        assert!(CarriedWords::open(foreign).is_none(), "another tokenizer's words are not carried");
     }
 
     #[test]

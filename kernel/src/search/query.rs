@@ -47,8 +47,32 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 
 /// The runs of alphanumeric characters of `text`, as they are.
 pub(crate) fn raw_words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+    text.split(|c: char| !is_word_char(c)).filter(|w| !w.is_empty())
 }
+
+/// Whether `c` is alphanumeric (`char::is_alphanumeric`), from a table for the Basic
+/// Multilingual Plane: the standard library's table searches were most of tokenizing text
+/// that is not ASCII.
+pub(crate) fn is_word_char(c: char) -> bool {
+    let at = c as usize;
+    match BMP_WORD_CHARS.get(at >> 6) {
+        Some(bits) => bits >> (at & 63) & 1 == 1,
+        None => c.is_alphanumeric(),
+    }
+}
+
+/// By 64 code points of the Basic Multilingual Plane: which are alphanumeric, as bits.
+/// Computed once a process (the standard library's test is not `const`).
+static BMP_WORD_CHARS: std::sync::LazyLock<Box<[u64]>> = std::sync::LazyLock::new(|| {
+    (0..0x1_0000u32 / 64)
+        .map(|block| {
+            (0..64).fold(0u64, |bits, i| {
+                let alphanumeric = char::from_u32(block * 64 + i).is_some_and(char::is_alphanumeric);
+                bits | u64::from(alphanumeric) << i
+            })
+        })
+        .collect()
+});
 
 /// Appends `word` lowercased character by character to `out`. ASCII is the common case,
 /// and its lowercase mapping is the ASCII one.
@@ -129,6 +153,13 @@ mod tests {
     fn words_are_alphanumeric_runs_lowercased_char_by_char() {
         let got: Vec<String> = words("Hello, WORLD! x2-y_z ÉCOLE ΣΑΣ 東京").collect();
         assert_eq!(got, ["hello", "world", "x2", "y", "z", "école", "σασ", "東京"]);
+    }
+
+    #[test]
+    fn word_chars_are_the_alphanumeric_ones_in_every_plane() {
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            assert_eq!(is_word_char(c), c.is_alphanumeric(), "{:?}", c);
+        }
     }
 
     #[test]
