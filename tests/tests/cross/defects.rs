@@ -131,15 +131,15 @@ fn first_caught(
 /// 10 s until they expired, and the run passed the checker. Since, seeds 3, 7, 14, 34, 19
 /// and 29 have met it as timing moved (19 and 29 of 1..400 after the seal after an answer,
 /// only 144 of 1..200 once drops swept segments, none of 1..200 but 227, 341 and 535 of
-/// 201..600 once reads took carried bodies from the ledger): the first seed caught is
-/// judged, then run fixed.
+/// 201..600 once reads took carried bodies from the ledger, 60 of 1..200 on 2026-12-06):
+/// the first seed caught is judged, then run fixed.
 #[test]
 fn a_replica_that_holds_writes_and_commits_none_is_stopped_as_starved() {
     let crash = Scenario::find("crash").expect("a scenario");
     let defects = Defects { catch_up_keeps_installed_gap: true, ..Defects::default() };
     let held = |r: &Report| r.violations.iter().any(|v| v.contains("held writes"));
     let (seed, report) =
-        first_caught(crash, &[227, 341, 535, 144, 29, 19, 7], defects, "LivenessStarved", |_, r| held(r));
+        first_caught(crash, &[60, 227, 341, 535, 144, 29, 19, 7], defects, "LivenessStarved", |_, r| held(r));
     assert!(held(&report), "seed {seed}: {:?}", report.violations);
     let fixed = run_scenario(crash, seed, &Overrides::default());
     assert!(fixed.passed(), "seed {seed}: {:?}", fixed.violations);
