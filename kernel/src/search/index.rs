@@ -190,6 +190,14 @@ impl ContentIndex {
         (id, cost)
     }
 
+    /// Makes room for `bodies` more bodies at once (a build knows how many it will
+    /// index): the tables do not hold an old copy beside a new one as they grow.
+    pub fn reserve(&mut self, bodies: usize) {
+        let held = &self.bodies;
+        self.body_ids.reserve(bodies, |i| table_hash(hash_at(held, *i)));
+        self.bodies.reserve(bodies);
+    }
+
     /// Removes a body; its words no other body holds are forgotten.
     pub fn remove(&mut self, hash: &Hash32) {
         let bodies = &self.bodies;
