@@ -30,7 +30,7 @@ use crate::marks::Mark;
 use crate::read_answers::{fetch, list, retained_versions, Found};
 use crate::reply::{Answer, CheckpointProblem, FailReason, ReadError, ReadOk, Reply};
 use crate::search::query::{words, Query};
-use crate::search::{catalog_page, Search, SearchMatch};
+use crate::search::{Search, SearchMatch};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
 use crate::views::{PinProblem, ReadWorld};
@@ -671,7 +671,7 @@ impl Reads {
                 } else {
                     io.marks.hit(Mark::SearchCatalogAnswer);
                     search.stats.catalog_answers += 1;
-                    let (entries, more) = catalog_page(world, query, start_after.as_deref(), *limit);
+                    let (entries, more) = search.catalog_page(world, query, start_after.as_deref(), *limit);
                     if entries.iter().any(|e| !query.matches(&words(e.path.as_str()).collect::<Vec<_>>())) {
                         io.marks.hit(Mark::SearchCatalogRecordMatched);
                     }

@@ -146,6 +146,40 @@ fn without_an_index_in_time_a_search_answers_from_the_catalog_and_says_so() {
 }
 
 #[test]
+fn a_catalog_answer_asked_again_at_its_state_is_the_same_and_at_a_later_state_is_the_later_s() {
+    let mut h = Harness::opened(blob_bodies(Config::default()));
+    let mut peer = Peer::following(&h);
+    let none = Expected::Absent;
+    peer.commit(&mut h, &[(1, publish("/pets/dog.md", "a cat", none)), (2, publish("/x.md", "dog", none))]);
+    learn_tip(&mut h);
+    // Each search waits out the index (its bodies' reads held back), then answers from
+    // the catalog: its sequence and paths.
+    let catalog = |h: &mut Harness| -> (u64, Vec<String>) {
+        let id = h.read(search("dog", None, 0));
+        h.deliver_all_but(is_body_get);
+        h.advance(Duration::from_secs(1));
+        h.fire_timer();
+        h.deliver_all_but(is_body_get);
+        let ok = h.read_ok(id);
+        let (paths, matched, _) = found(ok);
+        assert_eq!(matched, SearchMatch::Catalog);
+        (ok.at_sequence, paths.into_iter().map(str::to_owned).collect())
+    };
+    let first = catalog(&mut h);
+    assert_eq!(first.1, ["/pets/dog.md"]);
+    assert_eq!(catalog(&mut h), first, "asked again at the same state");
+    // A later state (installed with its body's read held back too) answers anew.
+    peer.commit(&mut h, &[(3, publish("/dog/b.md", "x", none))]);
+    let id = h.read(Read::Versions { path: "/x.md".into() });
+    h.deliver_all_but(is_body_get);
+    h.read_ok(id);
+    let later = catalog(&mut h);
+    assert!(later.0 > first.0, "the later state is read");
+    assert_eq!(later.1, ["/dog/b.md", "/pets/dog.md"]);
+    assert_eq!(h.marked(Mark::SearchCatalogAnswer), 3);
+}
+
+#[test]
 fn a_search_that_waits_for_the_index_answers_from_bodies_when_it_covers_in_time() {
     let mut h = Harness::opened(blob_bodies(Config::default()));
     let mut peer = Peer::following(&h);

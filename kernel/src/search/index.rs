@@ -11,8 +11,10 @@ use super::prepare::prepare_body;
 use super::prepare::Prepared;
 use super::query::Query;
 use crate::hash::Hash32;
+use core::hash::BuildHasher;
+use hashbrown::HashTable;
 use roaring::RoaringBitmap;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 
 struct Indexed {
     hash: Hash32,
@@ -29,9 +31,11 @@ pub(crate) struct ContentIndex {
     words: Vec<(Option<Box<str>>, RoaringBitmap)>,
     free_word_ids: Vec<u32>,
     /// By word id: the container (body id >> 16) this index last put the word's bodies
-    /// in, and at most how many bodies that container holds (see [`ContentIndex::post`]).
+    /// in, and at most how many bodies that container holds (see [`post`]).
     tails: Vec<(u32, u32)>,
-    body_ids: HashMap<Hash32, u32>,
+    /// Each body's id, found by its hash, which only `bodies` holds: a map keyed by the
+    /// hash held every hash twice (at a million bodies 77 MB of table; this one is 10).
+    body_ids: HashTable<u32>,
     bodies: Vec<Option<Indexed>>,
     free_body_ids: Vec<u32>,
     bytes: usize,
@@ -63,7 +67,7 @@ const ENTRY_OVERHEAD: usize = 48;
 
 impl ContentIndex {
     pub fn contains(&self, hash: &Hash32) -> bool {
-        self.body_ids.contains_key(hash)
+        self.body_id(hash).is_some()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -134,7 +138,8 @@ impl ContentIndex {
         } else {
             self.bodies[id as usize] = Some(indexed);
         }
-        self.body_ids.insert(hash, id);
+        let bodies = &self.bodies;
+        self.body_ids.insert_unique(table_hash(&hash), id, |i| table_hash(hash_at(bodies, *i)));
     }
 
     /// Puts the bodies of `part` inserted since the last call in their words' postings:
@@ -149,38 +154,18 @@ impl ContentIndex {
             if word_id == u32::MAX {
                 continue;
             }
+            // The posting and its tail once per word, not once per body.
+            let posting = &mut self.words[word_id as usize].1;
+            let tail = &mut self.tails[word_id as usize];
             for &b in part.holders(local) {
                 let id = translation.pending[b as usize];
                 if id != u32::MAX {
-                    self.post(word_id, id);
+                    post(posting, tail, id);
                 }
             }
         }
         translation.pending.fill(u32::MAX);
         translation.any_pending = false;
-    }
-
-    /// Puts body `id` in word `word_id`'s posting. Fresh body ids only grow, so most
-    /// often this is an append, and `try_push` appends to an array container without
-    /// searching it (a search of a posting was most of an insert's time at a million
-    /// bodies, its cache misses); but on a bitmap container (past 4,096 bodies)
-    /// `try_push` first scans for its maximum, where `insert` sets one bit. A container is
-    /// a bitmap exactly when it holds more than 4,096 (roaring converts at every insert
-    /// and remove), so an upper bound on the tail container's bodies below that says it
-    /// is an array.
-    fn post(&mut self, word_id: u32, id: u32) {
-        let posting = &mut self.words[word_id as usize].1;
-        let tail = &mut self.tails[word_id as usize];
-        let container = id >> 16;
-        if tail.0 != container {
-            let first = container << 16;
-            *tail = (container, posting.range_cardinality(first..=first | 0xffff) as u32);
-        }
-        // Removes only lower the true count, so `tail.1` stays an upper bound.
-        if tail.1 >= ARRAY_CONTAINER_MAX || posting.try_push(id).is_err() {
-            posting.insert(id);
-        }
-        tail.1 = tail.1.saturating_add(1);
     }
 
     fn word_id(&mut self, word: &str) -> (u32, usize) {
@@ -205,9 +190,21 @@ impl ContentIndex {
         (id, cost)
     }
 
+    /// Makes room for `bodies` more bodies at once (a build knows how many it will
+    /// index): the tables do not hold an old copy beside a new one as they grow.
+    pub fn reserve(&mut self, bodies: usize) {
+        let held = &self.bodies;
+        self.body_ids.reserve(bodies, |i| table_hash(hash_at(held, *i)));
+        self.bodies.reserve(bodies);
+    }
+
     /// Removes a body; its words no other body holds are forgotten.
     pub fn remove(&mut self, hash: &Hash32) {
-        let Some(id) = self.body_ids.remove(hash) else { return };
+        let bodies = &self.bodies;
+        let Ok(entry) = self.body_ids.find_entry(table_hash(hash), |i| hash_at(bodies, *i) == hash) else {
+            return;
+        };
+        let (id, _) = entry.remove();
         let indexed = self.bodies[id as usize].take().expect("an id names a body");
         for word_id in varints(&indexed.words) {
             let (word, posting) = &mut self.words[word_id as usize];
@@ -263,12 +260,43 @@ impl ContentIndex {
     }
 
     pub fn body_id(&self, hash: &Hash32) -> Option<u32> {
-        self.body_ids.get(hash).copied()
+        self.body_ids.find(table_hash(hash), |i| hash_at(&self.bodies, *i) == hash).copied()
     }
 
     pub fn hash_of(&self, id: u32) -> Option<&Hash32> {
         self.bodies.get(id as usize)?.as_ref().map(|b| &b.hash)
     }
+}
+
+/// Puts body `id` in a word's `posting`, whose `tail` is the container (body id >> 16)
+/// last put in and at most how many bodies it holds. Fresh body ids only grow, so most
+/// often this is an append, and `try_push` appends to an array container without
+/// searching it (a search of a posting was most of an insert's time at a million bodies,
+/// its cache misses); but on a bitmap container (past 4,096 bodies) `try_push` first
+/// scans for its maximum, where `insert` sets one bit. A container is a bitmap exactly
+/// when it holds more than 4,096 (roaring converts at every insert and remove), so an
+/// upper bound on the tail container's bodies below that says it is an array.
+fn post(posting: &mut RoaringBitmap, tail: &mut (u32, u32), id: u32) {
+    let container = id >> 16;
+    if tail.0 != container {
+        let first = container << 16;
+        *tail = (container, posting.range_cardinality(first..=first | 0xffff) as u32);
+    }
+    // Removes only lower the true count, so `tail.1` stays an upper bound.
+    if tail.1 >= ARRAY_CONTAINER_MAX || posting.try_push(id).is_err() {
+        posting.insert(id);
+    }
+    tail.1 = tail.1.saturating_add(1);
+}
+
+/// A body hash's place in `body_ids`.
+fn table_hash(hash: &Hash32) -> u64 {
+    FxBuildHasher.hash_one(hash)
+}
+
+/// The hash of the body with id `id`, which the table holds.
+fn hash_at(bodies: &[Option<Indexed>], id: u32) -> &Hash32 {
+    &bodies[id as usize].as_ref().expect("the table holds ids of bodies held").hash
 }
 
 /// What a query needs of a body: its words (the ids of the bodies holding them all), and
@@ -459,7 +487,7 @@ mod tests {
     }
 
     fn indexed_words(index: &ContentIndex, hash: &Hash32) -> Vec<String> {
-        let indexed = index.bodies[index.body_ids[hash] as usize].as_ref().unwrap();
+        let indexed = index.bodies[index.body_id(hash).unwrap() as usize].as_ref().unwrap();
         varints(&indexed.words).map(|id| index.words[id as usize].0.as_deref().unwrap().to_string()).collect()
     }
 

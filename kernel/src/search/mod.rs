@@ -49,6 +49,10 @@ pub const INSTALLS_QUEUED_MAX: usize = 1_024;
 /// path order rather than by sorting every matching body's documents.
 const SCAN_ABOVE_BODIES: u64 = 1_024;
 
+/// Catalog answers kept for a search asked again at the same state (see
+/// [`Search::catalog_page`]).
+const CATALOG_ANSWERS_KEPT: usize = 4;
+
 /// How a search answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SearchMatch {
@@ -181,7 +185,21 @@ pub(crate) struct Search {
     segments: Option<SegmentLoad>,
     /// Bodies the served state stopped holding, and when.
     retired: VecDeque<(Instant, Hash32)>,
+    /// The last few catalog answers, newest last.
+    catalog_answers: VecDeque<CatalogAnswer>,
     pub stats: SearchStats,
+}
+
+/// A catalog page, with what determines it: the state's sequence (a state is a function
+/// of its sequence, so every view at one sequence reads the same documents), the query
+/// and the page asked for.
+struct CatalogAnswer {
+    sequence: u64,
+    query: Query,
+    start_after: Option<String>,
+    limit: usize,
+    entries: Vec<IndexEntry>,
+    more: bool,
 }
 
 impl Search {
@@ -210,6 +228,7 @@ impl Search {
             offered: None,
             segments: None,
             retired: VecDeque::new(),
+            catalog_answers: VecDeque::new(),
             stats: SearchStats::default(),
         }
     }
@@ -295,8 +314,9 @@ impl Search {
             if part.words_taken() {
                 io.marks.hit(Mark::SearchSegmentWordsTaken);
             }
+            // No body missing is indexed: one leaves `missing` as it is indexed.
             let waiting: VecDeque<usize> = (part.bodies().iter().enumerate())
-                .filter(|(_, b)| self.missing.contains(&b.hash) && !self.index.contains(&b.hash))
+                .filter(|(_, b)| self.missing.contains(&b.hash))
                 .map(|(i, _)| i)
                 .collect();
             if !waiting.is_empty() {
@@ -329,6 +349,15 @@ impl Search {
             self.rescan = false;
             self.missing.clear();
             self.queue.clear();
+            // A build finds every body missing and indexes them all: sized once, the
+            // tables do not hold an old copy beside a new one as they grow (at a million
+            // bodies the set's 35 MB beside 69).
+            if self.index.is_empty() {
+                let count = sn.world.body_hashes().size_hint().0;
+                self.missing.reserve(count);
+                self.queue.reserve(count);
+                self.index.reserve(count);
+            }
             for hash in sn.world.body_hashes() {
                 if !self.index.contains(hash) {
                     self.missing.insert(*hash);
@@ -495,6 +524,43 @@ impl Search {
                 served_ok && pin.changed_bodies().all(|h| self.index.contains(h))
             }
         }
+    }
+
+    /// The catalog page of `query` in `world` ([`catalog_page`]), or the same page kept
+    /// from the last answers at the same state. While an index builds, a client asking
+    /// again meets the same state each time, and each answer walks every path: at a
+    /// million documents about 0.2 s of the replica's thread, a fifth of its work during
+    /// a build that four such answers a second share.
+    pub fn catalog_page(
+        &mut self,
+        world: &dyn ReadWorld,
+        query: &Query,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> (Vec<IndexEntry>, bool) {
+        let sequence = world.sequence();
+        let kept = self.catalog_answers.iter().find(|a| {
+            a.sequence == sequence
+                && a.limit == limit
+                && a.start_after.as_deref() == start_after
+                && a.query == *query
+        });
+        if let Some(a) = kept {
+            return (a.entries.clone(), a.more);
+        }
+        let (entries, more) = catalog_page(world, query, start_after, limit);
+        if self.catalog_answers.len() == CATALOG_ANSWERS_KEPT {
+            self.catalog_answers.pop_front();
+        }
+        self.catalog_answers.push_back(CatalogAnswer {
+            sequence,
+            query: query.clone(),
+            start_after: start_after.map(str::to_owned),
+            limit,
+            entries: entries.clone(),
+            more,
+        });
+        (entries, more)
     }
 
     /// The page of documents matching `query` in `world`, after `start_after`, at most
