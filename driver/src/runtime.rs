@@ -252,6 +252,7 @@ impl Loop {
         let identity = Identity {
             store_id: StoreId(crate::world::random_u64()),
             rng_seed: crate::world::random_u64(),
+            receipt_key: crate::world::random_receipt_key(),
             ..self.identity.clone()
         };
         let store_id = identity.store_id;

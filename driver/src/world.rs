@@ -181,6 +181,12 @@ pub(crate) fn random_u64() -> u64 {
     u64::from_le_bytes(bytes)
 }
 
+/// A receipt window key from the system's random source: 128 bits no client can learn
+/// from the binary or guess, drawn again at every open.
+pub(crate) fn random_receipt_key() -> slotlog_kernel::world::ReceiptKey {
+    slotlog_kernel::world::ReceiptKey::new(random_u64(), random_u64())
+}
+
 impl World {
     /// Opens the world under `prefix` in `store`, or creates one there (its marker and
     /// checkpoint zero) if the prefix is empty. Refuses, with a typed error, a prefix that
@@ -318,6 +324,7 @@ impl World {
             store_id: StoreId(random_u64()),
             prefix: prefix.to_string(),
             rng_seed: random_u64(),
+            receipt_key: random_receipt_key(),
         };
         let base = tokio::time::Instant::now();
         let replica = Replica::new(kernel.clone(), identity.clone(), slotlog_kernel::Instant::ZERO)

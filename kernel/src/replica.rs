@@ -21,7 +21,7 @@ use crate::reply::{FailReason, Reply, WriteError};
 use crate::search::Search;
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
-use crate::world::{validate, WorldState};
+use crate::world::{validate, ReceiptKey, WorldState};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 
@@ -37,6 +37,10 @@ pub struct Identity {
     pub prefix: String,
     /// Seeds the replica's RNG (backoff jitter). Same seed, same inputs: same outputs.
     pub rng_seed: u64,
+    /// Keys the receipt window's hash of operation ids (clients choose them): drawn from
+    /// the system's random source by a production embedder, from the run's seed by a
+    /// simulation. Changes no answer.
+    pub receipt_key: ReceiptKey,
 }
 
 /// What a health report reads of a replica at one instant: facts, no judgement (the
@@ -119,15 +123,7 @@ impl Replica {
             true => Config { compaction: crate::config::CompactionRole::Off, ..config },
             false => config,
         };
-        let opening = Opening::start(
-            &config,
-            keys.clone(),
-            identity.world_id,
-            genesis_world_id,
-            identity.store_id,
-            now,
-            &mut io,
-        );
+        let opening = Opening::start(&config, keys.clone(), &identity, genesis_world_id, now, &mut io);
         Ok(Replica {
             reads: Reads::new(&config, keys.clone()),
             search: Search::new(&config, keys.clone()),

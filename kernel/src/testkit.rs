@@ -192,7 +192,17 @@ impl Harness {
     /// `checkpoint_slots` below the default: tests of other owners jump the clock past the
     /// checkpoint interval and must not see checkpoints appear. Blind probes are off
     /// unless the config says a `blind_probe_slots` other than the default.
-    pub fn with_store(mut config: Config, store: MemStore, store_id: u64) -> Harness {
+    pub fn with_store(config: Config, store: MemStore, store_id: u64) -> Harness {
+        Harness::with_receipt_key(config, store, store_id, crate::world::ReceiptKey::from_seed(7))
+    }
+
+    /// [`Harness::with_store`], the replica's receipt window keyed by `receipt_key`.
+    pub fn with_receipt_key(
+        mut config: Config,
+        store: MemStore,
+        store_id: u64,
+        receipt_key: crate::world::ReceiptKey,
+    ) -> Harness {
         if config.checkpoint_slots >= Config::default().checkpoint_slots {
             config.compaction = crate::config::CompactionRole::Off;
         }
@@ -206,6 +216,7 @@ impl Harness {
             store_id: StoreId(store_id),
             prefix: PREFIX.into(),
             rng_seed: 7,
+            receipt_key,
         };
         let now = Instant::from_millis(1);
         let replica = Replica::new(config, identity, now).expect("valid config");

@@ -23,7 +23,7 @@ pub struct ModelDocument {
     pub modified_sequence: u64,
     /// The modified time the log gave the document's last change (SPEC 1.3): the one
     /// value the model cannot derive, recorded by the checker once judged
-    /// ([`crate::ModelWorld::record_modified_time`]); 0 until then.
+    /// ([`crate::ModelWorld::replace_modified_time`]); 0 until then.
     pub modified_us: u64,
     /// The catalog record the last publish set (SPEC 1.3).
     pub catalog: Option<String>,

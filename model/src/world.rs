@@ -205,11 +205,12 @@ impl ModelWorld {
     }
 
     /// Records the modified time the log gave `path`'s last change, once the checker has
-    /// judged it (SPEC 1.3).
-    pub fn record_modified_time(&mut self, path: &str, modified_us: u64) {
-        if let Some(doc) = self.documents.get_mut(path) {
-            doc.modified_us = modified_us;
-        }
+    /// judged it (SPEC 1.3), and gives back the time the document held (None when
+    /// absent): one search where a read and a write took two. Applying a member leaves
+    /// the time as it was, so after `apply_made` this is still the time before the member.
+    pub fn replace_modified_time(&mut self, path: &str, modified_us: u64) -> Option<u64> {
+        let doc = self.documents.get_mut(path)?;
+        Some(std::mem::replace(&mut doc.modified_us, modified_us))
     }
 
     // ---------------------------------------------------------------- judging

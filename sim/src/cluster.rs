@@ -23,7 +23,7 @@ use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{BlobOpId, RequestId, StoreId, ViewId, WorldId};
 use slotlog_kernel::reply::{FailReason, ReadError, Reply};
 use slotlog_kernel::time::Instant;
-use slotlog_kernel::world::{evaluate, validate, Evaluation, WorldState, Write};
+use slotlog_kernel::world::{evaluate, validate, Evaluation, ReceiptKey, WorldState, Write};
 use slotlog_kernel::{
     CollectorStats, CommitterStats, CompactorStats, Config, Effect, FeedStats, Identity, Input, Marks,
     ReadStats, Replica, Request, Warning, WatchEnd, WriteError, WriteOk,
@@ -935,11 +935,14 @@ impl Cluster<'_> {
     fn start_node(&mut self, n: usize) {
         self.nodes[n].applied_through = None;
         let incarnation = self.nodes[n].incarnation;
+        let rng_seed = self.chaos.next_u64();
         let identity = Identity {
             world_id: Some(self.world_id),
             store_id: StoreId(((n as u64) << 32) | u64::from(incarnation)),
             prefix: self.config.prefix.clone(),
-            rng_seed: self.chaos.next_u64(),
+            rng_seed,
+            // From the run's seed, with no draw of its own, so traces stay as they were.
+            receipt_key: ReceiptKey::from_seed(rng_seed),
         };
         let now = self.kernel_now(n);
         let mut kernel = self.config.kernel.clone();

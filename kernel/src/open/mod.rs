@@ -20,10 +20,11 @@ use crate::hash::Hash32;
 use crate::ids::{StoreId, WorldId};
 use crate::io::{Call, Io, Purpose};
 use crate::marks::Mark;
+use crate::replica::Identity;
 use crate::reply::{CheckpointProblem, FailReason, SkippedCheckpoint};
 use crate::snapshot::Snapshot;
 use crate::time::Instant;
-use crate::world::{ApplyError, WorldState};
+use crate::world::{ApplyError, ReceiptKey, WorldState};
 use bytes::Bytes;
 use load::Load;
 use replay::Replay;
@@ -35,6 +36,8 @@ pub(crate) struct Opening {
     world_id: Option<WorldId>,
     genesis_world_id: WorldId,
     store_id: StoreId,
+    /// The receipt window's key: the world this opening hands over hashes ids under it.
+    receipt_key: ReceiptKey,
     /// A listing found objects while the marker was absent: read the marker once more.
     marker_recheck: bool,
     /// The world id and marker hash, once the marker is read or created.
@@ -125,18 +128,18 @@ impl Opening {
     pub fn start(
         config: &Config,
         keys: Keys,
-        world_id: Option<WorldId>,
+        identity: &Identity,
         genesis_world_id: WorldId,
-        store_id: StoreId,
         now: Instant,
         io: &mut Io,
     ) -> Opening {
         io.issue(now, Purpose::Open(OpenCall::MarkerGet), BlobOp::Get { key: keys.marker() }, 0);
         Opening {
             keys,
-            world_id,
+            world_id: identity.world_id,
             genesis_world_id,
-            store_id,
+            store_id: identity.store_id,
+            receipt_key: identity.receipt_key,
             marker_recheck: false,
             anchor: None,
             genesis_rule: MergeRule::of(config),
@@ -329,6 +332,7 @@ impl Opening {
                         let load = self.load.take().expect("loading");
                         let next_sequence = load.next_sequence();
                         let previous_hash = load.previous_hash();
+                        let world = world.with_receipt_key(self.receipt_key);
                         self.world = Some(Snapshot::new(world, self.recent_slots_max, self.views, now));
                         let (names, layers) = (load.names, load.layers);
                         self.loaded = Some(Loaded { next_sequence, previous_hash, names, layers });
@@ -351,7 +355,7 @@ impl Opening {
         let world_id = marker.world_id;
         self.anchor = Some((world_id, marker_hash));
         self.merge_rule = marker.merge_rule;
-        let world = WorldState::genesis(world_id, marker_hash);
+        let world = WorldState::genesis(world_id, marker_hash).with_receipt_key(self.receipt_key);
         self.world = Some(Snapshot::new(world, self.recent_slots_max, self.views, now));
     }
 

@@ -11,6 +11,7 @@ pub(crate) mod merge;
 pub mod mutation;
 pub mod path;
 pub mod policy;
+pub mod receipt_key;
 pub mod receipt_window;
 #[cfg(test)]
 mod receipts_tests;
@@ -27,6 +28,7 @@ pub use evaluate::{evaluate, validate, Evaluation, ValidMutation};
 pub use mutation::{Expected, Mutation, PolicyBody, Write};
 pub use path::{Path, PathDecodeError, PathProblem};
 pub use policy::{Policy, PolicyProblem, PolicyRules};
+pub use receipt_key::ReceiptKey;
 pub use receipt_window::{receipts_from, ReceiptAnswer, RECEIPT_WINDOW_SEQUENCES};
 pub use state::{ApplyError, ApplyRule, RestoreProblem, WorldState};
 pub use verdict::{Invalid, Rejection};

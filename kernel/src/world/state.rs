@@ -7,14 +7,14 @@ use super::document::Document;
 use super::entry::{IndexEntry, Receipt, SlotMember};
 use super::path::Path;
 use super::policy::Policy;
+use super::receipt_key::ReceiptKey;
 use super::receipt_window::{self, receipts_from, ReceiptAnswer};
 use super::request_digest;
 use super::view::StateView;
 use crate::format::{Slot, StoredReceipt};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
-use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Why a slot cannot be applied on this state. Any of these means the log is not the one
 /// this replica holds, or two implementations disagree; the replica fails closed.
@@ -108,8 +108,9 @@ pub struct WorldState {
     policy: Policy,
     /// Each receipt of the window with the digest of its request (SPEC 10.13). Only
     /// looked up by id, never walked (`receipt_order` gives the order), so a hash map: a
-    /// B-tree of 17,000 random ids cost 2% of a simulated run in inserts alone.
-    receipts: FxHashMap<OperationId, StoredReceipt>,
+    /// B-tree of 17,000 random ids cost 2% of a simulated run in inserts alone. Keyed
+    /// (`ReceiptKey`): the ids are the clients'.
+    receipts: HashMap<OperationId, StoredReceipt, ReceiptKey>,
     /// The receipts held, in sequence order, so those leaving the window go first.
     receipt_order: VecDeque<(u64, OperationId)>,
     /// Current body hash to the documents that hold it.
@@ -129,7 +130,7 @@ impl WorldState {
             world_id,
             documents: BTreeMap::new(),
             policy: Policy::default(),
-            receipts: FxHashMap::default(),
+            receipts: HashMap::default(),
             receipt_order: VecDeque::new(),
             bodies: BodyIndex::default(),
             held_records: 0,
@@ -137,6 +138,20 @@ impl WorldState {
             tip_hash: marker_hash,
             slots_applied: 0,
         }
+    }
+
+    /// This state with its receipt window hashed under `key` (genesis and restore leave
+    /// the default key: the embedder's comes with the replica's identity, at open).
+    pub fn with_receipt_key(mut self, key: ReceiptKey) -> WorldState {
+        let mut receipts = HashMap::with_capacity_and_hasher(self.receipts.len(), key);
+        receipts.extend(self.receipts.drain());
+        self.receipts = receipts;
+        self
+    }
+
+    /// The key the receipt window hashes operation ids under.
+    pub fn receipt_key(&self) -> ReceiptKey {
+        *self.receipts.hasher()
     }
 
     /// The state a checkpoint holds: the world through `sequence`, whose slot hashes to

@@ -470,9 +470,6 @@ pub fn check(
                 continue;
             };
             let op = &history.ops[indices[0]];
-            // The document's time before the member: the log's, as judged below.
-            let previous_us =
-                m.entry.as_ref().and_then(|e| model.document(e.path.as_str())).map_or(0, |d| d.modified_us);
             match model.apply_made(op_id, &op.mutation) {
                 (Verdict::Applied(applied), body) => {
                     if let Some(diff) = member_differs(m, &applied) {
@@ -483,6 +480,11 @@ pub fn check(
                     // and the document's previous time, then held by the model, so every
                     // read and checkpoint after must give the log's.
                     if let Some(e) = &m.entry {
+                        // The log's time goes in, and the document's time before the
+                        // member (the log's, judged here before) comes out: applying
+                        // leaves it as it was (0 for a new document).
+                        let previous_us =
+                            model.replace_modified_time(e.path.as_str(), e.modified_us).unwrap_or(0);
                         let created_us = created_at.as_micros();
                         if e.modified_us > created_us || e.modified_us < previous_us {
                             r.violation(Violation::ModifiedTimeOutOfBounds {
@@ -493,7 +495,6 @@ pub fn check(
                                 created_us,
                             });
                         }
-                        model.record_modified_time(e.path.as_str(), e.modified_us);
                     }
                     made.push(applied.body_hash.map(Hash32).zip(body));
                 }
