@@ -86,6 +86,15 @@ pub(crate) enum Installed {
     AlreadyHeld,
 }
 
+/// Where a slot to install comes from.
+#[derive(Clone, Copy)]
+enum Origin {
+    /// This replica's committer built it on the state it is installed on.
+    Own,
+    /// Read from the bucket (a peer's, or one of ours found again): judged member by member.
+    Read,
+}
+
 pub(crate) struct Snapshot {
     pub world: WorldState,
     pub recent: RecentSlots,
@@ -131,6 +140,22 @@ impl Snapshot {
     /// Applies a slot that continues the chain, or recognizes one already applied. A slot
     /// under an applied name with other bytes means the log forked: refused.
     pub fn install(&mut self, slot: &Slot, hash: Hash32, now: Instant) -> Result<Installed, ApplyError> {
+        self.install_from(slot, hash, now, Origin::Read)
+    }
+
+    /// [`Snapshot::install`] for a slot this replica's committer built and created: its
+    /// members are not judged again ([`WorldState::apply_own_slot`]).
+    pub fn install_own(&mut self, slot: &Slot, hash: Hash32, now: Instant) -> Result<Installed, ApplyError> {
+        self.install_from(slot, hash, now, Origin::Own)
+    }
+
+    fn install_from(
+        &mut self,
+        slot: &Slot,
+        hash: Hash32,
+        now: Instant,
+        origin: Origin,
+    ) -> Result<Installed, ApplyError> {
         if slot.first_sequence <= self.world.sequence() {
             return match self.recent.holding(slot.first_sequence) {
                 Some(s) if s.first == slot.first_sequence && s.hash == hash => Ok(Installed::AlreadyHeld),
@@ -143,7 +168,11 @@ impl Snapshot {
         // Images of documents as they are before the slot: true even if it does not apply.
         self.views.record(&self.world, slot);
         self.search.record(&self.world, slot);
-        if let Err(e) = self.world.apply_slot(slot, hash) {
+        let applied = match origin {
+            Origin::Own => self.world.apply_own_slot(slot, hash),
+            Origin::Read => self.world.apply_slot(slot, hash),
+        };
+        if let Err(e) = applied {
             self.ledger.undo(recorded);
             return Err(e);
         }

@@ -16,6 +16,7 @@ use crate::world::{
     evaluate, Evaluation, Layered, Overlay, Receipt, Rejection, SlotMember, StateView, ValidMutation,
 };
 use bytes::Bytes;
+use rustc_hash::FxHashSet;
 use std::collections::{BTreeSet, VecDeque};
 
 /// A slot's bytes besides its members and bodies: frame, ids, hashes and varints.
@@ -64,6 +65,9 @@ pub(super) struct Batch {
     pub bodies_waiting: BTreeSet<Hash32>,
     /// New bodies the slot carries (SPEC 5.7), each once, in member order.
     pub carried: Vec<(Hash32, Bytes)>,
+    /// The hashes of `carried`: each member asks whether its body is among them, and a
+    /// scan made a full batch (256 members) a quadratic number of comparisons.
+    carried_hashes: FxHashSet<Hash32>,
     /// The slot's payload so far: members and carried bodies, encoded.
     pub payload_bytes: usize,
     /// Its slot is encoded: it takes no more members.
@@ -90,6 +94,7 @@ impl Batch {
             slot: None,
             bodies_waiting: BTreeSet::new(),
             carried: Vec::new(),
+            carried_hashes: FxHashSet::default(),
             payload_bytes: 0,
             sealed: false,
             full: false,
@@ -255,8 +260,7 @@ impl Committer {
                     // Carried in this member's slot even when stored elsewhere: a reader
                     // finds a small body in the slot of its version (SPEC 5.7).
                     let small = new_body.as_ref().filter(|(h, b)| {
-                        b.len() <= self.config.body_inline_bytes_max
-                            && !batch.carried.iter().any(|(c, _)| c == h)
+                        b.len() <= self.config.body_inline_bytes_max && !batch.carried_hashes.contains(h)
                     });
                     let carried_bytes = small.map_or(0, |(_, b)| b.len() + BODY_LENGTH_BYTES);
                     let bytes = batch.payload_bytes + member_bytes + carried_bytes;
@@ -275,6 +279,7 @@ impl Committer {
                         bodies.remember(hash, body.clone());
                         if carry {
                             batch.payload_bytes += carried_bytes;
+                            batch.carried_hashes.insert(hash);
                             batch.carried.push((hash, body));
                         } else if body.len() > self.config.body_inline_bytes_max || too_long {
                             let stored = world.paths_with_body(&hash).next().is_some();

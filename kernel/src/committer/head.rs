@@ -254,7 +254,7 @@ impl Committer {
         let mut head = self.pipeline.pop_front().expect("a head to commit");
         head.created_at.get_or_insert(now);
         let enc = head.slot.as_ref().expect("a committed head has a slot");
-        match sn.install(&enc.slot, enc.hash, now) {
+        match sn.install_own(&enc.slot, enc.hash, now) {
             // The slot landed after its first create was sent; then the world was exactly
             // this, so it was the tip at an instant at or after that send.
             Ok(Installed::Applied) => sn.confirm_current(head.first_create_at.expect("a create was sent")),

@@ -18,7 +18,7 @@ use crate::hash::Hash32;
 use crate::ids::WorldId;
 use crate::world::{receipts_from, request_digest, Document, Path, Policy, StateView, WorldState};
 use bytes::Bytes;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
 
 pub(crate) struct Ledger {
     /// Off for a replica that never compacts: it keeps nothing.
@@ -132,8 +132,9 @@ impl Ledger {
         self.dropped.extend(leaving.filter(|r| r.receipt.sequence <= self.base).cloned());
         for m in &slot.members {
             if let Some(entry) = &m.entry {
-                if !self.before.contains_key(&entry.path) {
-                    self.before.insert(entry.path.clone(), world.document(&entry.path).cloned());
+                // One search of the map for both the question and the insert.
+                if let btree_map::Entry::Vacant(v) = self.before.entry(entry.path.clone()) {
+                    v.insert(world.document(&entry.path).cloned());
                 }
             }
         }

@@ -9,6 +9,8 @@ pub mod entry;
 pub mod evaluate;
 pub(crate) mod merge;
 pub mod mutation;
+#[cfg(test)]
+mod own_slot_tests;
 pub mod path;
 pub mod policy;
 pub mod receipt_key;
