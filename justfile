@@ -27,23 +27,23 @@ sim SCENARIO="single" SEED="1": build
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
 # simulated GCS over HTTP) and 2,631 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on 995cfa8 (2 cores, the machine quiet, 20 min 25 s
-# in all, 2026-12-06): build (8 min 00 s) with moto and Azurite installing and cargo-deny
-# building beside it, then clippy and rustdoc (67 s), nextest 1,046 tests 156 s, then
-#   light     seeds 1..100     8 x 100 =   800 runs   145 s
-#   cheap     seeds 101..500   4 x 400 = 1,600 runs   129 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    65 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs    91 s (compact, and edges: the rare paths)
-#   collect   seeds 1..24      1 x  24 =    24 runs    27 s (30 virtual hours each:
+# is what CI runs. A fresh-clone CI on 7443ccc (2 cores, the machine quiet, 15 min 46 s
+# in all, 2026-12-06): build (6 min 29 s) with moto and Azurite installing and cargo-deny
+# building beside it, then clippy and rustdoc (54 s), nextest 1,056 tests 80 s, then
+#   light     seeds 1..100     8 x 100 =   800 runs   125 s
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs   101 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    55 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs    70 s (compact, and edges: the rare paths)
+#   collect   seeds 1..24      1 x  24 =    24 runs    19 s (30 virtual hours each:
 #             checkpoints, drops, slot and segment collection, a pause and a stall)
-#   overload  seeds 1..8       1 x   8 =     8 runs     9 s (three times what commits, offered)
-#   search    seeds 1..30      1 x  30 =    30 runs    18 s (body search through crashes)
-#   soak48    seeds 38..46     1 x   9 =     9 runs    22 s (48 virtual hours, every fault)
+#   overload  seeds 1..8       1 x   8 =     8 runs     6 s (three times what commits, offered)
+#   search    seeds 1..30      1 x  30 =    30 runs    14 s (body search through crashes)
+#   soak48    seeds 38..46     1 x   9 =     9 runs    17 s (48 virtual hours, every fault)
 #             (since slots carry entries' times, soak48 seeds 44 and 46 are the ones of
 #             1..48 that reach probe_below_collection; 39, 43, 44 and 45 of these reach
 #             freshen_raced, as do 8, 13, 19, 25, 28 and 31 elsewhere)
 # Every run ends in a settle phase with the faults stopped (docs/SIMULATION.md). Together
-# these runs hit every required coverage mark (78; coverage_missed empty,
+# these runs hit every required coverage mark (79; coverage_missed empty,
 # scripts/coverage-table.py lists who reaches each in docs/GUARANTEES.md). `just soak`
 # is 73,100 runs over every scenario. The driver under madsim is `just madsim-sweep` (its
 # own build, ~3 min).
