@@ -119,13 +119,20 @@ fn a_catalog_answer_matches_the_path_and_the_catalog_record_each_part_in_one() {
     assert_eq!(h.marked(Mark::SearchCatalogRecordMatched), 1);
 }
 
-#[test]
-fn without_an_index_in_time_a_search_answers_from_the_catalog_and_says_so() {
+/// A replica that learned a peer's slot of two documents: "dog" in one's path, in the
+/// other's body.
+fn dog_in_a_path_and_in_a_body() -> (Harness, Peer) {
     let mut h = Harness::opened(blob_bodies(Config::default()));
     let mut peer = Peer::following(&h);
     let none = Expected::Absent;
     peer.commit(&mut h, &[(1, publish("/pets/dog.md", "a cat", none)), (2, publish("/x.md", "dog", none))]);
     learn_tip(&mut h);
+    (h, peer)
+}
+
+#[test]
+fn without_an_index_in_time_a_search_answers_from_the_catalog_and_says_so() {
+    let (mut h, _peer) = dog_in_a_path_and_in_a_body();
     let id = h.read(search("dog", None, 0));
     // The probe finds the peer's slot; the bodies' reads are held back.
     h.deliver_all_but(is_body_get);
@@ -146,12 +153,9 @@ fn without_an_index_in_time_a_search_answers_from_the_catalog_and_says_so() {
 }
 
 #[test]
-fn a_catalog_answer_asked_again_at_its_state_is_the_same_and_at_a_later_state_is_the_later_s() {
-    let mut h = Harness::opened(blob_bodies(Config::default()));
-    let mut peer = Peer::following(&h);
+fn a_catalog_answer_asked_again_at_its_state_is_the_same_and_at_a_later_state_is_the_later_ones() {
+    let (mut h, mut peer) = dog_in_a_path_and_in_a_body();
     let none = Expected::Absent;
-    peer.commit(&mut h, &[(1, publish("/pets/dog.md", "a cat", none)), (2, publish("/x.md", "dog", none))]);
-    learn_tip(&mut h);
     // Each search waits out the index (its bodies' reads held back), then answers from
     // the catalog: its sequence and paths.
     let catalog = |h: &mut Harness| -> (u64, Vec<String>) {
