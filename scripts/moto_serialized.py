@@ -8,7 +8,8 @@ request, response body included: connections stay concurrent, decisions are seri
 
 It also runs moto's clock, for tests of what happens with age (collection, the reload
 rule): `POST /_slotlog/clock?advance_s=N` moves the time moto stamps on what it stores
-(LastModified in listings, HEAD and GET) N seconds further ahead, for good; `GET
+(LastModified in listings, HEAD and GET) and the `Date` of every answer (which the driver
+takes as the store's clock after a create) N seconds further ahead, for good; `GET
 /_slotlog/clock` answers the offset so far. Objects already stored keep their stamps, so
 after an advance they are N seconds older on the store's clock. Test-only: this server is
 never anything but a test double.
@@ -17,9 +18,11 @@ usage: python moto_serialized.py HOST PORT
 """
 
 import datetime
+import email.utils
 import json
 import sys
 import threading
+import time
 from urllib.parse import parse_qs
 
 import moto.core.responses
@@ -48,6 +51,13 @@ def shifted_utcnow() -> datetime.datetime:
 # moto's S3 stamps objects through `utcnow` imported by name into each module.
 for module in (moto.core.utils, moto.core.responses, moto.s3.models):
     module.utcnow = shifted_utcnow
+
+
+class ClockedRequestHandler(MotoRequestHandler):
+    """moto's handler, dating each answer on moto's clock rather than this machine's."""
+
+    def date_time_string(self, timestamp=None):
+        return email.utils.formatdate((timestamp or time.time()) + clock_offset_s, usegmt=True)
 
 
 def clock(environ, start_response):
@@ -80,7 +90,7 @@ def main() -> None:
             # Drain the body inside the lock: moto may compute it lazily from its state.
             return [b"".join(app(environ, start_response))]
 
-    run_simple(host, port, serialized, threaded=True, request_handler=MotoRequestHandler)
+    run_simple(host, port, serialized, threaded=True, request_handler=ClockedRequestHandler)
 
 
 if __name__ == "__main__":

@@ -151,6 +151,8 @@ pub mod reload;
 pub(crate) mod replicas;
 pub(crate) mod runtime;
 #[cfg(feature = "object-store")]
+pub mod store_date;
+#[cfg(feature = "object-store")]
 pub mod store_url;
 pub(crate) mod sync;
 pub mod telemetry;
@@ -174,6 +176,10 @@ pub use object_store_blobs::{detect_backend, Backend, ObjectStoreBlobs};
 pub use reload::WorldStats;
 pub use slotlog_kernel::ids::WorldId;
 pub use slotlog_kernel::search::{query::QueryProblem, SearchMatch};
+#[cfg(feature = "object-store")]
+pub use store_date::AnsweredAt;
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+pub use store_date::DatedConnector;
 // Everything a caller names in a `World` call or its answer, so an embedder needs no
 // second dependency on the kernel crate.
 pub use slotlog_kernel::world::{

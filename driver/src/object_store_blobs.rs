@@ -101,16 +101,17 @@ use object_store::gcp::GcpCredentialProvider;
 use object_store::path::Path;
 #[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 use object_store::ClientOptions;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, PutResult, UpdateVersion};
 #[cfg(feature = "s3")]
 use percent_encoding::AsciiSet;
 #[cfg(any(feature = "s3", feature = "gcs"))]
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
-use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, Generation, ObjectMeta, Written};
+use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, Generation, ObjectMeta, WriteTime, Written};
 use tracing::Instrument;
 
 use crate::blobs::{BlobFuture, Blobs, CallFailure, ExplainedFuture};
 use crate::error::{StoreErrorKind, UncheckedStore};
+use crate::store_date::AnsweredAt;
 
 /// A listing answers at most this many keys, whatever the limit asked (GCS's page cap,
 /// and the simulated GCS's).
@@ -806,10 +807,7 @@ impl Inner {
         let size = bytes.len() as u64;
         let opts = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
         match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
-            Ok(put) => {
-                let generation = self.generation(put.e_tag, put.version);
-                Ok(BlobOutcome::Created(written(key, generation, size)))
-            }
+            Ok(put) => Ok(BlobOutcome::Created(self.written(key, put, size))),
             Err(e) => {
                 let mut explained = explain(&e, Call::Create);
                 // Azurite answers a create conflict with 409 (real Azure with 412); on S3 a
@@ -919,10 +917,7 @@ impl Inner {
         };
         let opts = PutOptions { mode: PutMode::Update(version), ..PutOptions::default() };
         match self.store.put_opts(&path, PutPayload::from(bytes), opts).await {
-            Ok(put) => {
-                let generation = self.generation(put.e_tag, put.version);
-                Ok(BlobOutcome::Rewritten(written(key, generation, size)))
-            }
+            Ok(put) => Ok(BlobOutcome::Rewritten(self.written(key, put, size))),
             Err(e) => match explain(&e, Call::Rewrite) {
                 // S3 and memory answer a missing object with a failed precondition: tell
                 // the two apart, as the contract does.
@@ -968,6 +963,14 @@ impl Inner {
             }
         }
     }
+    /// A write as the store answered it: with the answer's `Date` where the store's HTTP
+    /// client kept it ([`AnsweredAt`]), else with no time (the kernel then reads the
+    /// object's metadata when it needs one); never this machine's clock (SPEC 10.15).
+    fn written(&self, key: &str, put: PutResult, size: u64) -> Written {
+        let time = AnsweredAt::of(&put).map(WriteTime::Answered);
+        Written { key: key.to_string(), generation: self.generation(put.e_tag, put.version), time, size }
+    }
+
     fn generation(&self, e_tag: Option<String>, version: Option<String>) -> Generation {
         let (first, second) = match self.backend.token() {
             GenerationToken::ETag => (e_tag, version),
@@ -1010,13 +1013,6 @@ impl Ord for HeapEntry {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.0.key.cmp(&other.0.key)
     }
-}
-
-/// A write as the store answered it: no store answers a PUT with its Last-Modified
-/// through object_store, so the creation time is left unknown (the kernel asks for it when
-/// it needs it), never filled from this machine's clock (SPEC 10.15).
-fn written(key: &str, generation: Generation, size: u64) -> Written {
-    Written { key: key.to_string(), generation, created_at_us: None, size }
 }
 
 /// The key as an object path, only if it is one exactly (object_store would strip a

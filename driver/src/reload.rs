@@ -25,6 +25,10 @@ pub struct WorldStats {
     pub members_committed: u64,
     /// Slot creates refused by the post-create check (their members answered `Uncertain`).
     pub stalled_creates_refused: u64,
+    /// Metadata reads of a slot just created, whose create's answer carried no store time
+    /// (SPEC 10.15): one round trip more per slot. Zero on S3, GCS and Azure through
+    /// `open_store`, whose answers' `Date` the driver keeps (`DatedConnector`).
+    pub slot_stats_after_create: u64,
     /// Slot names this world's replicas found taken by a peer's slot.
     pub slots_lost: u64,
     /// Turns given to peers: holds begun (docs/TURNS.md).
@@ -71,6 +75,7 @@ impl WorldStats {
         self.slots_won += committer.slots_won;
         self.members_committed += committer.members_committed;
         self.stalled_creates_refused += committer.stalled_creates_refused;
+        self.slot_stats_after_create += committer.slot_stats_after_create;
         self.slots_lost += committer.slots_lost;
         self.holds += committer.holds;
         self.blind_holds += committer.blind_holds;

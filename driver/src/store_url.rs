@@ -24,6 +24,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
+use crate::store_date::DatedConnector;
 #[cfg(feature = "s3")]
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, S3ConditionalPut};
 #[cfg(feature = "azure")]
@@ -556,7 +558,9 @@ fn s3_builder(bucket: &str, options: &StoreOptions) -> Result<AmazonS3Builder, S
 }
 
 /// Finishes an S3 builder the way slotlog needs it and describes it: object_store's
-/// retries off, conditional puts by ETag, plain HTTP allowed when the endpoint is
+/// retries off, its HTTP client keeping each answer's `Date` ([`DatedConnector`], which
+/// takes the place of a connector set on the builder), conditional puts by ETag, plain
+/// HTTP allowed when the endpoint is
 /// `http://`. Start from `AmazonS3Builder::from_env()` (or `new()`), set the bucket with
 /// `with_bucket_name` (not `with_url`: its settings are applied only inside `build`, out
 /// of sight of the conditional delete) and anything else you need; hand the result to
@@ -590,7 +594,8 @@ pub fn s3_store(builder: AmazonS3Builder) -> Result<(Arc<dyn ObjectStore>, Backe
     let mut builder = builder
         .with_region(&region)
         .with_conditional_put(S3ConditionalPut::ETagMatch)
-        .with_retry(no_retries());
+        .with_retry(no_retries())
+        .with_http_connector(DatedConnector::reqwest());
     if endpoint.as_deref().is_some_and(|e| e.starts_with("http://")) {
         builder = builder.with_config(AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp), "true");
     }
@@ -622,7 +627,7 @@ fn gcs_builder(bucket: &str, options: &StoreOptions) -> GoogleCloudStorageBuilde
 }
 
 /// Finishes a GCS builder the way slotlog needs it and describes it: object_store's
-/// retries off. Set the bucket with `with_bucket_name`; the conditional delete goes to the
+/// retries off, its HTTP client keeping each answer's `Date` ([`DatedConnector`]). Set the bucket with `with_bucket_name`; the conditional delete goes to the
 /// builder's base URL, else the service account key's `gcs_base_url`, else
 /// [`GCS_BASE_URL_DEFAULT`], as object_store's own requests do.
 #[cfg(feature = "gcs")]
@@ -651,7 +656,7 @@ pub fn gcs_store(
             (None, None) => None,
         },
     };
-    let builder = builder.with_retry(no_retries());
+    let builder = builder.with_retry(no_retries()).with_http_connector(DatedConnector::reqwest());
     let client_options = client_options(|key| builder.get_config_value(&GoogleConfigKey::Client(*key)));
     let gcs = builder.build().map_err(build)?;
     let base_url = base_url.unwrap_or_else(|| GCS_BASE_URL_DEFAULT.to_string());
@@ -679,7 +684,7 @@ fn azure_builder(account: Option<&str>, container: &str, options: &StoreOptions)
 }
 
 /// Finishes an Azure builder the way slotlog needs it and describes it: object_store's
-/// retries off. Set the account and container with `with_account` and
+/// retries off, its HTTP client keeping each answer's `Date` ([`DatedConnector`]). Set the account and container with `with_account` and
 /// `with_container_name` (not `with_url`: it is read only inside `build`, out of sight of
 /// the conditional delete). In emulator mode (`AZURE_STORAGE_USE_EMULATOR=true`) requests
 /// go to `AZURITE_BLOB_STORAGE_URL` (else [`AZURITE_URL_DEFAULT`]) as Azurite's
@@ -721,7 +726,7 @@ pub fn azure_store(builder: MicrosoftAzureBuilder) -> Result<(Arc<dyn ObjectStor
         format!("{}/{container}", base.trim_end_matches('/'))
     };
     let skip_signature = flag(AzureConfigKey::SkipSignature);
-    let mut builder = builder.with_retry(no_retries());
+    let mut builder = builder.with_retry(no_retries()).with_http_connector(DatedConnector::reqwest());
     // object_store allows plain HTTP to the emulator on its own; the delete must too.
     if emulator || container_url.starts_with("http://") {
         builder = builder.with_config(AzureConfigKey::Client(ClientConfigKey::AllowHttp), "true");

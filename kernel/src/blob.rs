@@ -118,10 +118,9 @@ pub struct Written {
     pub key: String,
     /// The generation the write made.
     pub generation: Generation,
-    /// The store's creation time of this generation, when its answer carries one: GCS's
-    /// JSON API returns it, an S3 PUT does not (and object_store's `PutResult` never
-    /// does). A backend must not fill it from its own clock (SPEC 10.15).
-    pub created_at_us: Option<u64>,
+    /// What the answer tells of the store's clock, when it tells anything (SPEC 10.15).
+    /// A backend must not fill it from its own clock.
+    pub time: Option<WriteTime>,
     /// Length of the written bytes.
     pub size: u64,
 }
@@ -130,7 +129,40 @@ impl From<ObjectMeta> for Written {
     /// The write of a store whose answer carries the object's creation time.
     fn from(meta: ObjectMeta) -> Written {
         let ObjectMeta { key, generation, created_at_us, size } = meta;
-        Written { key, generation, created_at_us: Some(created_at_us), size }
+        Written { key, generation, time: Some(WriteTime::Created(created_at_us)), size }
+    }
+}
+
+/// The resolution of an HTTP `Date` header: whole seconds.
+pub const DATE_RESOLUTION_US: u64 = 1_000_000;
+
+/// The store time a write's answer carries, in microseconds on the store's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteTime {
+    /// The object's creation time: GCS's JSON API answers a create with it.
+    Created(u64),
+    /// The store's clock when it answered, truncated to the second: an HTTP response's
+    /// `Date` header, which S3, GCS's XML API and Azure all send. The object was created
+    /// before the answer, so before the second after this one.
+    Answered(u64),
+}
+
+impl WriteTime {
+    /// The latest the object may have been created: what a check that it did not land
+    /// late must judge.
+    pub fn created_by_us(self) -> u64 {
+        match self {
+            WriteTime::Created(us) => us,
+            WriteTime::Answered(us) => us.saturating_add(DATE_RESOLUTION_US),
+        }
+    }
+
+    /// A time the store's clock had reached by its answer: what teaches the store clock,
+    /// and what the next slot's base may take (SPEC 10.15).
+    pub fn reached_us(self) -> u64 {
+        match self {
+            WriteTime::Created(us) | WriteTime::Answered(us) => us,
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 //! elapsed since it was seen, is a lower bound on the store's clock now (short by at
 //! most the latency of the answer that carried it).
 
-use crate::blob::{BlobOutcome, BlobResult};
+use crate::blob::{BlobOutcome, BlobResult, WriteTime};
 use crate::time::Instant;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -21,7 +21,7 @@ impl StoreClock {
     /// Learns from every store time in `result`.
     pub fn observe(&mut self, result: &BlobResult, now: Instant) {
         let newest = match result {
-            Ok(BlobOutcome::Created(w) | BlobOutcome::Rewritten(w)) => w.created_at_us,
+            Ok(BlobOutcome::Created(w) | BlobOutcome::Rewritten(w)) => w.time.map(WriteTime::reached_us),
             Ok(BlobOutcome::Stat(m)) => Some(m.created_at_us),
             Ok(BlobOutcome::Got { meta, .. }) => Some(meta.created_at_us),
             Ok(BlobOutcome::Listed { entries, .. }) => entries.iter().map(|e| e.created_at_us).max(),

@@ -58,7 +58,7 @@ impl MemStore {
                 self.objects.insert(key.clone(), (bytes.clone(), self.generation, now.as_micros()));
                 let mut written: Written = meta(key, self.generation, now.as_micros(), bytes.len()).into();
                 if self.writes_untimed {
-                    written.created_at_us = None;
+                    written.time = None;
                 }
                 Ok(BlobOutcome::Created(written))
             }
@@ -108,7 +108,7 @@ impl MemStore {
                     let mut written: Written =
                         meta(key, self.generation, now.as_micros(), bytes.len()).into();
                     if self.writes_untimed {
-                        written.created_at_us = None;
+                        written.time = None;
                     }
                     Ok(BlobOutcome::Rewritten(written))
                 }

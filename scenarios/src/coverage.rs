@@ -25,7 +25,7 @@ pub const NOT_REQUIRED: &[(Mark, &str)] = &[
     ),
     (
         Mark::CreatedSlotGone,
-        "a slot gone between its untimed create and the metadata read after it needs the s3 profile and collection taking it within one round trip; no scenario does",
+        "a slot gone between its untimed create and the metadata read after it needs creates answered without a time and collection taking the slot within one round trip; no scenario does",
     ),
     (
         Mark::CatchUpGapRelisted,

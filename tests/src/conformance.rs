@@ -28,16 +28,22 @@ pub const BIG_OBJECT_BYTES: usize = 8 << 20;
 pub struct Capabilities {
     pub conditional_rewrite: bool,
     pub conditional_delete: bool,
+    /// A create's answer carries a store time (SPEC 10.15): the HTTP stores', through the
+    /// driver's `DatedConnector`.
+    pub dated_writes: bool,
 }
 
 impl Capabilities {
-    pub const ALL: Capabilities = Capabilities { conditional_rewrite: true, conditional_delete: true };
+    pub const ALL: Capabilities =
+        Capabilities { conditional_rewrite: true, conditional_delete: true, dated_writes: true };
 
     /// What the production adapter says of its backend.
     pub fn of(backend: &slotlog::Backend) -> Capabilities {
+        use slotlog::Backend;
         Capabilities {
-            conditional_rewrite: !matches!(backend, slotlog::Backend::Local),
+            conditional_rewrite: !matches!(backend, Backend::Local),
             conditional_delete: backend.supports_conditional_delete(),
+            dated_writes: matches!(backend, Backend::S3(_) | Backend::Gcs(_) | Backend::Azure(_)),
         }
     }
 }
@@ -545,10 +551,12 @@ pub async fn absent_keys_are_not_found(
 }
 
 /// Stat and get describe the object as the create did: key as passed, generation, size,
-/// a store time, and an empty object is an object.
+/// a store time, and an empty object is an object. A create answered with a store time
+/// (where the backend dates its writes) bounds the creation time the stat reports: a
+/// check that the write did not land late judges that bound (SPEC 10.15).
 pub async fn stat_and_get_agree_with_the_create(
     blobs: Arc<dyn Blobs>,
-    _caps: Capabilities,
+    caps: Capabilities,
     root: String,
 ) -> RuleResult {
     for (name, bytes) in [("marker", Bytes::from_static(b"world marker")), ("empty", Bytes::new())] {
@@ -565,6 +573,14 @@ pub async fn stat_and_get_agree_with_the_create(
             stat.key == key && stat.generation == meta.generation && stat.size == meta.size,
             "{key}: stat {stat:?} create {meta:?}"
         );
+        ensure!(meta.time.is_some() || !caps.dated_writes, "{key}: the create's answer has no time");
+        if let Some(time) = meta.time {
+            ensure!(
+                time.created_by_us() >= stat.created_at_us,
+                "{key}: the create's answer ({time:?}) says it landed before the store's {}",
+                stat.created_at_us
+            );
+        }
         let (listed_keys, _) = listed(&blobs, &key, None, 0).await?;
         ensure!(listed_keys == [key.clone()], "{key} lists as {listed_keys:?}");
     }

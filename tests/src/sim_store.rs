@@ -200,8 +200,15 @@ fn timestamp(us: u64) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(us as i64).expect("virtual time fits")
 }
 
+/// The answer as GCS gives it over HTTP through the driver's `DatedConnector`: the
+/// response's `Date`, the second the write landed in.
 fn put_result(meta: &blob::Written) -> PutResult {
-    PutResult { e_tag: Some(e_tag(&meta.generation)), version: None, extensions: Default::default() }
+    let mut extensions = object_store::Extensions::default();
+    if let Some(time) = meta.time {
+        let us = time.reached_us();
+        extensions.insert(slotlog::AnsweredAt(us - us % blob::DATE_RESOLUTION_US));
+    }
+    PutResult { e_tag: Some(e_tag(&meta.generation)), version: None, extensions }
 }
 
 /// The model's error as object_store reports the equivalent HTTP failure.

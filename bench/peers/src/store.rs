@@ -1,5 +1,9 @@
 //! The one store every system writes through: `ThrottledStore(InMemory)` with a latency
-//! shape, wrapped in a counter of calls by kind so a row can say what a write cost.
+//! shape, wrapped in a counter of calls by kind so a row can say what a write cost. A
+//! write answers with its `Date`, as S3, GCS and Azure do over HTTP and as slotlog's
+//! driver keeps it there (`slotlog::AnsweredAt`, SPEC 10.15): the in-memory store's clock
+//! is this machine's, so the second the put returned is the store's own. The other
+//! systems ignore it.
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -15,7 +19,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A latency shape: what each call waits before it reaches the in-memory store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -126,6 +130,12 @@ impl CallCounts {
     }
 }
 
+/// The HTTP `Date` of an answer sent now: the second, in microseconds.
+fn answered_now() -> slotlog::AnsweredAt {
+    let us = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_micros() as u64;
+    slotlog::AnsweredAt(us - us % 1_000_000)
+}
+
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
@@ -150,7 +160,9 @@ impl<T: ObjectStore> ObjectStore for Counting<T> {
             PutMode::Update(_) => &self.calls.update,
             PutMode::Overwrite => &self.calls.put,
         });
-        self.inner.put_opts(location, payload, opts).await
+        let mut put = self.inner.put_opts(location, payload, opts).await?;
+        put.extensions.insert(answered_now());
+        Ok(put)
     }
 
     async fn put_multipart_opts(

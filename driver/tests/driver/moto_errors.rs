@@ -148,5 +148,8 @@ async fn moto_a_world_opens_through_a_store_built_from_the_environment() {
     let store: Arc<dyn ObjectStore> = store;
     let world = World::open_with(store, backend, &prefix, WorldConfig::default()).await.expect("opens");
     world.publish("/a.md", "hello", slotlog::Expected::Any).await.expect("commits");
+    // moto's answers carry a `Date`: the slot's landing is judged without reading it back.
+    let stats = world.stats().await.expect("stats");
+    assert_eq!((stats.slots_won, stats.slot_stats_after_create), (1, 0), "{stats:?}");
     world.close().await;
 }

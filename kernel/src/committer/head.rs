@@ -6,7 +6,7 @@ use super::batch::answer_batch;
 use super::catch_up::CatchUp;
 use super::reply;
 use super::{CommitCall, Committer, RECOVERIES_REMEMBERED_MAX};
-use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, Written};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, WriteTime, Written};
 use crate::effect::Effect;
 use crate::format::Slot;
 use crate::hash::Hash32;
@@ -100,7 +100,7 @@ impl Committer {
             head.created_at.get_or_insert(now);
         }
         match result {
-            Ok(BlobOutcome::Created(Written { created_at_us: None, generation, .. }))
+            Ok(BlobOutcome::Created(Written { time: None, generation, .. }))
                 if !self.config.defects().skip_post_create_check =>
             {
                 // No store time in the answer: a stat of the new slot gives it.
@@ -110,11 +110,11 @@ impl Committer {
                 io.issue(now, Purpose::Commit(CommitCall::SlotStat { sequence, generation }), op, 0);
             }
             Ok(outcome) => {
-                let landed_us = match outcome {
-                    BlobOutcome::Created(written) => written.created_at_us,
+                let landed = match outcome {
+                    BlobOutcome::Created(written) => written.time,
                     _ => None,
                 };
-                self.commit_head(now, sn, landed_us, io)?
+                self.commit_head(now, sn, landed, io)?
             }
             // The name is already installed: the slot there is known, no read needed.
             Err(BlobError::AlreadyExists) if sequence <= sn.world.sequence() => {
@@ -180,7 +180,7 @@ impl Committer {
                     } else {
                         Mark::CreateTakenWasOurs
                     });
-                    self.commit_head(now, sn, Some(meta.created_at_us), io)?;
+                    self.commit_head(now, sn, Some(WriteTime::Created(meta.created_at_us)), io)?;
                 } else {
                     if ambiguous {
                         io.marks.hit(Mark::CreateAmbiguousSettledTheirs);
@@ -223,7 +223,7 @@ impl Committer {
         debug_assert!(self.head_call);
         match result {
             Ok(BlobOutcome::Stat(meta)) if &meta.generation == generation => {
-                self.commit_head(now, sn, Some(meta.created_at_us), io)
+                self.commit_head(now, sn, Some(WriteTime::Created(meta.created_at_us)), io)
             }
             Ok(BlobOutcome::Stat(_)) | Err(BlobError::NotFound) => {
                 io.marks.hit(Mark::CreatedSlotGone);
@@ -243,13 +243,13 @@ impl Committer {
         &mut self,
         now: Instant,
         sn: &mut Snapshot,
-        landed_us: Option<u64>,
+        landed: Option<WriteTime>,
         io: &mut Io,
     ) -> Result<(), FailReason> {
         // A name found taken was ours after all: no loss to recover from.
         self.lost_at = None;
-        if let Some(landed_us) = landed_us {
-            self.check_not_below_collection(sn, landed_us, io)?;
+        if let Some(landed) = landed {
+            self.check_not_below_collection(sn, landed.created_by_us(), io)?;
         }
         let mut head = self.pipeline.pop_front().expect("a head to commit");
         head.created_at.get_or_insert(now);
@@ -269,8 +269,8 @@ impl Committer {
         self.stats.slots_won += 1;
         self.stats.members_committed += members as u64;
         self.pace.record(now, members as u64, !self.queue.is_empty());
-        if let Some(landed_us) = landed_us {
-            sn.note_created(first, landed_us);
+        if let Some(landed) = landed {
+            sn.note_created(first, landed.reached_us());
         }
         answer_batch(now, &mut head, &mut self.deadlines, io);
         io.effects.push_back(Effect::Committed { sequence: last });

@@ -2,7 +2,7 @@
 //! driven through `testkit`. A peer is simulated by writing its slots straight into the
 //! store (`testkit::Peer`).
 
-use crate::blob::{BlobError, BlobOp, BlobOutcome};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, WriteTime, DATE_RESOLUTION_US};
 use crate::config::Config;
 use crate::format::{encode_body, DecodeError, Marker, NameRule, Slot};
 use crate::hash::Hash32;
@@ -13,7 +13,7 @@ use crate::testkit::{
     blob_bodies, is_body_create, is_body_get, is_slot_create, is_slot_get, is_slot_stat, keys, publish, Fate,
     Harness, MemStore, Peer, WORLD,
 };
-use crate::time::Instant;
+use crate::time::{micros, Instant};
 use crate::world::{ApplyError, Expected, Invalid, Path, PathProblem, Rejection};
 use bytes::Bytes;
 use core::time::Duration;
@@ -1145,7 +1145,7 @@ fn a_slot_create_landing_past_the_reload_age_after_its_base_is_refused_uncertain
     // The create lands a day late (a stalled writer): the store says so in its answer.
     let landed = h.apply_early(is_slot_create);
     let Ok(BlobOutcome::Created(mut meta)) = landed else { panic!("created: {landed:?}") };
-    meta.created_at_us = meta.created_at_us.map(|t| t + 24 * 3_600_000_000);
+    meta.time = meta.time.map(|t| WriteTime::Created(t.created_by_us() + 24 * 3_600_000_000));
     h.failure_expected = true;
     h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(meta))));
     assert!(matches!(h.failures[..], [FailReason::CreateBelowCollection { .. }]), "{:?}", h.failures);
@@ -1162,12 +1162,52 @@ fn a_slot_create_landing_promptly_is_acknowledged() {
     assert_eq!(h.replica.stats().stalled_creates_refused, 0);
 }
 
+/// Answers the head's slot create with a `Date` (`WriteTime::Answered`) that `date` makes
+/// of the slot's creation time.
+fn slot_created_with_a_date(h: &mut Harness, date: impl FnOnce(u64) -> u64) {
+    let landed = h.apply_early(is_slot_create);
+    let Ok(BlobOutcome::Created(mut written)) = landed else { panic!("created: {landed:?}") };
+    let created_us = written.time.expect("the harness's store answers with a time").created_by_us();
+    written.time = Some(WriteTime::Answered(date(created_us)));
+    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(written))));
+}
+
+#[test]
+fn a_slot_create_answered_with_its_date_is_acknowledged_without_a_stat() {
+    let mut h = Harness::opened(Config::default());
+    let (r, _) = one_write_at_its_slot_create(&mut h);
+    slot_created_with_a_date(&mut h, |us| us - us % DATE_RESOLUTION_US);
+    assert!(matches!(h.reply(r), Some(Ok(WriteOk::Committed(_)))));
+    assert!(
+        !h.log.iter().any(|op| matches!(op, BlobOp::Stat { .. })),
+        "no stat: the date is the store's time"
+    );
+    assert_eq!(h.replica.stats().slot_stats_after_create, 0);
+}
+
+/// A `Date` says only that the slot was created before the next second: the check takes
+/// that second, so a date half a second inside the reload age is a landing outside it.
+#[test]
+fn a_slot_create_whose_date_leaves_it_maybe_past_the_reload_age_is_refused_uncertain() {
+    let mut h = Harness::opened(Config::default());
+    let (r, _) = one_write_at_its_slot_create(&mut h);
+    let reload_us = micros(Config::default().reload_after);
+    h.failure_expected = true;
+    slot_created_with_a_date(&mut h, |us| us + reload_us - DATE_RESOLUTION_US / 2);
+    let [FailReason::CreateBelowCollection { base_us, landed_us, .. }] = h.failures[..] else {
+        panic!("{:?}", h.failures)
+    };
+    assert!(landed_us - base_us > reload_us, "judged at the second's end: {landed_us} - {base_us}");
+    assert!(landed_us - DATE_RESOLUTION_US - base_us <= reload_us, "the date itself was inside the age");
+    assert_eq!(h.reply(r), Some(&Err(WriteError::Uncertain { op_id: OperationId::from(1), since: 1 })));
+}
+
 /// Answers the head's slot create as S3 does: created, with no store time. Returns the
 /// stat of the new slot the committer sends next.
 fn slot_created_without_a_time(h: &mut Harness) -> BlobOp {
     let landed = h.apply_early(is_slot_create);
     let Ok(BlobOutcome::Created(mut written)) = landed else { panic!("created: {landed:?}") };
-    written.created_at_us = None;
+    written.time = None;
     h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(written))));
     let (_, next) = h.calls.front().expect("a stat of the new slot").clone();
     next

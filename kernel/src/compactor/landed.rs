@@ -7,7 +7,9 @@
 //! its create made: it never vouches for what it names, and no drop runs after it.
 
 use super::{step, Compactor, StepCall};
-use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, Written as BlobWritten};
+use crate::blob::{
+    BlobError, BlobOp, BlobOutcome, BlobResult, Generation, WriteTime, Written as BlobWritten,
+};
 use crate::collector::Written;
 use crate::io::{Call, Io};
 use crate::marks::Mark;
@@ -16,7 +18,7 @@ use crate::time::Instant;
 impl Compactor {
     /// Our own create of the checkpoint at `next_sequence` succeeded.
     pub(super) fn on_created(&mut self, now: Instant, next_sequence: u64, outcome: BlobOutcome, io: &mut Io) {
-        if let BlobOutcome::Created(BlobWritten { created_at_us: Some(landed), generation, .. }) = outcome {
+        if let BlobOutcome::Created(BlobWritten { time: Some(landed), generation, .. }) = outcome {
             return self.on_landed(now, next_sequence, landed, generation, io);
         }
         // A store that answers a create without its time (S3): a metadata read tells it.
@@ -34,9 +36,13 @@ impl Compactor {
         io: &mut Io,
     ) {
         match result {
-            Ok(BlobOutcome::Stat(meta)) => {
-                self.on_landed(now, next_sequence, meta.created_at_us, meta.generation, io)
-            }
+            Ok(BlobOutcome::Stat(meta)) => self.on_landed(
+                now,
+                next_sequence,
+                WriteTime::Created(meta.created_at_us),
+                meta.generation,
+                io,
+            ),
             // Gone before the read: only a drop that judged it unkept takes a checkpoint,
             // so it landed late too.
             Err(BlobError::NotFound) => self.withdrawn(now),
@@ -60,11 +66,13 @@ impl Compactor {
         &mut self,
         now: Instant,
         next_sequence: u64,
-        landed_us: u64,
+        landed: WriteTime,
         generation: Generation,
         io: &mut Io,
     ) {
-        let late = self.run_began_store_us.is_some_and(|look| landed_us.saturating_sub(look) > self.grace_us);
+        let landed_by_us = landed.created_by_us();
+        let late =
+            self.run_began_store_us.is_some_and(|look| landed_by_us.saturating_sub(look) > self.grace_us);
         if late {
             self.stats.checkpoints_withdrawn += 1;
             io.marks.hit(Mark::CheckpointWithdrawn);
@@ -73,7 +81,7 @@ impl Compactor {
             return;
         }
         self.stats.written += 1;
-        self.queue_segments(landed_us);
+        self.queue_segments(landed.reached_us());
         let run = self.run.as_ref().expect("running");
         let (names, shard_bits) = (run.names.clone(), run.layers.shard_bits);
         self.written_out = Some(Written { next_sequence, shard_bits, names });

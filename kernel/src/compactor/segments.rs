@@ -394,7 +394,7 @@ mod tests {
                     let w = Written {
                         key: key.clone(),
                         generation: Generation("1".into()),
-                        created_at_us: Some(0),
+                        time: Some(crate::blob::WriteTime::Created(0)),
                         size: bytes.len() as u64,
                     };
                     Ok(BlobOutcome::Created(w))

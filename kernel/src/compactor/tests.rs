@@ -3,7 +3,7 @@
 //! a taken name settled by comparing content, cold start from the newest checkpoint, and
 //! falling back from one that cannot be loaded.
 
-use crate::blob::{BlobError, BlobOp, BlobOutcome, ObjectMeta};
+use crate::blob::{BlobError, BlobOp, BlobOutcome, ObjectMeta, WriteTime, DATE_RESOLUTION_US};
 use crate::checkpoint::fold;
 use crate::config::{CompactionRole, Config};
 use crate::effect::Warning;
@@ -629,8 +629,11 @@ fn a_run_whose_last_look_shows_the_store_past_its_bound_writes_none() {
 }
 
 /// A run taken to its checkpoint create, which is applied to the store and whose answer
-/// is returned with the store's time moved `late_us` on, and without it where `untimed`.
-fn checkpoint_created_late(h: &mut Harness, late_us: u64, untimed: bool) -> crate::blob::BlobResult {
+/// is returned with the time `time` makes of the checkpoint's creation time.
+fn checkpoint_created_late(
+    h: &mut Harness,
+    time: impl FnOnce(u64) -> Option<WriteTime>,
+) -> crate::blob::BlobResult {
     write_docs(h, 1, 3);
     h.publish(4, "/d4.md", "body");
     run_to_its_recheck(h);
@@ -639,7 +642,7 @@ fn checkpoint_created_late(h: &mut Harness, late_us: u64, untimed: bool) -> crat
     let Ok(BlobOutcome::Created(mut written)) = h.apply_early(is_checkpoint_create) else {
         panic!("created")
     };
-    written.created_at_us = if untimed { None } else { written.created_at_us.map(|t| t + late_us) };
+    written.time = time(written.time.expect("the harness's store answers with a time").created_by_us());
     Ok(BlobOutcome::Created(written))
 }
 
@@ -650,7 +653,7 @@ const DAY_US: u64 = 24 * 3_600_000_000;
 #[test]
 fn a_checkpoint_landing_past_the_grace_after_its_look_is_withdrawn_by_its_writer() {
     let mut h = Harness::opened(compacting(4));
-    let answer = checkpoint_created_late(&mut h, DAY_US, false);
+    let answer = checkpoint_created_late(&mut h, |us| Some(WriteTime::Created(us + DAY_US)));
     h.deliver_with(Fate::Answer(answer));
     let withdraw = h.calls.front().map(|(_, op)| op.clone());
     assert!(
@@ -667,7 +670,7 @@ fn a_checkpoint_landing_past_the_grace_after_its_look_is_withdrawn_by_its_writer
 fn a_checkpoint_landing_within_the_grace_after_its_look_stands() {
     let mut h = Harness::opened(compacting(4));
     let grace_us = Config::default().checkpoint_grace.as_micros() as u64;
-    let answer = checkpoint_created_late(&mut h, grace_us / 2, false);
+    let answer = checkpoint_created_late(&mut h, |us| Some(WriteTime::Created(us + grace_us / 2)));
     h.deliver_with(Fate::Answer(answer));
     h.settle();
     let stats = h.replica.compactor_stats();
@@ -675,12 +678,36 @@ fn a_checkpoint_landing_within_the_grace_after_its_look_stands() {
     assert!(full_checkpoints(&h.store).contains(&5));
 }
 
+/// A `Date` answer (`WriteTime::Answered`) says the checkpoint was created before the
+/// next second: a date in the same second as the look stands with no metadata read, and
+/// one half a second inside the grace is judged at its second's end, past it.
+#[test]
+fn a_checkpoint_answered_with_a_date_is_judged_at_the_end_of_its_second() {
+    let mut h = Harness::opened(compacting(4));
+    let answer =
+        checkpoint_created_late(&mut h, |us| Some(WriteTime::Answered(us - us % DATE_RESOLUTION_US)));
+    h.deliver_with(Fate::Answer(answer));
+    h.settle();
+    let stats = h.replica.compactor_stats();
+    assert_eq!((stats.checkpoints_withdrawn, stats.written), (0, 1), "{stats:?}");
+    assert!(!h.log.iter().any(|op| matches!(op, BlobOp::Stat { .. })), "the date is the store's time");
+
+    let mut h = Harness::opened(compacting(4));
+    let grace_us = Config::default().checkpoint_grace.as_micros() as u64;
+    let inside = grace_us - DATE_RESOLUTION_US / 2;
+    let answer = checkpoint_created_late(&mut h, |us| Some(WriteTime::Answered(us + inside)));
+    h.deliver_with(Fate::Answer(answer));
+    h.settle();
+    let stats = h.replica.compactor_stats();
+    assert_eq!((stats.checkpoints_withdrawn, stats.written), (1, 0), "{stats:?}");
+}
+
 /// On a store whose create answers carry no time (S3) the writer reads the checkpoint's
 /// metadata, and judges its creation time the same way.
 #[test]
 fn a_checkpoint_created_without_a_time_is_judged_by_a_metadata_read() {
     let mut h = Harness::opened(compacting(4));
-    let answer = checkpoint_created_late(&mut h, 0, true);
+    let answer = checkpoint_created_late(&mut h, |_| None);
     h.deliver_with(Fate::Answer(answer));
     let stat = h.calls.front().map(|(_, op)| op.clone());
     assert_eq!(stat, Some(BlobOp::Stat { key: keys().checkpoint(5) }));

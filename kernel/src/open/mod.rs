@@ -240,9 +240,7 @@ impl Opening {
             // A store that answers a create without its time (S3): read the marker back,
             // so the store's clock is known before the first slot, whose post-create check
             // (SPEC 10.15) needs a store time to judge its landing against.
-            (OpenCall::MarkerCreate, Ok(BlobOutcome::Created(written)))
-                if written.created_at_us.is_none() =>
-            {
+            (OpenCall::MarkerCreate, Ok(BlobOutcome::Created(written))) if written.time.is_none() => {
                 io.issue(now, Purpose::Open(OpenCall::MarkerGet), get_marker(&self.keys), 0);
             }
             (OpenCall::MarkerCreate, Ok(_)) => {

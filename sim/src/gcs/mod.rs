@@ -40,7 +40,7 @@ pub use envelope::{Envelope, WriteRate};
 pub use faults::{Faults, SPIKE_FACTOR_MIN};
 pub use latency::LatencyModel;
 pub use listing::Listings;
-pub use objects::{Objects, StoreRules, UnknownVersionTokens, VersionTokens};
+pub use objects::{Objects, StoreRules, UnknownVersionTokens, VersionTokens, WriteTimes};
 pub use profile::{OpKind, Profile, ProfileKind, UnknownProfile};
 
 use crate::rng::SimRng;

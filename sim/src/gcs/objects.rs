@@ -25,7 +25,10 @@ use bytes::Bytes;
 use core::fmt;
 use core::str::FromStr;
 use core::time::Duration;
-use slotlog_kernel::blob::{BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, Written};
+use slotlog_kernel::blob::{
+    BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, WriteTime, Written,
+    DATE_RESOLUTION_US,
+};
 use slotlog_kernel::time::Instant;
 
 use crate::time::micros;
@@ -112,9 +115,21 @@ pub struct StoreRules {
     /// S3's 409: a create landing within this long after a delete of its name is refused
     /// `Unavailable` and does not happen; `None` on GCS, which has no such conflict.
     pub create_delete_race: Option<Duration>,
-    /// A create or rewrite answers with the object's creation time: GCS's JSON API does,
-    /// an S3 PUT does not.
-    pub write_times: bool,
+    /// What store time a create or rewrite answers with.
+    pub write_times: WriteTimes,
+}
+
+/// The store time a write's answer carries (SPEC 10.15, "Where `landed` comes from").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteTimes {
+    /// The object's creation time, as GCS's JSON API answers.
+    Created,
+    /// The whole second the store's clock showed when it answered: the HTTP `Date` the
+    /// driver takes from an S3 PUT's response (and from GCS's and Azure's).
+    Date,
+    /// None: a store whose answer says nothing of its clock (a local directory, a store
+    /// of the embedder's own), after which the writer reads the object's metadata.
+    Untimed,
 }
 
 impl StoreRules {
@@ -124,19 +139,24 @@ impl StoreRules {
             name_update_interval: Some(NAME_UPDATE_INTERVAL),
             tokens: VersionTokens::Generation,
             create_delete_race: None,
-            write_times: true,
+            write_times: WriteTimes::Created,
         }
     }
 
     /// S3: no per-name limit, ETags that hash the content, 409 on a create racing a
-    /// delete.
+    /// delete, writes answered with the response's `Date` only.
     pub fn s3() -> Self {
         StoreRules {
             name_update_interval: None,
             tokens: VersionTokens::Content,
             create_delete_race: Some(S3_CREATE_DELETE_RACE),
-            write_times: false,
+            write_times: WriteTimes::Date,
         }
+    }
+
+    /// The same rules with writes answered with `write_times`.
+    pub fn with_write_times(self, write_times: WriteTimes) -> Self {
+        StoreRules { write_times, ..self }
     }
 
     /// The same rules with version tokens `tokens`.
@@ -183,9 +203,13 @@ impl Object {
     /// The answer to the write that made this version, with its time as `rules` say.
     fn written(&self, key: &str, rules: StoreRules) -> Written {
         let mut written = Written::from(self.meta(key));
-        if !rules.write_times {
-            written.created_at_us = None;
-        }
+        written.time = match rules.write_times {
+            WriteTimes::Created => written.time,
+            WriteTimes::Date => {
+                Some(WriteTime::Answered(self.created_at_us - self.created_at_us % DATE_RESOLUTION_US))
+            }
+            WriteTimes::Untimed => None,
+        };
         written
     }
 }
@@ -459,7 +483,7 @@ mod tests {
         };
         assert!(a.generation.as_number().unwrap() < b.generation.as_number().unwrap());
         assert!(b.generation.as_number().unwrap() < a2.generation.as_number().unwrap());
-        assert_eq!(a2.created_at_us, Some(2_000_000));
+        assert_eq!(a2.time, Some(WriteTime::Created(2_000_000)));
     }
 
     #[test]
@@ -601,8 +625,8 @@ mod tests {
 
     /// A write's answer as metadata.
     fn timed(w: Written) -> ObjectMeta {
-        // S3 answers a write without a time; those tests read only the token.
-        let created_at_us = w.created_at_us.unwrap_or_default();
+        // S3 answers a write with only a date; those tests read only the token.
+        let created_at_us = w.time.map(WriteTime::reached_us).unwrap_or_default();
         ObjectMeta { key: w.key, generation: w.generation, created_at_us, size: w.size }
     }
 
@@ -702,6 +726,22 @@ mod tests {
         let g = rewritten(objects.apply(at_ms(1), &rewrite("n", "v2", &g))).generation;
         assert_eq!(objects.apply(at_ms(2), &delete("n", &g)), Ok(BlobOutcome::Deleted));
         created(objects.apply(at_ms(3), &create("n", "v3")));
+    }
+
+    #[test]
+    fn a_write_answers_with_its_time_its_date_or_nothing_as_the_rules_say() {
+        let answer = |write_times| {
+            let mut objects = Objects::with_rules(StoreRules::gcs().with_write_times(write_times));
+            let op = BlobOp::Create { key: "k".into(), bytes: Bytes::from_static(b"x") };
+            match objects.apply(Instant::from_micros(7_654_321), &op) {
+                Ok(BlobOutcome::Created(w)) => w.time,
+                other => panic!("expected Created, got {other:?}"),
+            }
+        };
+        assert_eq!(answer(WriteTimes::Created), Some(WriteTime::Created(7_654_321)));
+        assert_eq!(answer(WriteTimes::Date), Some(WriteTime::Answered(7_000_000)), "whole seconds");
+        assert_eq!(answer(WriteTimes::Untimed), None);
+        assert_eq!(StoreRules::s3().write_times, WriteTimes::Date, "the driver takes S3's Date");
     }
 
     #[test]
