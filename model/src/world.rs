@@ -81,6 +81,17 @@ impl ModelWorld {
         Self::default()
     }
 
+    /// Genesis, with room for `members` applied members: the checker knows how many
+    /// writes a run issued, and tables grown by doubling copied (and first-touched) every
+    /// smaller one on the way.
+    pub fn with_capacity(members: usize) -> Self {
+        ModelWorld {
+            committed: FxHashMap::with_capacity_and_hasher(members, Default::default()),
+            by_sequence: Vec::with_capacity(members),
+            ..Self::default()
+        }
+    }
+
     /// The last applied sequence, 0 at genesis. The next applied member takes this + 1.
     pub fn sequence(&self) -> u64 {
         self.sequence
