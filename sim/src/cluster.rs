@@ -23,7 +23,7 @@ use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::{BlobOpId, RequestId, StoreId, ViewId, WorldId};
 use slotlog_kernel::reply::{FailReason, ReadError, Reply};
 use slotlog_kernel::time::Instant;
-use slotlog_kernel::world::{evaluate, validate, Evaluation, ReceiptKey, WorldState, Write};
+use slotlog_kernel::world::{evaluate, validate, Evaluation, Receipt, ReceiptKey, WorldState, Write};
 use slotlog_kernel::{
     CollectorStats, CommitterStats, CompactorStats, Config, Effect, FeedStats, Identity, Input, Marks,
     ReadStats, Replica, Request, Warning, WatchEnd, WriteError, WriteOk,
@@ -812,6 +812,18 @@ impl Cluster<'_> {
         }
     }
 
+    /// Traces a committed write's answer: the text `trace_fmt` gives it, written as bytes.
+    fn trace_committed(&mut self, parts: &[u64], receipt: &Receipt) {
+        let at_us = self.now.as_micros();
+        self.trace.begin(at_us, parts);
+        let text_from = self.trace.buffer.len();
+        crate::trace_text::push_committed(&mut self.trace.buffer, receipt);
+        if let Some(sink) = self.trace_sink.as_mut() {
+            let text = std::str::from_utf8(&self.trace.buffer[text_from..]).expect("only text is written");
+            sink(&TraceEvent { at_us, parts, text });
+        }
+    }
+
     fn kernel_now(&self, node: usize) -> Instant {
         let n = &self.nodes[node];
         Instant::from_micros(self.now.as_micros() + n.skew_us - n.frozen_us)
@@ -1567,6 +1579,9 @@ impl Cluster<'_> {
         match (what, reply) {
             (InFlight::Write(index), Reply::Write(result)) => {
                 match &result {
+                    Ok(WriteOk::Committed(receipt)) => {
+                        self.trace_committed(&[10, node as u64, request.0], receipt)
+                    }
                     Ok(ok) => self.trace_fmt(&[10, node as u64, request.0], format_args!("{ok}")),
                     Err(e) => self.trace_fmt(&[10, node as u64, request.0], format_args!("error: {e:?}")),
                 }

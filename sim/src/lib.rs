@@ -13,6 +13,7 @@ pub(crate) mod math;
 pub mod pause;
 pub(crate) mod rng;
 pub(crate) mod time;
+pub(crate) mod trace_text;
 pub mod workload;
 
 pub use cluster::{

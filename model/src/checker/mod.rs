@@ -439,8 +439,9 @@ pub fn check(
     read_judge.judge_view_expiries(&mut r);
 
     // 3. Replay the log through the model, judging each answer at the state it names.
-    let mut model = ModelWorld::new();
-    let mut committed: FxHashMap<OperationId, u64> = FxHashMap::default();
+    let mut model = ModelWorld::with_capacity(history.ops.len());
+    let mut committed: FxHashMap<OperationId, u64> =
+        FxHashMap::with_capacity_and_hasher(history.ops.len(), Default::default());
     let judge_at = |model: &ModelWorld, at: u64, r: &mut CheckReport| {
         for &i in reads_at.get(&at).into_iter().flatten() {
             read_judge.judge(model, i, at, r);

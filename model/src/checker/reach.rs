@@ -56,7 +56,7 @@ pub(super) fn check(names: &NameHistory, keys: &Keys, ages: Ages, r: &mut CheckR
                 // The freshen's premise (SPEC 10.15): a rewrite changes the stored bytes,
                 // so a version token that is their hash moves too. Judged on every
                 // freshen, since the race it fences (a drop's stale delete) is rare.
-                NameChange::Rewritten if i > 0 && events[i - 1].bytes_hash == e.bytes_hash => {
+                NameChange::Rewritten if i > 0 && e.kept_bytes => {
                     Some(Violation::RewriteKeptBytes { key: key.to_owned(), at: e.at })
                 }
                 NameChange::Deleted => judge.delete(key, e.at, &checkpoints),
