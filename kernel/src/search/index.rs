@@ -10,14 +10,14 @@
 
 #[cfg(test)]
 use super::prepare::prepare_body;
-use super::prepare::Prepared;
+use super::prepare::{word_hash, Prepared};
 use super::query::Query;
 use super::varint::varints;
 use crate::hash::Hash32;
 use core::hash::BuildHasher;
 use hashbrown::HashTable;
 use roaring::RoaringBitmap;
-use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
+use rustc_hash::FxBuildHasher;
 
 struct Indexed {
     hash: Hash32,
@@ -42,7 +42,12 @@ struct Table {
 
 #[derive(Default)]
 pub(crate) struct ContentIndex {
-    word_ids: HashMap<Box<str>, u32>,
+    /// Each word's id, found by the word's hash (as the part's preparation took it, off
+    /// the replica's thread: [`Prepared::word_hash`]) and its text, which only `words`
+    /// holds.
+    word_ids: HashTable<u32>,
+    /// By word id: its hash, for the table to grow by.
+    word_hashes: Vec<u64>,
     /// By word id: the word (None once forgotten) and the bodies holding it.
     words: Vec<(Option<Box<str>>, RoaringBitmap)>,
     free_word_ids: Vec<u32>,
@@ -154,7 +159,7 @@ impl ContentIndex {
         if !translation.any_pending {
             return;
         }
-        let (table, _) = translation.table.expect("a body pending has its part's table");
+        let (table_id, _) = translation.table.expect("a body pending has its part's table");
         let pending = &translation.pending;
         for local in 0..part.word_count() as u32 {
             let holders = part.holders(local);
@@ -162,18 +167,12 @@ impl ContentIndex {
             let Some(first) = holders.iter().position(|b| pending[*b as usize] != u32::MAX) else {
                 continue;
             };
-            let ids = &mut self.tables[table as usize].as_mut().expect("a part's table is held").ids;
-            let word_id = match ids[local as usize] {
+            let table = self.tables[table_id as usize].as_ref().expect("a part's table is held");
+            let word_id = match table.ids[local as usize] {
                 u32::MAX => {
-                    let word_id = Self::word_id(
-                        &mut self.word_ids,
-                        &mut self.words,
-                        &mut self.tails,
-                        &mut self.free_word_ids,
-                        &mut self.bytes,
-                        part.word(local),
-                    );
-                    ids[local as usize] = word_id;
+                    let word_id = self.word_id(part.word_hash(local), part.word(local));
+                    self.tables[table_id as usize].as_mut().expect("a part's table is held").ids
+                        [local as usize] = word_id;
                     word_id
                 }
                 word_id => word_id,
@@ -222,33 +221,36 @@ impl ContentIndex {
         self.free_table_ids.push(id);
     }
 
-    /// The id of `word`, a new one (its bytes counted) for a word not held.
-    fn word_id(
-        word_ids: &mut HashMap<Box<str>, u32>,
-        words: &mut Vec<(Option<Box<str>>, RoaringBitmap)>,
-        tails: &mut Vec<(u32, u32)>,
-        free_word_ids: &mut Vec<u32>,
-        bytes: &mut usize,
-        word: &str,
-    ) -> u32 {
-        if let Some(&id) = word_ids.get(word) {
+    /// The id of `word`, whose hash is `hash`, if it is held.
+    fn find_word(&self, hash: u64, word: &str) -> Option<u32> {
+        let words = &self.words;
+        self.word_ids.find(hash, |id| words[*id as usize].0.as_deref() == Some(word)).copied()
+    }
+
+    /// The id of `word`, whose hash is `hash`: a new one (its bytes counted) for a word
+    /// not held.
+    fn word_id(&mut self, hash: u64, word: &str) -> u32 {
+        if let Some(id) = self.find_word(hash, word) {
             return id;
         }
         let word: Box<str> = word.into();
-        *bytes += word_cost(&word);
-        let id = match free_word_ids.pop() {
+        self.bytes += word_cost(&word);
+        let id = match self.free_word_ids.pop() {
             Some(id) => {
-                words[id as usize] = (Some(word.clone()), RoaringBitmap::new());
-                tails[id as usize] = (u32::MAX, 0);
+                self.words[id as usize] = (Some(word), RoaringBitmap::new());
+                self.tails[id as usize] = (u32::MAX, 0);
+                self.word_hashes[id as usize] = hash;
                 id
             }
             None => {
-                words.push((Some(word.clone()), RoaringBitmap::new()));
-                tails.push((u32::MAX, 0));
-                (words.len() - 1) as u32
+                self.words.push((Some(word), RoaringBitmap::new()));
+                self.tails.push((u32::MAX, 0));
+                self.word_hashes.push(hash);
+                (self.words.len() - 1) as u32
             }
         };
-        word_ids.insert(word, id);
+        let hashes = &self.word_hashes;
+        self.word_ids.insert_unique(hash, id, |id| hashes[*id as usize]);
         id
     }
 
@@ -276,7 +278,10 @@ impl ContentIndex {
             if posting.is_empty() {
                 if let Some(word) = word.take() {
                     self.bytes -= word_cost(&word);
-                    self.word_ids.remove(&word);
+                    let hash = self.word_hashes[word_id as usize];
+                    if let Ok(entry) = self.word_ids.find_entry(hash, |id| *id == word_id) {
+                        entry.remove();
+                    }
                     self.free_word_ids.push(word_id);
                     self.forgotten += 1;
                 }
@@ -303,7 +308,7 @@ impl ContentIndex {
     pub fn candidates(&self, query: &Query) -> Option<Candidates> {
         let mut postings = Vec::new();
         for word in query.parts().iter().flatten() {
-            postings.push(&self.words[*self.word_ids.get(word.as_str())? as usize].1);
+            postings.push(&self.words[self.find_word(word_hash(word.as_bytes()), word)? as usize].1);
         }
         // The rarest word first: its posting is the one cloned, and each intersection
         // after it is at most that small (a common word's posting is most of the index).
@@ -317,7 +322,9 @@ impl ContentIndex {
             .parts()
             .iter()
             .filter(|p| p.len() > 1)
-            .map(|p| p.iter().map(|w| self.word_ids[w.as_str()]).collect())
+            .map(|p| {
+                p.iter().map(|w| self.find_word(word_hash(w.as_bytes()), w).expect("a word held")).collect()
+            })
             .collect();
         Some(Candidates { ids, phrases })
     }
@@ -361,9 +368,9 @@ fn post(posting: &mut RoaringBitmap, tail: &mut (u32, u32), id: u32) {
     tail.1 = tail.1.saturating_add(1);
 }
 
-/// Bytes a word costs the index: its text in the map and in the word list, and entries.
+/// Bytes a word costs the index: its text, and its entries in the word list and map.
 fn word_cost(word: &str) -> usize {
-    2 * word.len() + 2 * ENTRY_OVERHEAD
+    word.len() + 2 * ENTRY_OVERHEAD
 }
 
 /// Bytes a part's table of `words` ids costs.
@@ -497,7 +504,7 @@ mod tests {
         index.insert(a, &ab);
         let (b, bb) = body("word late f299");
         index.insert(b, &bb);
-        assert!(index.word_ids["late"] > 127);
+        assert!(index.find_word(word_hash(b"late"), "late").unwrap() > 127);
         assert_eq!(matching(&index, "\"f299 late word\""), vec![a]);
         assert_eq!(matching(&index, "\"late f299\""), vec![b]);
         let mut both = vec![filler, a];

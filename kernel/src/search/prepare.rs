@@ -24,6 +24,9 @@ pub struct Prepared {
     text: String,
     /// By local word id: its end in `text` (it starts where the one before ends).
     ends: Vec<u32>,
+    /// By local word id: its hash (see [`word_hash`]), taken here so the index's lookups
+    /// of a part's words need not hash them again on the replica's thread.
+    hashes: Vec<u64>,
     /// Every body's words as local word ids, each a LEB128 varint, body after body: what
     /// the index keeps of a body for phrases, encoded here (off the replica's thread) in
     /// the part's own numbering, which the index translates through one table a part.
@@ -232,6 +235,11 @@ impl Prepared {
         varints(self.body_varints(i)).collect()
     }
 
+    /// The hash of the word with local id `id`: [`word_hash`] of it.
+    pub(crate) fn word_hash(&self, id: u32) -> u64 {
+        finish_hash(self.hashes[id as usize])
+    }
+
     /// The folded word with local id `id`.
     pub(crate) fn word(&self, id: u32) -> &str {
         let start = if id == 0 { 0 } else { self.ends[id as usize - 1] as usize };
@@ -263,8 +271,6 @@ struct Preparer {
     out: Prepared,
     /// Every body's words as local word ids, body after body.
     words: Vec<u32>,
-    /// By local word id: its hash.
-    hashes: Vec<u64>,
     /// Local word id + 1 by slot, 0 when empty; a power of two long, at most half full.
     slots: Vec<u32>,
     folded: String,
@@ -285,6 +291,17 @@ fn hash_step(h: u64, byte: u8) -> u64 {
 
 fn hash_of(word: &[u8]) -> u64 {
     word.iter().fold(0, |h, b| hash_step(h, *b))
+}
+
+/// A folded word's hash for a hash table: [`hash_of`] with its well-mixed high bits
+/// brought down, as `rustc_hash` finishes (a table takes its bucket from the low bits).
+/// Not keyed: the index's word map is as open to chosen words as it was with FxHash.
+pub(crate) fn word_hash(word: &[u8]) -> u64 {
+    finish_hash(hash_of(word))
+}
+
+fn finish_hash(h: u64) -> u64 {
+    h.rotate_left(26)
 }
 
 impl Preparer {
@@ -436,7 +453,7 @@ impl Preparer {
                 0 => break,
                 slot => {
                     let id = slot - 1;
-                    if self.hashes[id as usize] == h && self.out.word(id).as_bytes() == word {
+                    if self.out.hashes[id as usize] == h && self.out.word(id).as_bytes() == word {
                         return id;
                     }
                 }
@@ -448,7 +465,7 @@ impl Preparer {
         // their folds.
         self.out.text.push_str(core::str::from_utf8(word).expect("a word is UTF-8"));
         self.out.ends.push(self.out.text.len() as u32);
-        self.hashes.push(h);
+        self.out.hashes.push(h);
         self.met_by.push(0);
         self.counts.push(0);
         self.slots[at] = id + 1;
@@ -461,7 +478,7 @@ impl Preparer {
     fn grow(&mut self) {
         let mut slots = vec![0u32; 2 * self.slots.len()];
         let mask = slots.len() - 1;
-        for (id, h) in self.hashes.iter().enumerate() {
+        for (id, h) in self.out.hashes.iter().enumerate() {
             let mut at = (h >> 32) as usize & mask;
             while slots[at] != 0 {
                 at = (at + 1) & mask;
