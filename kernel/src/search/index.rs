@@ -554,6 +554,79 @@ mod tests {
         }
     }
 
+    fn expect_scan(
+        index: &ContentIndex,
+        held: &std::collections::BTreeMap<Hash32, Vec<u8>>,
+        queries: &[(Vec<u8>, bool)],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        for (picks, phrase) in queries {
+            let words = text(picks);
+            let q = Query::parse(&if *phrase { format!("\"{words}\"") } else { words }).unwrap();
+            let expected: Vec<Hash32> =
+                held.iter().filter(|(_, b)| q.matches(&body_words(b))).map(|(h, _)| *h).collect();
+            let mut got = index.matching(&q);
+            got.sort();
+            proptest::prop_assert_eq!(got, expected);
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        /// Parts inserted a few bodies a step, with bodies removed between steps (so words
+        /// are forgotten and their ids reused while a part is half inserted, and the part
+        /// goes on with a new table): the index finds exactly what a scan of the bodies held
+        /// finds, and once every body is removed it holds no byte and no table.
+        #[test]
+        fn parts_inserted_in_steps_between_removes_agree_with_a_scan(
+            parts in proptest::collection::vec(proptest::collection::vec(proptest::collection::vec(0u8..6, 0..8), 1..6), 1..5),
+            steps in proptest::collection::vec((1usize..4, proptest::collection::vec(proptest::bool::ANY, 24)), 1..12),
+            queries in proptest::collection::vec((proptest::collection::vec(0u8..6, 1..3), proptest::bool::ANY), 1..6),
+        ) {
+            let parts: Vec<(Prepared, Vec<(Hash32, Vec<u8>)>)> = parts
+                .iter()
+                .map(|texts| {
+                    let bodies: Vec<_> = texts.iter().map(|picks| body(&text(picks))).collect();
+                    let part = crate::search::prepare::prepare_many(bodies.iter().map(|(h, b)| (*h, b.as_slice())));
+                    (part, bodies)
+                })
+                .collect();
+            let mut index = ContentIndex::default();
+            let mut held = std::collections::BTreeMap::new();
+            let mut translation = Translation::default();
+            let (mut part, mut next) = (0, 0);
+            for (take, removes) in &steps {
+                for ((h, _), gone) in held.clone().iter().zip(removes) {
+                    if *gone {
+                        index.remove(h);
+                        held.remove(h);
+                    }
+                }
+                for _ in 0..*take {
+                    let Some((prepared, bodies)) = parts.get(part) else { break };
+                    index.insert_prepared(prepared, next, &mut translation);
+                    held.insert(bodies[next].0, bodies[next].1.clone());
+                    next += 1;
+                    if next == bodies.len() {
+                        index.end_part(prepared, &mut translation);
+                        (part, next) = (part + 1, 0);
+                    }
+                }
+                if let Some((prepared, _)) = parts.get(part) {
+                    index.post_pending(prepared, &mut translation);
+                }
+                expect_scan(&index, &held, &queries)?;
+            }
+            if let Some((prepared, _)) = parts.get(part) {
+                index.end_part(prepared, &mut translation);
+            }
+            for h in held.keys() {
+                index.remove(h);
+            }
+            proptest::prop_assert_eq!(index.bytes(), 0);
+            proptest::prop_assert_eq!(index.tables.iter().flatten().count(), 0);
+        }
+    }
+
     #[test]
     fn an_indexed_body_holds_the_words_the_tokenizer_finds() {
         let text = "Σίσυφος ROLLS the Stone, straße 42 x\u{FFFD}y ÀB café";
