@@ -554,6 +554,9 @@ mod tests {
         }
     }
 
+    /// A body's hash and bytes.
+    type Body = (Hash32, Vec<u8>);
+
     fn expect_scan(
         index: &ContentIndex,
         held: &std::collections::BTreeMap<Hash32, Vec<u8>>,
@@ -582,7 +585,7 @@ mod tests {
             steps in proptest::collection::vec((1usize..4, proptest::collection::vec(proptest::bool::ANY, 24)), 1..12),
             queries in proptest::collection::vec((proptest::collection::vec(0u8..6, 1..3), proptest::bool::ANY), 1..6),
         ) {
-            let parts: Vec<(Prepared, Vec<(Hash32, Vec<u8>)>)> = parts
+            let parts: Vec<(Prepared, Vec<Body>)> = parts
                 .iter()
                 .map(|texts| {
                     let bodies: Vec<_> = texts.iter().map(|picks| body(&text(picks))).collect();
