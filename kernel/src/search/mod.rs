@@ -18,6 +18,7 @@ mod index;
 mod prepare;
 pub mod query;
 mod segments;
+mod varint;
 
 use crate::blob::BlobResult;
 use crate::bodies::Bodies;
@@ -472,7 +473,7 @@ impl Search {
             let Some(ready) = self.ready.front_mut() else { break };
             let Some(i) = ready.waiting.pop_front() else {
                 let mut done = self.ready.pop_front().expect("the front is there");
-                self.index.post_pending(&done.part, &mut done.translation);
+                self.index.end_part(&done.part, &mut done.translation);
                 continue;
             };
             let body = &ready.part.bodies()[i];
@@ -496,9 +497,11 @@ impl Search {
         // Only the front part can have bodies waiting for their postings: the index is
         // whole before anything reads it.
         if let Some(front) = self.ready.front_mut() {
-            self.index.post_pending(&front.part, &mut front.translation);
             if front.waiting.is_empty() {
-                self.ready.pop_front();
+                let mut done = self.ready.pop_front().expect("the front is there");
+                self.index.end_part(&done.part, &mut done.translation);
+            } else {
+                self.index.post_pending(&front.part, &mut front.translation);
             }
         }
         // Emptied, the set gives back its table (a million entries' after a build).

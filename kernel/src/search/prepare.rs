@@ -9,6 +9,9 @@
 //! taken as they are, the same numbering the writer's tokenizing gave.
 
 use super::query::{fold_into, raw_words, TOKENIZER};
+#[cfg(test)]
+use super::varint::varints;
+use super::varint::{push_varint, put_varint, VARINT_MAX};
 use crate::format::{SegmentBody, SegmentName, SegmentPart, SegmentWords};
 use crate::hash::Hash32;
 use rustc_hash::FxHashMap as HashMap;
@@ -21,8 +24,13 @@ pub struct Prepared {
     text: String,
     /// By local word id: its end in `text` (it starts where the one before ends).
     ends: Vec<u32>,
-    /// Every body's words as local word ids, body after body.
-    words: Vec<u32>,
+    /// By local word id: its hash (see [`word_hash`]), taken here so the index's lookups
+    /// of a part's words need not hash them again on the replica's thread.
+    hashes: Vec<u64>,
+    /// Every body's words as local word ids, each a LEB128 varint, body after body: what
+    /// the index keeps of a body for phrases, encoded here (off the replica's thread) in
+    /// the part's own numbering, which the index translates through one table a part.
+    varints: Vec<u8>,
     bodies: Vec<PreparedBody>,
     /// By local word, its holders: the bodies (indices in `bodies`, ascending) holding
     /// it, word after word. The index puts a part's bodies in a word's posting together,
@@ -42,8 +50,11 @@ pub(crate) struct PreparedBody {
     pub hash: Hash32,
     /// Its bytes' length.
     pub len: usize,
-    /// Its words' end in [`Prepared::words`] (they start where the body before ends).
+    /// Its words' end among the part's words, counted in words (they start where the
+    /// body before ends).
     words_end: u32,
+    /// Its words' end in [`Prepared::varints`].
+    varints_end: u32,
     /// How many distinct words it holds.
     pub distinct: u32,
 }
@@ -180,14 +191,14 @@ fn words_reusing(bodies: &[SegmentBody], carried: &CarriedBodies) -> SegmentWord
         }
         p.end_body(b.hash, b.body.len(), distinct_start);
     }
-    let out = p.out;
+    let (out, numbers) = (p.out, p.words);
     let lens = out.ends.iter().scan(0, |start, &end| Some(end - core::mem::replace(start, end))).collect();
     let counts = out
         .bodies
         .iter()
         .scan(0, |start, b| Some(b.words_end - core::mem::replace(start, b.words_end)))
         .collect();
-    SegmentWords::new(TOKENIZER, out.text, lens, counts, &out.words)
+    SegmentWords::new(TOKENIZER, out.text, lens, counts, &numbers)
 }
 
 /// One body, tokenized (its hash as given).
@@ -212,10 +223,21 @@ impl Prepared {
         &self.bodies
     }
 
+    /// Body `i`'s words as local word ids, each a LEB128 varint, in order.
+    pub(crate) fn body_varints(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.bodies[i - 1].varints_end as usize };
+        &self.varints[start..self.bodies[i].varints_end as usize]
+    }
+
     /// Body `i`'s words as local word ids, in order.
-    pub(crate) fn body_words(&self, i: usize) -> &[u32] {
-        let start = if i == 0 { 0 } else { self.bodies[i - 1].words_end as usize };
-        &self.words[start..self.bodies[i].words_end as usize]
+    #[cfg(test)]
+    pub(crate) fn body_words(&self, i: usize) -> Vec<u32> {
+        varints(self.body_varints(i)).collect()
+    }
+
+    /// The hash of the word with local id `id`: [`word_hash`] of it.
+    pub(crate) fn word_hash(&self, id: u32) -> u64 {
+        finish_hash(self.hashes[id as usize])
     }
 
     /// The folded word with local id `id`.
@@ -247,8 +269,8 @@ impl Prepared {
 #[derive(Default)]
 struct Preparer {
     out: Prepared,
-    /// By local word id: its hash.
-    hashes: Vec<u64>,
+    /// Every body's words as local word ids, body after body.
+    words: Vec<u32>,
     /// Local word id + 1 by slot, 0 when empty; a power of two long, at most half full.
     slots: Vec<u32>,
     folded: String,
@@ -271,6 +293,17 @@ fn hash_of(word: &[u8]) -> u64 {
     word.iter().fold(0, |h, b| hash_step(h, *b))
 }
 
+/// A folded word's hash for a hash table: [`hash_of`] with its well-mixed high bits
+/// brought down, as `rustc_hash` finishes (a table takes its bucket from the low bits).
+/// Not keyed: the index's word map is as open to chosen words as it was with FxHash.
+pub(crate) fn word_hash(word: &[u8]) -> u64 {
+    finish_hash(hash_of(word))
+}
+
+fn finish_hash(h: u64) -> u64 {
+    h.rotate_left(26)
+}
+
 impl Preparer {
     /// The [`Prepared`] of a part's `bodies` from the words it carries (their shape
     /// checked on decode), or None when a word is listed twice: then the part is
@@ -286,23 +319,39 @@ impl Preparer {
                 return None;
             }
         }
-        // The numbers all at once (a copy the compiler widens in bulk), then each body's
-        // distinct words noted from them.
-        p.out.words = words.numbers().collect();
+        // One pass over the numbers: each body's distinct words noted, and its words
+        // encoded as the index keeps them. Both without a branch on the word (whether a
+        // body met it before, how long its varint is): those mispredicted often enough to
+        // be most of the pass's time.
+        let numbers: Vec<u32> = words.numbers().collect();
         let mut at = 0;
+        // Two bytes a word to start with (a part's word ids are below 16,384 in practice).
+        let mut varints = vec![0u8; 2 * numbers.len() + VARINT_MAX];
+        let mut end = 0;
         for (b, &count) in bodies.iter().zip(&words.counts) {
             let distinct_start = p.distinct.len();
             let body = p.out.bodies.len() as u32 + 1;
-            for &id in &p.out.words[at..at + count as usize] {
-                if p.met_by[id as usize] != body {
-                    p.met_by[id as usize] = body;
-                    p.counts[id as usize] += 1;
-                    p.distinct.push(id);
+            let body_numbers = &numbers[at as usize..(at + count) as usize];
+            p.distinct.resize(distinct_start + body_numbers.len(), 0);
+            let mut distinct = distinct_start;
+            for &id in body_numbers {
+                let first = p.met_by[id as usize] != body;
+                p.met_by[id as usize] = body;
+                p.counts[id as usize] += u32::from(first);
+                p.distinct[distinct] = id;
+                distinct += usize::from(first);
+                if end + VARINT_MAX > varints.len() {
+                    varints.resize(2 * varints.len(), 0);
                 }
+                end = put_varint(&mut varints, end, id);
             }
-            at += count as usize;
-            p.end_body_at(b.hash, b.body.len(), at as u32, distinct_start);
+            p.distinct.truncate(distinct);
+            at += count;
+            p.end_body_at(b.hash, b.body.len(), at, distinct_start);
+            p.out.bodies.last_mut().expect("the body just ended").varints_end = end as u32;
         }
+        varints.truncate(end);
+        p.out.varints = varints;
         p.out.words_taken = true;
         Some(p.finish())
     }
@@ -330,19 +379,20 @@ impl Preparer {
 
     /// Ends the body being prepared, whose distinct words begin at `distinct_start`.
     fn end_body(&mut self, hash: Hash32, len: usize, distinct_start: usize) {
-        self.end_body_at(hash, len, self.out.words.len() as u32, distinct_start);
+        self.end_body_at(hash, len, self.words.len() as u32, distinct_start);
     }
 
     /// Ends a body whose words end at `words_end`.
     fn end_body_at(&mut self, hash: Hash32, len: usize, words_end: u32, distinct_start: usize) {
         let distinct = (self.distinct.len() - distinct_start) as u32;
-        self.out.bodies.push(PreparedBody { hash, len, words_end, distinct });
+        let varints_end = self.out.varints.len() as u32;
+        self.out.bodies.push(PreparedBody { hash, len, words_end, varints_end, distinct });
     }
 
     /// The next word of the body being prepared; the first time the body meets it, it is
     /// noted among the body's distinct words.
     fn push_word(&mut self, id: u32) {
-        self.out.words.push(id);
+        self.words.push(id);
         let body = self.out.bodies.len() as u32 + 1;
         if self.met_by[id as usize] != body {
             self.met_by[id as usize] = body;
@@ -403,7 +453,7 @@ impl Preparer {
                 0 => break,
                 slot => {
                     let id = slot - 1;
-                    if self.hashes[id as usize] == h && self.out.word(id).as_bytes() == word {
+                    if self.out.hashes[id as usize] == h && self.out.word(id).as_bytes() == word {
                         return id;
                     }
                 }
@@ -415,7 +465,7 @@ impl Preparer {
         // their folds.
         self.out.text.push_str(core::str::from_utf8(word).expect("a word is UTF-8"));
         self.out.ends.push(self.out.text.len() as u32);
-        self.hashes.push(h);
+        self.out.hashes.push(h);
         self.met_by.push(0);
         self.counts.push(0);
         self.slots[at] = id + 1;
@@ -428,7 +478,7 @@ impl Preparer {
     fn grow(&mut self) {
         let mut slots = vec![0u32; 2 * self.slots.len()];
         let mask = slots.len() - 1;
-        for (id, h) in self.hashes.iter().enumerate() {
+        for (id, h) in self.out.hashes.iter().enumerate() {
             let mut at = (h >> 32) as usize & mask;
             while slots[at] != 0 {
                 at = (at + 1) & mask;
@@ -438,9 +488,20 @@ impl Preparer {
         self.slots = slots;
     }
 
-    /// Lists each word's holders, from the bodies' distinct words (a counting sort).
+    /// Lists each word's holders, from the bodies' distinct words (a counting sort), and
+    /// encodes tokenized bodies' words (taken words were encoded as they were read).
     fn finish(mut self) -> Prepared {
         let out = &mut self.out;
+        if !out.words_taken {
+            let mut start = 0;
+            for body in &mut out.bodies {
+                for &id in &self.words[start..body.words_end as usize] {
+                    push_varint(&mut out.varints, id);
+                }
+                start = body.words_end as usize;
+                body.varints_end = out.varints.len() as u32;
+            }
+        }
         let mut at = 0;
         // `counts` becomes each word's next free place in `holders`.
         for c in self.counts.iter_mut() {
