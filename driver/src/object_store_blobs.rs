@@ -963,6 +963,7 @@ impl Inner {
             }
         }
     }
+
     /// A write as the store answered it: with the answer's `Date` where the store's HTTP
     /// client kept it ([`AnsweredAt`]), else with no time (the kernel then reads the
     /// object's metadata when it needs one); never this machine's clock (SPEC 10.15).
