@@ -148,6 +148,11 @@ pub enum WriteTime {
 }
 
 impl WriteTime {
+    /// What an HTTP answer sent at store time `us` says in its `Date`: that whole second.
+    pub fn date_of(us: u64) -> WriteTime {
+        WriteTime::Answered(us - us % DATE_RESOLUTION_US)
+    }
+
     /// The latest the object may have been created: what a check that it did not land
     /// late must judge.
     pub fn created_by_us(self) -> u64 {

@@ -205,8 +205,7 @@ fn timestamp(us: u64) -> DateTime<Utc> {
 fn put_result(meta: &blob::Written) -> PutResult {
     let mut extensions = object_store::Extensions::default();
     if let Some(time) = meta.time {
-        let us = time.reached_us();
-        extensions.insert(slotlog::AnsweredAt(us - us % blob::DATE_RESOLUTION_US));
+        extensions.insert(slotlog::AnsweredAt(blob::WriteTime::date_of(time.reached_us()).reached_us()));
     }
     PutResult { e_tag: Some(e_tag(&meta.generation)), version: None, extensions }
 }

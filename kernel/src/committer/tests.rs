@@ -1162,13 +1162,11 @@ fn a_slot_create_landing_promptly_is_acknowledged() {
     assert_eq!(h.replica.stats().stalled_creates_refused, 0);
 }
 
-/// Answers the head's slot create with a `Date` (`WriteTime::Answered`) that `date` makes
-/// of the slot's creation time.
-fn slot_created_with_a_date(h: &mut Harness, date: impl FnOnce(u64) -> u64) {
+/// Answers the head's slot create with the time `time` makes of the slot's creation time.
+fn slot_created_answered(h: &mut Harness, time: impl FnOnce(u64) -> Option<WriteTime>) {
     let landed = h.apply_early(is_slot_create);
     let Ok(BlobOutcome::Created(mut written)) = landed else { panic!("created: {landed:?}") };
-    let created_us = written.time.expect("the harness's store answers with a time").created_by_us();
-    written.time = Some(WriteTime::Answered(date(created_us)));
+    written.time = time(written.time.expect("the harness's store answers with a time").created_by_us());
     h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(written))));
 }
 
@@ -1176,7 +1174,7 @@ fn slot_created_with_a_date(h: &mut Harness, date: impl FnOnce(u64) -> u64) {
 fn a_slot_create_answered_with_its_date_is_acknowledged_without_a_stat() {
     let mut h = Harness::opened(Config::default());
     let (r, _) = one_write_at_its_slot_create(&mut h);
-    slot_created_with_a_date(&mut h, |us| us - us % DATE_RESOLUTION_US);
+    slot_created_answered(&mut h, |us| Some(WriteTime::date_of(us)));
     assert!(matches!(h.reply(r), Some(Ok(WriteOk::Committed(_)))));
     assert!(
         !h.log.iter().any(|op| matches!(op, BlobOp::Stat { .. })),
@@ -1193,7 +1191,7 @@ fn a_slot_create_whose_date_leaves_it_maybe_past_the_reload_age_is_refused_uncer
     let (r, _) = one_write_at_its_slot_create(&mut h);
     let reload_us = micros(Config::default().reload_after);
     h.failure_expected = true;
-    slot_created_with_a_date(&mut h, |us| us + reload_us - DATE_RESOLUTION_US / 2);
+    slot_created_answered(&mut h, |us| Some(WriteTime::Answered(us + reload_us - DATE_RESOLUTION_US / 2)));
     let [FailReason::CreateBelowCollection { base_us, landed_us, .. }] = h.failures[..] else {
         panic!("{:?}", h.failures)
     };
@@ -1205,10 +1203,7 @@ fn a_slot_create_whose_date_leaves_it_maybe_past_the_reload_age_is_refused_uncer
 /// Answers the head's slot create as S3 does: created, with no store time. Returns the
 /// stat of the new slot the committer sends next.
 fn slot_created_without_a_time(h: &mut Harness) -> BlobOp {
-    let landed = h.apply_early(is_slot_create);
-    let Ok(BlobOutcome::Created(mut written)) = landed else { panic!("created: {landed:?}") };
-    written.time = None;
-    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(written))));
+    slot_created_answered(h, |_| None);
     let (_, next) = h.calls.front().expect("a stat of the new slot").clone();
     next
 }

@@ -684,8 +684,7 @@ fn a_checkpoint_landing_within_the_grace_after_its_look_stands() {
 #[test]
 fn a_checkpoint_answered_with_a_date_is_judged_at_the_end_of_its_second() {
     let mut h = Harness::opened(compacting(4));
-    let answer =
-        checkpoint_created_late(&mut h, |us| Some(WriteTime::Answered(us - us % DATE_RESOLUTION_US)));
+    let answer = checkpoint_created_late(&mut h, |us| Some(WriteTime::date_of(us)));
     h.deliver_with(Fate::Answer(answer));
     h.settle();
     let stats = h.replica.compactor_stats();

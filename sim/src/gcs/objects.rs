@@ -27,7 +27,6 @@ use core::str::FromStr;
 use core::time::Duration;
 use slotlog_kernel::blob::{
     BlobError, BlobOp, BlobOutcome, BlobResult, Generation, ObjectMeta, WriteTime, Written,
-    DATE_RESOLUTION_US,
 };
 use slotlog_kernel::time::Instant;
 
@@ -205,9 +204,7 @@ impl Object {
         let mut written = Written::from(self.meta(key));
         written.time = match rules.write_times {
             WriteTimes::Created => written.time,
-            WriteTimes::Date => {
-                Some(WriteTime::Answered(self.created_at_us - self.created_at_us % DATE_RESOLUTION_US))
-            }
+            WriteTimes::Date => Some(WriteTime::date_of(self.created_at_us)),
             WriteTimes::Untimed => None,
         };
         written
