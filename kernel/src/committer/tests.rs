@@ -1203,7 +1203,11 @@ fn a_slot_create_whose_date_leaves_it_maybe_past_the_reload_age_is_refused_uncer
 /// Answers the head's slot create as S3 does: created, with no store time. Returns the
 /// stat of the new slot the committer sends next.
 fn slot_created_without_a_time(h: &mut Harness) -> BlobOp {
-    slot_created_answered(h, |_| None);
+    let landed = h.apply_early(is_slot_create);
+    let Ok(BlobOutcome::Created(mut written)) = landed else { panic!("created: {landed:?}") };
+    // A store that already answers without a time (the untimed harness) keeps it so.
+    written.time = None;
+    h.deliver_with(Fate::Answer(Ok(BlobOutcome::Created(written))));
     let (_, next) = h.calls.front().expect("a stat of the new slot").clone();
     next
 }
