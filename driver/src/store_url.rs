@@ -627,9 +627,11 @@ fn gcs_builder(bucket: &str, options: &StoreOptions) -> GoogleCloudStorageBuilde
 }
 
 /// Finishes a GCS builder the way slotlog needs it and describes it: object_store's
-/// retries off, its HTTP client keeping each answer's `Date` ([`DatedConnector`]). Set the bucket with `with_bucket_name`; the conditional delete goes to the
-/// builder's base URL, else the service account key's `gcs_base_url`, else
-/// [`GCS_BASE_URL_DEFAULT`], as object_store's own requests do.
+/// retries off, its HTTP client keeping each answer's `Date` ([`DatedConnector`], which
+/// takes the place of a connector set on the builder). Set the bucket with
+/// `with_bucket_name`; the conditional delete goes to the builder's base URL, else the
+/// service account key's `gcs_base_url`, else [`GCS_BASE_URL_DEFAULT`], as object_store's
+/// own requests do.
 #[cfg(feature = "gcs")]
 pub fn gcs_store(
     builder: GoogleCloudStorageBuilder,
@@ -684,12 +686,13 @@ fn azure_builder(account: Option<&str>, container: &str, options: &StoreOptions)
 }
 
 /// Finishes an Azure builder the way slotlog needs it and describes it: object_store's
-/// retries off, its HTTP client keeping each answer's `Date` ([`DatedConnector`]). Set the account and container with `with_account` and
-/// `with_container_name` (not `with_url`: it is read only inside `build`, out of sight of
-/// the conditional delete). In emulator mode (`AZURE_STORAGE_USE_EMULATOR=true`) requests
-/// go to `AZURITE_BLOB_STORAGE_URL` (else [`AZURITE_URL_DEFAULT`]) as Azurite's
-/// development account unless another is set; otherwise to the builder's endpoint, else
-/// `https://{account}.blob.core.windows.net`.
+/// retries off, its HTTP client keeping each answer's `Date` ([`DatedConnector`], which
+/// takes the place of a connector set on the builder). Set the account and container
+/// with `with_account` and `with_container_name` (not `with_url`: it is read only inside
+/// `build`, out of sight of the conditional delete). In emulator mode
+/// (`AZURE_STORAGE_USE_EMULATOR=true`) requests go to `AZURITE_BLOB_STORAGE_URL` (else
+/// [`AZURITE_URL_DEFAULT`]) as Azurite's development account unless another is set;
+/// otherwise to the builder's endpoint, else `https://{account}.blob.core.windows.net`.
 #[cfg(feature = "azure")]
 pub fn azure_store(builder: MicrosoftAzureBuilder) -> Result<(Arc<dyn ObjectStore>, Backend), StoreUrlError> {
     install_crypto_provider();
