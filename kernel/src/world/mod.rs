@@ -5,6 +5,7 @@ mod body_index;
 #[cfg(test)]
 mod catalog_tests;
 pub mod document;
+mod documents;
 pub mod entry;
 pub mod evaluate;
 pub(crate) mod merge;

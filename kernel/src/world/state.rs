@@ -4,6 +4,7 @@
 
 use super::body_index::BodyIndex;
 use super::document::Document;
+use super::documents::Documents;
 use super::entry::{IndexEntry, Receipt, SlotMember};
 use super::path::Path;
 use super::policy::Policy;
@@ -14,7 +15,7 @@ use super::view::StateView;
 use crate::format::{Slot, StoredReceipt};
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
-use std::collections::{btree_map, BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 /// Why a slot cannot be applied on this state. Any of these means the log is not the one
 /// this replica holds, or two implementations disagree; the replica fails closed.
@@ -104,7 +105,7 @@ pub enum RestoreProblem {
 #[derive(Clone, Debug)]
 pub struct WorldState {
     world_id: WorldId,
-    documents: BTreeMap<Path, Document>,
+    documents: Documents,
     policy: Policy,
     /// Each receipt of the window with the digest of its request (SPEC 10.13). Only
     /// looked up by id, never walked (`receipt_order` gives the order), so a hash map: a
@@ -128,7 +129,7 @@ impl WorldState {
     pub fn genesis(world_id: WorldId, marker_hash: Hash32) -> WorldState {
         WorldState {
             world_id,
-            documents: BTreeMap::new(),
+            documents: Documents::default(),
             policy: Policy::default(),
             receipts: HashMap::default(),
             receipt_order: VecDeque::new(),
@@ -146,6 +147,7 @@ impl WorldState {
         let mut receipts = HashMap::with_capacity_and_hasher(self.receipts.len(), key);
         receipts.extend(self.receipts.drain());
         self.receipts = receipts;
+        self.documents = self.documents.rekeyed(key);
         self
     }
 
@@ -175,8 +177,7 @@ impl WorldState {
                 return Err(RestoreProblem::Document { path: path.clone() });
             }
         }
-        // Sorted and without duplicates, so collecting is a bulk build.
-        state.documents = documents.into_iter().collect();
+        state.documents = Documents::from_sorted(documents, state.receipt_key());
         state.held_records = state.documents.values().map(|d| d.held_versions().len()).sum();
         let bodies = state.documents.values().map(|d| (d.entry.body_hash, d.entry.path.clone())).collect();
         state.bodies = BodyIndex::build(bodies);
@@ -221,7 +222,7 @@ impl WorldState {
 
     /// The document at `path`, if there is one.
     pub fn document(&self, path: &Path) -> Option<&Document> {
-        self.documents.get(path)
+        self.documents.get(path.as_str())
     }
 
     /// Every document, in path order.
@@ -231,7 +232,7 @@ impl WorldState {
 
     /// Documents from `start` on, in path order.
     pub fn documents_from(&self, start: &str) -> impl Iterator<Item = (&Path, &Document)> {
-        self.documents.range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
+        self.documents.from(start)
     }
 
     /// The receipt of an operation id committed within the receipt window.
@@ -260,7 +261,7 @@ impl WorldState {
     /// A checkpoint through version `through` of `path` stored its retained versions in
     /// `blocks`: the document holds those instead of the records (SPEC 10.5).
     pub fn adopt_history(&mut self, path: &Path, blocks: &[crate::format::HistoryRef], through: u64) {
-        if let Some(doc) = self.documents.get_mut(path) {
+        if let Some(doc) = self.documents.get_mut(path.as_str()) {
             let before = doc.held_versions().len();
             doc.adopt(blocks, through);
             self.held_records = self.held_records - before + doc.held_versions().len();
@@ -378,21 +379,19 @@ impl WorldState {
             self.policy = Policy { version: m.receipt.version, rules: rules.clone() };
         }
         let Some(entry) = &m.entry else { return };
-        // One search of the path map for the old body, the change and a new document.
-        let old_hash = match self.documents.entry(entry.path.clone()) {
-            btree_map::Entry::Occupied(mut o) => {
-                let doc = o.get_mut();
+        let old_hash = match self.documents.get_mut(entry.path.as_str()) {
+            Some(doc) => {
                 let old_hash = doc.entry.body_hash;
                 let before = doc.held_versions().len();
                 doc.apply(entry.clone(), m.version.clone());
                 self.held_records = self.held_records - before + doc.held_versions().len();
                 Some(old_hash)
             }
-            btree_map::Entry::Vacant(v) => {
+            None => {
                 let doc = Document::held(entry.clone(), m.version.clone())
                     .expect("a checked member starts a document at version 1");
                 self.held_records += doc.held_versions().len();
-                v.insert(doc);
+                self.documents.insert_new(entry.path.clone(), doc);
                 None
             }
         };
@@ -464,7 +463,7 @@ impl StateView for WorldState {
     }
 
     fn entry_of(&self, path: &Path) -> Option<&IndexEntry> {
-        self.documents.get(path).map(|d| &d.entry)
+        self.documents.get(path.as_str()).map(|d| &d.entry)
     }
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
@@ -472,11 +471,11 @@ impl StateView for WorldState {
         // Paths are often created in increasing order (numbered, dated): one past the last
         // document has no descendant, known without a search that compares it with every
         // key along the map's right edge.
-        if self.documents.last_key_value().is_none_or(|(last, _)| last.as_str() < lo.as_str()) {
+        if self.documents.last_path().is_none_or(|last| last.as_str() < lo.as_str()) {
             return None;
         }
         self.documents
-            .range::<str, _>((std::ops::Bound::Included(lo.as_str()), std::ops::Bound::Unbounded))
+            .from(lo.as_str())
             .next()
             .map(|(p, _)| p)
             .filter(|p| p.as_str().starts_with(lo.as_str()))
