@@ -391,7 +391,7 @@ impl WorldState {
                 let doc = Document::held(entry.clone(), m.version.clone())
                     .expect("a checked member starts a document at version 1");
                 self.held_records += doc.held_versions().len();
-                self.documents.insert_new(entry.path.clone(), doc);
+                self.documents.insert_new(doc);
                 None
             }
         };
@@ -467,13 +467,12 @@ impl StateView for WorldState {
     }
 
     fn first_descendant(&self, path: &Path) -> Option<&Path> {
-        let lo = path.descendant_start();
-        // Paths are often created in increasing order (numbered, dated): one past the last
-        // document has no descendant, known without a search that compares it with every
-        // key along the map's right edge.
-        if self.documents.last_path().is_none_or(|last| last.as_str() < lo.as_str()) {
+        // Nearly every path created has no descendant: known by a hash lookup, without a
+        // search of the order.
+        if !self.documents.has_descendants(path.as_str()) {
             return None;
         }
+        let lo = path.descendant_start();
         self.documents
             .from(lo.as_str())
             .next()
