@@ -15,6 +15,7 @@ mod own_slot_tests;
 pub mod path;
 pub mod policy;
 pub mod receipt_key;
+mod receipt_table;
 pub mod receipt_window;
 #[cfg(test)]
 mod receipts_tests;
