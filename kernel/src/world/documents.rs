@@ -146,3 +146,90 @@ impl Documents {
         self.slab.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::Hash32;
+    use crate::ids::OperationId;
+    use crate::world::{IndexEntry, VersionKind, VersionRecord};
+
+    fn document(path: &Path) -> Document {
+        let entry = IndexEntry {
+            path: path.clone(),
+            version: 1,
+            first_version: 1,
+            archived: false,
+            body_hash: Hash32::ZERO,
+            body_len: 1,
+            modified_sequence: 1,
+            modified_us: 0,
+            catalog: None,
+        };
+        let record = VersionRecord {
+            version: 1,
+            sequence: 1,
+            op_id: OperationId([1; 16]),
+            body_hash: Hash32::ZERO,
+            body_len: 1,
+            kind: VersionKind::Publish,
+        };
+        Document::held(entry, [record]).expect("a document at version 1")
+    }
+
+    /// Against an ordered map of the same paths: point lookups, walks from any start,
+    /// and whether a path has descendants, for documents added one by one, built sorted
+    /// and rekeyed.
+    #[test]
+    fn documents_answer_as_an_ordered_map_does() {
+        let raw = [
+            "/b/2.md",
+            "/a",
+            "/a.md",
+            "/a/b/c",
+            "/docs/00000002.md",
+            "/docs/00000001.md",
+            "/pc/7.md/c.md",
+            "/pc/7.mdx",
+            "/é",
+            "/ab",
+            "/z/y/x/w",
+        ];
+        let paths: Vec<Path> = raw.iter().map(|r| Path::parse(r).expect("path")).collect();
+        let mut docs = Documents::from_sorted(Vec::new(), ReceiptKey::from_seed(1));
+        let mut reference: BTreeMap<Path, ()> = BTreeMap::new();
+        let probes =
+            ["/", "/a", "/a/b", "/a/b/c", "/a.m", "/docs", "/pc", "/pc/7.md", "/pc/7", "/z/y", "/q", "/é"];
+        let check = |docs: &Documents, reference: &BTreeMap<Path, ()>| {
+            for probe in probes.iter().chain(&raw) {
+                assert_eq!(
+                    docs.get(probe).map(|d| d.entry.path.clone()),
+                    reference.get_key_value(*probe).map(|(p, _)| p.clone()),
+                    "{probe}"
+                );
+                let under = format!("{probe}/");
+                let below = reference.keys().any(|p| p.as_str().starts_with(&under));
+                if *probe != "/" {
+                    assert_eq!(docs.has_descendants(probe), below, "{probe}");
+                }
+                let walked: Vec<&str> = docs.from(probe).map(|(p, _)| p.as_str()).collect();
+                let expected: Vec<&str> = reference
+                    .range::<str, _>((std::ops::Bound::Included(*probe), std::ops::Bound::Unbounded))
+                    .map(|(p, _)| p.as_str())
+                    .collect();
+                assert_eq!(walked, expected, "{probe}");
+            }
+            assert!(docs.iter().map(|(p, d)| (p, &d.entry.path)).all(|(p, e)| p == e));
+            assert!(docs.iter().map(|(p, _)| p).eq(reference.keys()));
+            assert_eq!(docs.len(), reference.len());
+        };
+        for path in &paths {
+            docs.insert_new(document(path));
+            reference.insert(path.clone(), ());
+            check(&docs, &reference);
+        }
+        let sorted: Vec<(Path, Document)> = reference.keys().map(|p| (p.clone(), document(p))).collect();
+        check(&Documents::from_sorted(sorted, ReceiptKey::from_seed(2)), &reference);
+        check(&docs.rekeyed(ReceiptKey::from_seed(3)), &reference);
+    }
+}
