@@ -144,7 +144,7 @@ mod tests {
             reference.insert(r.receipt.op_id, r.clone());
             order.push_back(r);
             if sequence % 50 == 0 {
-                let from = sequence - 120;
+                let from = sequence.saturating_sub(120);
                 table.drop_before(from);
                 while let Some(front) = order.front().filter(|f| f.receipt.sequence < from) {
                     let front = front.clone();
