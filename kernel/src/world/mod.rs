@@ -5,6 +5,7 @@ mod body_index;
 #[cfg(test)]
 mod catalog_tests;
 pub mod document;
+mod documents;
 pub mod entry;
 pub mod evaluate;
 pub(crate) mod merge;
@@ -14,6 +15,7 @@ mod own_slot_tests;
 pub mod path;
 pub mod policy;
 pub mod receipt_key;
+mod receipt_table;
 pub mod receipt_window;
 #[cfg(test)]
 mod receipts_tests;

@@ -218,22 +218,19 @@ impl Scan {
         if bytes.len() < 2 || bytes[0] != b'/' || bytes[bytes.len() - 1] == b'/' {
             return None;
         }
-        let mut found = Scan { dot_segment: false, control_character: false, segment_too_long: false };
-        let mut segment_from = 1;
-        for at in 1..=bytes.len() {
-            if at == bytes.len() || bytes[at] == b'/' {
-                let segment = &bytes[segment_from..at];
-                if segment.is_empty() {
-                    return None;
-                }
-                found.dot_segment |= segment == b"." || segment == b"..";
-                found.segment_too_long |= segment.len() > SEGMENT_BYTES_MAX;
-                segment_from = at + 1;
-            } else {
-                // A byte below 0x80 is a whole character, and no byte of a longer one is
-                // below 0x80.
-                found.control_character |= bytes[at] < 0x20 || bytes[at] == 0x7f;
+        // A byte below 0x80 is a whole character, and no byte of a longer one is below
+        // 0x80; `/` is not a control character. One pass for those, one for the segments:
+        // a loop that indexed each byte and tested both (with the bounds and overflow
+        // checks our builds keep) was 1.5% of a simulated run, which decodes every path of
+        // every slot it reads.
+        let control_character = bytes.iter().any(|&b| b < 0x20 || b == 0x7f);
+        let mut found = Scan { dot_segment: false, control_character, segment_too_long: false };
+        for segment in bytes[1..].split(|&b| b == b'/') {
+            if segment.is_empty() {
+                return None;
             }
+            found.dot_segment |= segment == b"." || segment == b"..";
+            found.segment_too_long |= segment.len() > SEGMENT_BYTES_MAX;
         }
         Some(found)
     }

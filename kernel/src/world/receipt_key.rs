@@ -35,6 +35,13 @@ impl ReceiptKey {
         };
         ReceiptKey { k0: next(), k1: next() }
     }
+
+    /// SipHash-1-3 of `bytes` under this key, in one pass (a key's `Hash` impl writes in
+    /// pieces, and a `str` a terminator after).
+    #[inline]
+    pub(crate) fn hash_bytes(&self, bytes: &[u8]) -> u64 {
+        SipHasher13::new_with_keys(self.k0, self.k1).hash(bytes)
+    }
 }
 
 /// Never prints the key: a log line must not hand it to whoever reads the logs.

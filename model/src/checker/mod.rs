@@ -332,7 +332,8 @@ pub fn check(
     // places are judged against the model's bodies in the replay (3).
     let mut slots: Vec<(Slot, Instant, Vec<&[u8]>)> = Vec::new();
     let mut slot_hashes: Vec<Hash32> = Vec::new();
-    let mut auditor = WorldState::genesis(world_id, prev_hash);
+    // The auditor answers no read or write, so it keeps only what applying judges.
+    let mut auditor = WorldState::genesis(world_id, prev_hash).auditing();
     let log_prefix = keys.log_prefix();
     for (o, recorded_hash) in log.iter().filter(|(o, _)| o.key.starts_with(&log_prefix)) {
         let Some(sequence) = keys.parse_slot(&o.key) else {
