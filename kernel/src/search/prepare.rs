@@ -314,6 +314,14 @@ impl Preparer {
     /// tokenized, never trusted to number words the index would post twice.
     fn from_words(bodies: &[SegmentBody], words: SegmentWords) -> Option<Prepared> {
         let mut p = Preparer::default();
+        // The words' count is known: every table sized once, the slots never rehashed.
+        let count = words.lens.len();
+        p.slots = vec![0; (2 * count).next_power_of_two().max(1 << 10)];
+        p.out.text.reserve(words.text.len());
+        p.out.ends.reserve(count);
+        p.out.hashes.reserve(count);
+        p.met_by.reserve(count);
+        p.counts.reserve(count);
         let mut start = 0;
         for &len in &words.lens {
             let word = &words.text.as_bytes()[start..start + len as usize];
