@@ -1,15 +1,16 @@
 //! BLAKE3 of many short inputs at once: [`Hash32::of`] of each, with the SIMD lanes
 //! (16 with AVX-512) across inputs rather than within one. A body of a segment part is
 //! most often one or two 1 KiB chunks; hashed alone, its blocks go one after another
-//! through one lane, and verifying every body was a ninth of an index build's CPU at a
+//! through one lane, and verifying every body was an eighth of an index build's CPU at a
 //! million documents. Here the whole blocks of every input's chunk go through the
 //! crate's `hash_many` together, grouped by how many there are (it takes inputs of one
 //! length), and only each chunk's last block, which may be partial, and the one parent
 //! node of a two-chunk input are compressed alone.
 //!
-//! `blake3::platform` is the crate's own, public but hidden ("for benchmarks only"): the
-//! tests below hold every length up to three chunks to `blake3::hash`, so a release of
-//! the crate that changed it fails them rather than a hash (docs/DEPENDENCIES.md).
+//! `blake3::platform` is the crate's own, public but hidden ("for benchmarks only"), not
+//! covered by semver: a release that changed its signatures fails the build, and the
+//! tests below hold every length up to three chunks to `blake3::hash`, so one that changed
+//! what it computes fails them rather than a body's verification (docs/DEPENDENCIES.md).
 
 use crate::hash::Hash32;
 use blake3::platform::Platform;
