@@ -11,9 +11,11 @@
 use super::query::{fold_into, raw_words, TOKENIZER};
 #[cfg(test)]
 use super::varint::varints;
-use super::varint::{push_varint, put_varint, VARINT_MAX};
+use super::varint::{push_varint, put_short_varint, put_varint, VARINT_MAX};
+use crate::format::segment::SEGMENT_SHORT_WORD_NUMBERS_MAX;
 use crate::format::{SegmentBody, SegmentName, SegmentPart, SegmentWords};
 use crate::hash::Hash32;
+use crate::hash_many::hashes_of;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
@@ -75,7 +77,9 @@ pub struct PreparedPart {
 /// body verified; else it tokenizes the verified bodies.
 pub fn prepare_part(bytes: &[u8], name: &SegmentName) -> PreparedPart {
     let prepared = SegmentPart::decode_named(bytes, name).ok().map(|part| {
-        let verified: Vec<bool> = part.bodies.iter().map(|b| Hash32::of(&b.body) == b.hash).collect();
+        let bodies: Vec<&[u8]> = part.bodies.iter().map(|b| b.body.as_slice()).collect();
+        let verified: Vec<bool> =
+            hashes_of(&bodies).iter().zip(&part.bodies).map(|(h, b)| *h == b.hash).collect();
         let carried = part.words.filter(|w| w.tokenizer == TOKENIZER && verified.iter().all(|v| *v));
         match carried.and_then(|words| Preparer::from_words(&part.bodies, words)) {
             Some(prepared) => prepared,
@@ -310,6 +314,14 @@ impl Preparer {
     /// tokenized, never trusted to number words the index would post twice.
     fn from_words(bodies: &[SegmentBody], words: SegmentWords) -> Option<Prepared> {
         let mut p = Preparer::default();
+        // The words' count is known: every table sized once, the slots never rehashed.
+        let count = words.lens.len();
+        p.slots = vec![0; (2 * count).next_power_of_two().max(1 << 10)];
+        p.out.text.reserve(words.text.len());
+        p.out.ends.reserve(count);
+        p.out.hashes.reserve(count);
+        p.met_by.reserve(count);
+        p.counts.reserve(count);
         let mut start = 0;
         for &len in &words.lens {
             let word = &words.text.as_bytes()[start..start + len as usize];
@@ -322,38 +334,70 @@ impl Preparer {
         // One pass over the numbers: each body's distinct words noted, and its words
         // encoded as the index keeps them. Both without a branch on the word (whether a
         // body met it before, how long its varint is): those mispredicted often enough to
-        // be most of the pass's time.
-        let numbers: Vec<u32> = words.numbers().collect();
-        let mut at = 0;
-        // Two bytes a word to start with (a part's word ids are below 16,384 in practice).
-        let mut varints = vec![0u8; 2 * numbers.len() + VARINT_MAX];
-        let mut end = 0;
-        for (b, &count) in bodies.iter().zip(&words.counts) {
-            let distinct_start = p.distinct.len();
-            let body = p.out.bodies.len() as u32 + 1;
-            let body_numbers = &numbers[at as usize..(at + count) as usize];
-            p.distinct.resize(distinct_start + body_numbers.len(), 0);
-            let mut distinct = distinct_start;
-            for &id in body_numbers {
-                let first = p.met_by[id as usize] != body;
-                p.met_by[id as usize] = body;
-                p.counts[id as usize] += u32::from(first);
-                p.distinct[distinct] = id;
-                distinct += usize::from(first);
-                if end + VARINT_MAX > varints.len() {
-                    varints.resize(2 * varints.len(), 0);
-                }
-                end = put_varint(&mut varints, end, id);
-            }
-            p.distinct.truncate(distinct);
-            at += count;
-            p.end_body_at(b.hash, b.body.len(), at, distinct_start);
-            p.out.bodies.last_mut().expect("the body just ended").varints_end = end as u32;
-        }
+        // be most of the pass's time. The numbers are read in place, at their width.
+        let (varints, end) = if words.lens.len() <= SEGMENT_SHORT_WORD_NUMBERS_MAX {
+            p.take_numbers::<2>(bodies, &words)
+        } else {
+            p.take_numbers::<4>(bodies, &words)
+        };
+        let mut varints = varints;
         varints.truncate(end);
         p.out.varints = varints;
         p.out.words_taken = true;
         Some(p.finish())
+    }
+
+    /// [`Preparer::from_words`]'s pass over the numbers of `words`, each `W` bytes: the
+    /// bodies ended, their distinct words noted, and their words as varints (the bytes,
+    /// and where they end). Every slice is taken once, outside the loop: the pass is a
+    /// part's every word, and reloading the buffers for each was much of its time.
+    fn take_numbers<const W: usize>(
+        &mut self,
+        bodies: &[SegmentBody],
+        words: &SegmentWords,
+    ) -> (Vec<u8>, usize) {
+        let total = words.words.len() / W;
+        // A number below 2^16 takes at most three varint bytes; a wider one five.
+        let most = if W == 2 { 3 } else { VARINT_MAX };
+        let mut varints = vec![0u8; most * total + VARINT_MAX];
+        let mut distinct = vec![0u32; total];
+        let (met_by, counts) = (&mut self.met_by[..], &mut self.counts[..]);
+        let (mut at, mut end, mut found) = (0usize, 0usize, 0usize);
+        for (i, (b, &count)) in bodies.iter().zip(&words.counts).enumerate() {
+            let body = i as u32 + 1;
+            let distinct_start = found;
+            for number in words.words[W * at..W * (at + count as usize)].chunks_exact(W) {
+                let id = if W == 2 {
+                    u32::from(u16::from_le_bytes([number[0], number[1]]))
+                } else {
+                    u32::from_le_bytes([number[0], number[1], number[2], number[3]])
+                };
+                let first = met_by[id as usize] != body;
+                met_by[id as usize] = body;
+                counts[id as usize] += u32::from(first);
+                distinct[found] = id;
+                found += usize::from(first);
+                end = if W == 2 {
+                    put_short_varint(&mut varints, end, id)
+                } else {
+                    put_varint(&mut varints, end, id)
+                };
+            }
+            at += count as usize;
+            let words_end = at as u32;
+            let varints_end = end as u32;
+            let distinct = (found - distinct_start) as u32;
+            self.out.bodies.push(PreparedBody {
+                hash: b.hash,
+                len: b.body.len(),
+                words_end,
+                varints_end,
+                distinct,
+            });
+        }
+        distinct.truncate(found);
+        self.distinct = distinct;
+        (varints, end)
     }
 
     fn body(&mut self, hash: Hash32, body: &[u8]) {

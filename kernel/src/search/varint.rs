@@ -28,6 +28,19 @@ pub(crate) fn put_varint(out: &mut [u8], at: usize, v: u32) -> usize {
     at + len
 }
 
+/// [`put_varint`] of a `v` below 2^21, in three bytes at most (`out` has three at `at`):
+/// a part's word ids, below 2^16, with fewer bytes computed.
+#[inline]
+pub(crate) fn put_short_varint(out: &mut [u8], at: usize, v: u32) -> usize {
+    debug_assert!(v < 1 << 21);
+    let out = &mut out[at..at + 3];
+    let (more0, more1) = (v >= 1 << 7, v >= 1 << 14);
+    out[0] = (v as u8 & 0x7f) | (u8::from(more0) << 7);
+    out[1] = ((v >> 7) as u8 & 0x7f) | (u8::from(more1) << 7);
+    out[2] = (v >> 14) as u8 & 0x7f;
+    at + 1 + usize::from(more0) + usize::from(more1)
+}
+
 pub(crate) fn varints(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
     let mut i = 0;
     core::iter::from_fn(move || {
@@ -59,6 +72,15 @@ mod tests {
         assert_eq!(varints(&out).collect::<Vec<_>>(), values);
         let mut put = vec![0; values.len() * VARINT_MAX];
         let end = values.iter().fold(0, |at, v| put_varint(&mut put, at, *v));
+        assert_eq!(&put[..end], &out[..]);
+        let short = [0, 1, 127, 128, 300, 16_383, 16_384, 65_535, (1 << 21) - 1];
+        let mut out = Vec::new();
+        let mut put = vec![0; short.len() * 3];
+        let mut end = 0;
+        for v in short {
+            push_varint(&mut out, v);
+            end = put_short_varint(&mut put, end, v);
+        }
         assert_eq!(&put[..end], &out[..]);
     }
 }
