@@ -33,7 +33,7 @@ pub mod effect;
 pub(crate) mod feed;
 pub mod format;
 pub mod hash;
-pub(crate) mod hash_many;
+pub mod hash_many;
 pub(crate) mod history;
 pub mod ids;
 pub(crate) mod io;

@@ -70,8 +70,8 @@ enum Change {
 
 /// The two ways a mutation can make a new body.
 enum WriteKind<'a> {
-    /// The body and the raw catalog record.
-    Publish(&'a Bytes, Option<&'a str>),
+    /// The body, its hash when the caller took it already, and the raw catalog record.
+    Publish(&'a Bytes, Option<[u8; 32]>, Option<&'a str>),
     Append(&'a Bytes),
 }
 
@@ -99,18 +99,25 @@ impl ModelWorld {
 
     /// Judge a mutation against the current state without changing anything.
     pub fn evaluate(&self, op_id: OperationId, m: &Mutation) -> Verdict {
-        self.judge(op_id, m).0
+        self.judge(op_id, m, None).0
     }
 
     /// Judge and, when the verdict is Applied, apply it (taking sequence()+1).
     pub fn apply(&mut self, op_id: OperationId, m: &Mutation) -> Verdict {
-        self.apply_made(op_id, m).0
+        self.apply_made(op_id, m, None).0
     }
 
     /// [`ModelWorld::apply`], with the new body an applied write made (a handle to the
     /// model's own bytes, not a copy), for the checker to judge carried bodies by.
-    pub fn apply_made(&mut self, op_id: OperationId, m: &Mutation) -> (Verdict, Option<Bytes>) {
-        let (verdict, change) = self.judge(op_id, m);
+    /// `published_hash` is [`body_hash`] of a publish's body when the caller took it
+    /// already (the checker hashes every body of a run at once); `None` hashes it here.
+    pub fn apply_made(
+        &mut self,
+        op_id: OperationId,
+        m: &Mutation,
+        published_hash: Option<[u8; 32]>,
+    ) -> (Verdict, Option<Bytes>) {
+        let (verdict, change) = self.judge(op_id, m, published_hash);
         let mut made = None;
         if let Verdict::Applied(applied) = &verdict {
             let change = change.expect("an applied verdict carries its change");
@@ -244,10 +251,16 @@ impl ModelWorld {
 
     // ---------------------------------------------------------------- judging
 
-    fn judge(&self, op_id: OperationId, m: &Mutation) -> (Verdict, Option<Change>) {
+    fn judge(
+        &self,
+        op_id: OperationId,
+        m: &Mutation,
+        published_hash: Option<[u8; 32]>,
+    ) -> (Verdict, Option<Change>) {
         match m {
             Mutation::Publish { path, body, catalog, expected } => {
-                self.judge_write(op_id, path, WriteKind::Publish(body, catalog.as_deref()), *expected)
+                let kind = WriteKind::Publish(body, published_hash, catalog.as_deref());
+                self.judge_write(op_id, path, kind, *expected)
             }
             Mutation::Append { path, bytes, expected } => {
                 self.judge_write(op_id, path, WriteKind::Append(bytes), *expected)
@@ -274,16 +287,16 @@ impl ModelWorld {
         };
         // 1. A publish's record: at most 1,024 bytes; an empty one is none.
         let record = match kind {
-            WriteKind::Publish(_, Some(r)) if r.len() > CATALOG_RECORD_MAX => {
+            WriteKind::Publish(_, _, Some(r)) if r.len() > CATALOG_RECORD_MAX => {
                 let invalid = ModelInvalid::CatalogRecordTooLong { len: r.len(), max: CATALOG_RECORD_MAX };
                 return (Verdict::Invalid(invalid), None);
             }
-            WriteKind::Publish(_, r) => r.filter(|r| !r.is_empty()).map(str::to_string),
+            WriteKind::Publish(_, _, r) => r.filter(|r| !r.is_empty()).map(str::to_string),
             WriteKind::Append(_) => None,
         };
         // 2. Committed operation id. A published body is the new body: hashed once here.
         let published_hash = match &kind {
-            WriteKind::Publish(body, _) => Some(body_hash(body)),
+            WriteKind::Publish(body, hash, _) => Some(hash.unwrap_or_else(|| body_hash(body))),
             WriteKind::Append(_) => None,
         };
         let request = match published_hash {
@@ -316,7 +329,7 @@ impl ModelWorld {
         }
         // 8. Size of the new body.
         let (receipt_kind, new_body) = match kind {
-            WriteKind::Publish(body, _) => (ReceiptKind::Published, body.clone()),
+            WriteKind::Publish(body, _, _) => (ReceiptKind::Published, body.clone()),
             WriteKind::Append(bytes) => match doc {
                 None => (ReceiptKind::Appended, bytes.clone()),
                 Some(d) => {
