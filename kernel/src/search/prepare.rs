@@ -335,12 +335,11 @@ impl Preparer {
         // encoded as the index keeps them. Both without a branch on the word (whether a
         // body met it before, how long its varint is): those mispredicted often enough to
         // be most of the pass's time. The numbers are read in place, at their width.
-        let (varints, end) = if words.lens.len() <= SEGMENT_SHORT_WORD_NUMBERS_MAX {
+        let (mut varints, end) = if words.lens.len() <= SEGMENT_SHORT_WORD_NUMBERS_MAX {
             p.take_numbers::<2>(bodies, &words)
         } else {
             p.take_numbers::<4>(bodies, &words)
         };
-        let mut varints = varints;
         varints.truncate(end);
         p.out.varints = varints;
         p.out.words_taken = true;

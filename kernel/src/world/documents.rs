@@ -73,13 +73,7 @@ impl Documents {
         self.by_path.insert_unique(hash, (hash, i), |e| e.0);
         for ancestor in path.ancestors() {
             let hash = self.key.hash_bytes(ancestor.as_bytes());
-            let slab = &self.slab;
-            let held = |&(h, j, len): &(u64, usize, usize)| {
-                h == hash
-                    && len == ancestor.len()
-                    && slab[j].entry.path.as_str().as_bytes()[..len] == *ancestor.as_bytes()
-            };
-            if self.ancestors.find(hash, held).is_none() {
+            if !holds_ancestor(&self.ancestors, &self.slab, hash, ancestor) {
                 self.ancestors.insert_unique(hash, (hash, i, ancestor.len()), |e| e.0);
             }
         }
@@ -88,13 +82,7 @@ impl Documents {
     /// Whether some document lies below `path`.
     pub fn has_descendants(&self, path: &str) -> bool {
         let hash = self.key.hash_bytes(path.as_bytes());
-        let slab = &self.slab;
-        let held = |&(h, j, len): &(u64, usize, usize)| {
-            h == hash
-                && len == path.len()
-                && slab[j].entry.path.as_str().as_bytes()[..len] == *path.as_bytes()
-        };
-        self.ancestors.find(hash, held).is_some()
+        holds_ancestor(&self.ancestors, &self.slab, hash, path)
     }
 
     /// The slab index of the document at `path`.
@@ -145,6 +133,20 @@ impl Documents {
     pub fn len(&self) -> usize {
         self.slab.len()
     }
+}
+
+/// Whether `ancestors` holds `path` (whose hash is `hash`): an entry names a document of
+/// `slab` whose path begins with it.
+fn holds_ancestor(
+    ancestors: &HashTable<(u64, usize, usize)>,
+    slab: &[Document],
+    hash: u64,
+    path: &str,
+) -> bool {
+    let held = |&(h, j, len): &(u64, usize, usize)| {
+        h == hash && len == path.len() && slab[j].entry.path.as_str().as_bytes()[..len] == *path.as_bytes()
+    };
+    ancestors.find(hash, held).is_some()
 }
 
 #[cfg(test)]
