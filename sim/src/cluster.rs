@@ -590,6 +590,22 @@ pub fn run_traced(config: &ClusterConfig, sink: &mut dyn FnMut(&TraceEvent<'_>))
     run_inner(config, Some(sink))
 }
 
+/// About how many writes a run issues, preloaded ones included: an open workload's rate
+/// over the run, a quarter more for its draws. The two records of every write are sized
+/// for it once, rather than doubled and copied (fresh memory each time) as they grow: a
+/// reserve only takes address space until it is written. Closed workloads are paced by
+/// their answers: those records grow as they go.
+fn writes_expected(config: &ClusterConfig) -> usize {
+    let open = match config.workload.arrivals {
+        Arrivals::Open { rate_per_s } => rate_per_s * config.duration.as_secs_f64() * 1.25,
+        Arrivals::Closed { .. } => 0.0,
+    };
+    config.preload_documents + (open.clamp(0.0, WRITES_RESERVED_MAX as f64) as usize)
+}
+
+/// The most writes [`writes_expected`] reserves for, whatever the rate says.
+const WRITES_RESERVED_MAX: usize = 1 << 20;
+
 fn run_inner<'a>(
     config: &'a ClusterConfig,
     trace_sink: Option<&'a mut (dyn FnMut(&TraceEvent<'_>) + 'a)>,
@@ -602,6 +618,7 @@ fn run_inner<'a>(
     world_bytes[..8].copy_from_slice(&seeds.next_u64().to_le_bytes());
     world_bytes[8..].copy_from_slice(&seeds.next_u64().to_le_bytes());
     let stalls_struck = vec![false; config.stalls.len()];
+    let writes_expected = writes_expected(config);
     let mut c = Cluster {
         config,
         keys,
@@ -624,9 +641,10 @@ fn run_inner<'a>(
             // Slots, checkpoints and roots keep their bytes: the checker judges the whole
             // log and what kept checkpoints reach after collection deleted them.
             names: Some(NameHistory::keeping_bytes_under(kept_prefixes)),
+            ops: Vec::with_capacity(writes_expected),
             ..History::default()
         },
-        writes: Vec::new(),
+        writes: Vec::with_capacity(writes_expected),
         writer_node: Vec::new(),
         request_writer: BTreeMap::new(),
         watchers: Vec::new(),
