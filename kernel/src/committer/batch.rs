@@ -58,6 +58,7 @@ pub(super) struct Batch {
     /// Taken from the queue, not yet judged: the front waits for a body.
     pub unbuilt: VecDeque<Pending>,
     pub overlay: Overlay,
+    /// Members applied, until the seal moves them into the slot ([`Batch::has_members`]).
     pub members: Vec<SlotMember>,
     /// The slot, once built, when any member applied.
     pub slot: Option<Encoded>,
@@ -106,6 +107,11 @@ impl Batch {
 
     pub fn is_built(&self) -> bool {
         self.unbuilt.is_empty()
+    }
+
+    /// Whether any member applied: held until the seal, in the slot after it.
+    pub fn has_members(&self) -> bool {
+        self.slot.is_some() || !self.members.is_empty()
     }
 
     fn tip_hash_after(&self, before: Hash32) -> Hash32 {
@@ -184,12 +190,14 @@ impl Committer {
             return;
         }
         let prev_hash = ahead.iter().fold(world.tip_hash(), |h, b| b.tip_hash_after(h));
+        // Moved, not copied: a sealed batch takes no more members, and from here on the
+        // slot's are the batch's.
         let mut slot = Slot {
             world_id: world.world_id(),
             first_sequence: batch.base_sequence + 1,
             store_id: self.store_id,
             prev_hash,
-            members: batch.members.clone(),
+            members: std::mem::take(&mut batch.members),
             bodies: batch.carried.iter().map(|(_, b)| b.clone()).collect(),
         };
         if self.config.defects().carry_bodies_reversed {
@@ -216,7 +224,10 @@ impl Committer {
         let batch = &mut last[0];
         debug_assert!(!batch.sealed, "a sealed batch takes no members");
         while let Some(mut p) = batch.unbuilt.pop_front() {
-            let mut layers: Vec<&Overlay> = ahead.iter().map(|b| &b.overlay).collect();
+            // Sized for the last layer too: collected to the length of those ahead, the
+            // push grew it again, for every member.
+            let mut layers: Vec<&Overlay> = Vec::with_capacity(ahead.len() + 1);
+            layers.extend(ahead.iter().map(|b| &b.overlay));
             layers.push(&batch.overlay);
             let view = Layered::new(world, &layers);
             if let ValidMutation::Append { path, .. } = &p.mutation {
@@ -265,7 +276,7 @@ impl Committer {
                     let carried_bytes = small.map_or(0, |(_, b)| b.len() + BODY_LENGTH_BYTES);
                     let bytes = batch.payload_bytes + member_bytes + carried_bytes;
                     let too_long = SLOT_OVERHEAD_BYTES + bytes > self.config.slot_bytes_max;
-                    if too_long && !batch.members.is_empty() {
+                    if too_long && batch.has_members() {
                         batch.full = true;
                         batch.unbuilt.push_front(p);
                         for q in batch.unbuilt.drain(..).rev() {

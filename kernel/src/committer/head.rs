@@ -31,7 +31,7 @@ impl Committer {
         // A probe or a peer's hint may have installed slots past the head's base. The head
         // still creates: its lost create is the signal (SPEC 7), and what tells peers.
         assert!(head.base_sequence <= world_sequence, "the head builds on a confirmed state");
-        let has_members = !head.members.is_empty();
+        let has_members = head.has_members();
         if has_members {
             self.turns.give_way(now, sn, &mut self.stats, &mut io.marks);
         }

@@ -237,7 +237,7 @@ impl Committer {
     /// tip must be confirmed before they can be given.
     pub fn needs_tip_since(&self, sn: &Snapshot) -> Option<Instant> {
         let head = self.pipeline.front()?;
-        let waiting = head.is_built() && head.members.is_empty() && head.base_sequence == sn.world.sequence();
+        let waiting = head.is_built() && !head.has_members() && head.base_sequence == sn.world.sequence();
         let since = head.latest_arrival();
         (waiting && !sn.current_since(since)).then_some(since)
     }

@@ -1,6 +1,6 @@
 //! A replica's own slot (`WorldState::apply_own_slot`): the chain is checked as for any
-//! slot; its members, judged when the batch was built, are judged again only under debug
-//! assertions.
+//! slot; its members, judged when the batch was built, are judged again only in the
+//! kernel's tests (in a simulation, the checker's auditor judges every slot).
 
 use super::evaluate::{evaluate, validate, Evaluation};
 use super::mutation::{Expected, Mutation};
@@ -61,10 +61,9 @@ fn an_own_slot_must_still_name_the_tip() {
     assert_eq!(world.sequence(), 0, "nothing applied");
 }
 
-/// Under debug assertions (every test and simulation build) the members are judged too.
+/// In the kernel's tests the members are judged too.
 #[test]
-#[cfg(debug_assertions)]
-fn an_own_slot_is_judged_under_debug_assertions() {
+fn an_own_slot_is_judged_in_tests() {
     let mut world = WorldState::genesis(WORLD, Hash32::ZERO);
     let a = member(&world, 1, "/a/1");
     let again = SlotMember { receipt: super::Receipt { sequence: 2, ..a.receipt.clone() }, ..a.clone() };

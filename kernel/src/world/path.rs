@@ -116,6 +116,21 @@ impl<'de> Deserialize<'de> for Path {
 impl Path {
     /// Normalizes a raw client path: drops empty segments, joins the rest under `/`.
     pub fn parse(raw: &str) -> Result<Path, PathProblem> {
+        // Clients nearly always send a path already normalized: one pass over its bytes
+        // finds it so, and its problems in the order the steps below would (a `Vec` of
+        // segments and a second copy were 1.7% of `run single`, for every write).
+        if let Some(found) = Scan::of(raw) {
+            return match found.problem() {
+                None if raw.len() > PATH_BYTES_MAX => Err(PathProblem::TooLong),
+                None => Ok(Path(raw.into())),
+                Some(problem) => Err(problem),
+            };
+        }
+        Path::normalize(raw)
+    }
+
+    /// [`Path::parse`] of any raw path, step by step.
+    fn normalize(raw: &str) -> Result<Path, PathProblem> {
         let segments: Vec<&str> = raw.split('/').filter(|s| !s.is_empty()).collect();
         if segments.is_empty() {
             return Err(PathProblem::Empty);
@@ -370,8 +385,9 @@ mod tests {
         assert!(Path::try_from("/a/b".to_string()).is_ok());
     }
 
-    #[test]
-    fn decoding_a_normalized_path_agrees_with_parsing_it() {
+    /// The raw paths of every kind the tests below judge: normalized and not, with each
+    /// problem, alone and together.
+    fn cases() -> Vec<String> {
         let long = "x".repeat(256);
         let deep = format!("/{}", vec!["y".repeat(200); 6].join("/"));
         let cases = [
@@ -396,8 +412,24 @@ mod tests {
             format!("/{long}/a\u{1f}"),
             format!("/a/{long}/b"),
             "/a\u{80}\u{9f}".to_string(),
+            format!("/{}", "z".repeat(255)),
+            format!("{}/z", "/y".repeat(511)),
+            format!("{}/zz", "/y".repeat(511)),
+            format!("/{}/", "z".repeat(255)),
         ];
-        for raw in cases {
+        cases.to_vec()
+    }
+
+    #[test]
+    fn parsing_a_normalized_path_agrees_with_normalizing_it() {
+        for raw in cases() {
+            assert_eq!(Path::parse(&raw), Path::normalize(&raw), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn decoding_a_normalized_path_agrees_with_parsing_it() {
+        for raw in cases() {
             let parsed = match Path::parse(&raw) {
                 Ok(p) if p.as_str() == raw => Ok(p),
                 Ok(_) => Err(PathDecodeError::NotNormalized),
