@@ -8,7 +8,7 @@
 //! A part a writer stored with its words (schema 2) is not tokenized again: its words are
 //! taken as they are, the same numbering the writer's tokenizing gave.
 
-use super::query::{fold_into, is_word_char, TOKENIZER};
+use super::query::{is_word_char, TOKENIZER};
 #[cfg(test)]
 use super::varint::varints;
 use super::varint::{push_varint, put_short_varint, put_varint, VARINT_MAX};
@@ -277,7 +277,9 @@ struct Preparer {
     words: Vec<u32>,
     /// Local word id + 1 by slot, 0 when empty; a power of two long, at most half full.
     slots: Vec<u32>,
-    folded: String,
+    /// A word folded, as bytes: pushing a byte is a copy where pushing a `char` encodes
+    /// it (a third of folding a word with a capital).
+    folded: Vec<u8>,
     /// By local word id: the number of the last body that met it (from 1), and how many
     /// bodies hold it.
     met_by: Vec<u32>,
@@ -462,8 +464,8 @@ impl Preparer {
             let id = if capital {
                 let mut folded = core::mem::take(&mut self.folded);
                 folded.clear();
-                folded.extend(word.iter().map(|b| b.to_ascii_lowercase() as char));
-                let id = self.word_id(h, folded.as_bytes());
+                folded.extend(word.iter().map(u8::to_ascii_lowercase));
+                let id = self.word_id(h, &folded);
                 self.folded = folded;
                 id
             } else {
@@ -515,12 +517,12 @@ impl Preparer {
                 let mut folded = core::mem::take(&mut self.folded);
                 folded.clear();
                 if wide {
-                    fold_into(core::str::from_utf8(word).expect("whole characters"), &mut folded);
-                    h = hash_of(folded.as_bytes());
+                    fold_wide(core::str::from_utf8(word).expect("whole characters"), &mut folded);
+                    h = hash_of(&folded);
                 } else {
-                    folded.extend(word.iter().map(|b| b.to_ascii_lowercase() as char));
+                    folded.extend(word.iter().map(u8::to_ascii_lowercase));
                 }
-                let id = self.word_id(h, folded.as_bytes());
+                let id = self.word_id(h, &folded);
                 self.folded = folded;
                 id
             } else {
@@ -608,6 +610,21 @@ impl Preparer {
             }
         }
         self.out
+    }
+}
+
+/// [`fold_into`](super::query::fold_into)'s fold of a word that is not all ASCII, as bytes: each character
+/// lowercased (an ASCII one as ASCII lowercases it, which `char::to_lowercase` agrees
+/// with), without the `String`'s encoding of each ASCII `char`.
+fn fold_wide(word: &str, out: &mut Vec<u8>) {
+    for c in word.chars() {
+        if c.is_ascii() {
+            out.push((c as u8).to_ascii_lowercase());
+        } else {
+            for lower in c.to_lowercase() {
+                out.extend_from_slice(lower.encode_utf8(&mut [0; 4]).as_bytes());
+            }
+        }
     }
 }
 
