@@ -218,7 +218,13 @@ pub fn fold_over<'b, W: FoldSource + ?Sized>(
     let mut needed = Vec::new();
     let mut adopt = Vec::new();
     let mut history_reused = 0;
-    let mut entries: Vec<Vec<ShardEntry>> = vec![Vec::new(); shard_count(shard_bits) as usize];
+    // Each shard sized for its share of the documents and some slack (paths spread evenly
+    // under BLAKE3): grown one push at a time, moving its entries each time, they were
+    // most of a fold's allocating.
+    let shards = shard_count(shard_bits) as usize;
+    let share = document_count as usize / shards;
+    let mut entries: Vec<Vec<ShardEntry>> =
+        (0..shards).map(|_| Vec::with_capacity(share + share / 4 + 16)).collect();
     // Documents modified since the base, in path order: a delta's entries.
     let changed_since = base.map_or(u64::MAX, |(layers, _)| layers.next_sequence);
     let mut changed = Vec::new();
@@ -310,7 +316,7 @@ fn fold_history<'b>(
     let e = &doc.entry;
     let through = doc.stored_through();
     let first_window = history_window(e.first_version);
-    let mut refs = Vec::new();
+    let mut refs = Vec::with_capacity((history_window(e.version) + 1).saturating_sub(first_window) as usize);
     for window in first_window..=history_window(e.version) {
         let lo = e.first_version.max(history_window_start(window));
         let hi = e.version.min(history_window_start(window + 1) - 1);

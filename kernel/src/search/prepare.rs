@@ -8,7 +8,7 @@
 //! A part a writer stored with its words (schema 2) is not tokenized again: its words are
 //! taken as they are, the same numbering the writer's tokenizing gave.
 
-use super::query::{fold_into, raw_words, TOKENIZER};
+use super::query::{is_word_char, TOKENIZER};
 #[cfg(test)]
 use super::varint::varints;
 use super::varint::{push_varint, put_short_varint, put_varint, VARINT_MAX};
@@ -277,7 +277,9 @@ struct Preparer {
     words: Vec<u32>,
     /// Local word id + 1 by slot, 0 when empty; a power of two long, at most half full.
     slots: Vec<u32>,
-    folded: String,
+    /// A word folded, as bytes: pushing a byte is a copy where pushing a `char` encodes
+    /// it (a third of folding a word with a capital).
+    folded: Vec<u8>,
     /// By local word id: the number of the last body that met it (from 1), and how many
     /// bodies hold it.
     met_by: Vec<u32>,
@@ -404,18 +406,7 @@ impl Preparer {
         if body.is_ascii() {
             self.ascii_body(body);
         } else {
-            // Bytes that are not UTF-8 read as U+FFFD, which is no word's: they end a
-            // word, as each run of valid text does.
-            for chunk in body.utf8_chunks() {
-                for word in raw_words(chunk.valid()) {
-                    let mut folded = core::mem::take(&mut self.folded);
-                    folded.clear();
-                    fold_into(word, &mut folded);
-                    let id = self.word_id(hash_of(folded.as_bytes()), folded.as_bytes());
-                    self.push_word(id);
-                    self.folded = folded;
-                }
-            }
+            self.utf8_body(body);
         }
         self.end_body(hash, body.len(), distinct_start);
     }
@@ -473,8 +464,65 @@ impl Preparer {
             let id = if capital {
                 let mut folded = core::mem::take(&mut self.folded);
                 folded.clear();
-                folded.extend(word.iter().map(|b| b.to_ascii_lowercase() as char));
-                let id = self.word_id(h, folded.as_bytes());
+                folded.extend(word.iter().map(u8::to_ascii_lowercase));
+                let id = self.word_id(h, &folded);
+                self.folded = folded;
+                id
+            } else {
+                self.word_id(h, word)
+            };
+            self.push_word(id);
+        }
+    }
+
+    /// A body that is not all ASCII, byte by byte as [`Preparer::ascii_body`] with each
+    /// character beyond ASCII decoded in place: the words of `utf8_chunks` and
+    /// `raw_words`, whose iterators were most of tokenizing a body of random bytes. A byte
+    /// that starts no valid character reads as U+FFFD, which is no word's: it ends a
+    /// word (the bytes of an invalid sequence after its first are continuation bytes,
+    /// which start no character either, so each ends a word alone as the sequence does).
+    fn utf8_body(&mut self, body: &[u8]) {
+        let mut at = 0;
+        while at < body.len() {
+            let start = at;
+            let (mut capital, mut wide, mut h) = (false, false, 0);
+            while at < body.len() {
+                let b = body[at];
+                if b < 0x80 {
+                    let class = ASCII_CLASS[b as usize];
+                    if class == SEPARATOR {
+                        break;
+                    }
+                    capital |= class == CAPITAL;
+                    h = hash_step(h, b.to_ascii_lowercase());
+                    at += 1;
+                } else {
+                    match char_at(body, at) {
+                        Some((c, len)) if is_word_char(c) => {
+                            wide = true;
+                            at += len;
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            if at == start {
+                // Not a word's byte: a separator, a byte of a character that is not
+                // alphanumeric (its continuation bytes start no character), or invalid.
+                at += 1;
+                continue;
+            }
+            let word = &body[start..at];
+            let id = if wide || capital {
+                let mut folded = core::mem::take(&mut self.folded);
+                folded.clear();
+                if wide {
+                    fold_wide(core::str::from_utf8(word).expect("whole characters"), &mut folded);
+                    h = hash_of(&folded);
+                } else {
+                    folded.extend(word.iter().map(u8::to_ascii_lowercase));
+                }
+                let id = self.word_id(h, &folded);
                 self.folded = folded;
                 id
             } else {
@@ -563,6 +611,46 @@ impl Preparer {
         }
         self.out
     }
+}
+
+/// [`fold_into`](super::query::fold_into)'s fold of a word that is not all ASCII, as bytes: each character
+/// lowercased (an ASCII one as ASCII lowercases it, which `char::to_lowercase` agrees
+/// with), without the `String`'s encoding of each ASCII `char`.
+fn fold_wide(word: &str, out: &mut Vec<u8>) {
+    for c in word.chars() {
+        if c.is_ascii() {
+            out.push((c as u8).to_ascii_lowercase());
+        } else {
+            for lower in c.to_lowercase() {
+                out.extend_from_slice(lower.encode_utf8(&mut [0; 4]).as_bytes());
+            }
+        }
+    }
+}
+
+/// The character beginning at `bytes[at]` and its length in bytes, when a valid UTF-8
+/// one does (no overlong form, no surrogate, at most U+10FFFF: `str`'s rules); `at` is
+/// not ASCII.
+fn char_at(bytes: &[u8], at: usize) -> Option<(char, usize)> {
+    let lead = bytes[at];
+    let (len, least, bits) = match lead {
+        0xC2..=0xDF => (2, 0x80, lead & 0x1F),
+        0xE0..=0xEF => (3, 0x800, lead & 0x0F),
+        0xF0..=0xF4 => (4, 0x1_0000, lead & 0x07),
+        _ => return None,
+    };
+    let rest = bytes.get(at + 1..at + len)?;
+    let mut code = u32::from(bits);
+    for &b in rest {
+        if b & 0xC0 != 0x80 {
+            return None;
+        }
+        code = code << 6 | u32::from(b & 0x3F);
+    }
+    if code < least {
+        return None;
+    }
+    char::from_u32(code).map(|c| (c, len))
 }
 
 const SEPARATOR: u8 = 0;
@@ -702,6 +790,51 @@ mod tests {
         assert_eq!(p.bodies()[0].hash, part.bodies[1].hash);
     }
 
+    /// Characters of one to four bytes, letters and not, with and without a lowercase
+    /// (U+212A, the Kelvin sign, lowercases to ASCII `k`; U+0130 to two characters), and
+    /// sequences `str` refuses: cut short, overlong, a surrogate, past U+10FFFF, a lone
+    /// continuation byte.
+    const UTF8_PIECES: &[&[u8]] = &[
+        b"a",
+        b"Z",
+        b"7",
+        b" ",
+        b",",
+        "\u{e9}".as_bytes(),
+        "\u{c9}".as_bytes(),
+        "\u{3a3}".as_bytes(),
+        "\u{212a}".as_bytes(),
+        "\u{130}".as_bytes(),
+        "\u{6771}".as_bytes(),
+        "\u{2014}".as_bytes(),
+        "\u{a0}".as_bytes(),
+        "\u{1d400}".as_bytes(),
+        "\u{1f600}".as_bytes(),
+        "\u{10ffff}".as_bytes(),
+        &[0xE6, 0x9D],
+        &[0xF0, 0x9D, 0x90],
+        &[0xC3],
+        &[0xC0, 0xAF],
+        &[0xE0, 0x80, 0xAF],
+        &[0xF0, 0x80, 0x80, 0xAF],
+        &[0xED, 0xA0, 0x80],
+        &[0xF4, 0x90, 0x80, 0x80],
+        &[0xF5],
+        &[0x80],
+        &[0xBF],
+        &[0xFF],
+    ];
+
+    #[test]
+    fn bytes_beyond_ascii_prepare_to_the_tokenizer_s_words() {
+        for piece in UTF8_PIECES {
+            for body in [piece.to_vec(), [b"x", *piece, b"y"].concat(), [*piece, b"Q", piece].concat()] {
+                let p = prepare_body(Hash32::of(&body), &body);
+                assert_eq!(words_of(&p, 0), body_words(&body), "{body:x?}");
+            }
+        }
+    }
+
     proptest::proptest! {
         /// Any bodies prepare to the same words from their part's words as by tokenizing.
         #[test]
@@ -715,13 +848,16 @@ mod tests {
             proptest::prop_assert_eq!(prepared(&SegmentPart { words: None, ..part }), (from_words, false));
         }
 
-        /// Any bytes, ASCII or not, prepare to the tokenizer's words.
+        /// Any bytes, ASCII or not, prepare to the tokenizer's words; also bytes made of
+        /// characters, pieces of characters and forms `str` refuses.
         #[test]
         fn a_prepared_body_holds_the_tokenizer_s_words(
             body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
             ascii in proptest::collection::vec(0u8..0x80, 0..64),
+            pieces in proptest::collection::vec(proptest::sample::select(UTF8_PIECES), 0..24),
         ) {
-            for b in [&body, &ascii] {
+            let utf8: Vec<u8> = pieces.concat();
+            for b in [&body, &ascii, &utf8] {
                 let p = prepare_body(Hash32::of(b), b);
                 proptest::prop_assert_eq!(words_of(&p, 0), body_words(b));
             }
