@@ -102,9 +102,10 @@ repro SCENARIO SEED: build
 # Long soak: many more seeds than CI runs, every scenario of `sweep all`, each given
 # seeds in inverse proportion to its cost a seed (docs/SIMULATION.md, "Soak"), so each
 # takes a like share of the time and the cheap fault-heavy ones the most seeds. SCALE
-# multiplies every count (SCALE=1: 73,100 runs, about 2.8 hours on 2 cores by the measured
-# seeds a minute). One JSON line a run goes to target/soak/runs.jsonl, the per-scenario
-# summaries to target/soak/summary.txt, the marks hit summed in target/soak/coverage.json.
+# multiplies every count (SCALE=1: 73,100 runs, 3.8 core-hours by the CPU a run measured
+# 2026-12-06, about 1.9 hours on 2 cores). One JSON line a run goes to
+# target/soak/runs.jsonl, the per-scenario summaries to target/soak/summary.txt, the
+# marks hit summed in target/soak/coverage.json.
 # Not part of `just test`.
 soak SCALE="1": build
     #!/usr/bin/env bash
