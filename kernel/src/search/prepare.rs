@@ -460,17 +460,7 @@ impl Preparer {
                 h = hash_step(h, body[at].to_ascii_lowercase());
                 at += 1;
             }
-            let word = &body[start..at];
-            let id = if capital {
-                let mut folded = core::mem::take(&mut self.folded);
-                folded.clear();
-                folded.extend(word.iter().map(u8::to_ascii_lowercase));
-                let id = self.word_id(h, &folded);
-                self.folded = folded;
-                id
-            } else {
-                self.word_id(h, word)
-            };
+            let id = self.folded_word_id(h, &body[start..at], capital, false);
             self.push_word(id);
         }
     }
@@ -512,24 +502,31 @@ impl Preparer {
                 at += 1;
                 continue;
             }
-            let word = &body[start..at];
-            let id = if wide || capital {
-                let mut folded = core::mem::take(&mut self.folded);
-                folded.clear();
-                if wide {
-                    fold_wide(core::str::from_utf8(word).expect("whole characters"), &mut folded);
-                    h = hash_of(&folded);
-                } else {
-                    folded.extend(word.iter().map(u8::to_ascii_lowercase));
-                }
-                let id = self.word_id(h, &folded);
-                self.folded = folded;
-                id
-            } else {
-                self.word_id(h, word)
-            };
+            let id = self.folded_word_id(h, &body[start..at], capital, wide);
             self.push_word(id);
         }
+    }
+
+    /// The local id of `word` folded to lower case, `h` the hash of its ASCII lowercase:
+    /// taken as it is without a `capital`, folded into the reused buffer with one, and by
+    /// Unicode's rules (and hashed again) when it is `wide`, holding a character beyond
+    /// ASCII.
+    fn folded_word_id(&mut self, h: u64, word: &[u8], capital: bool, wide: bool) -> u32 {
+        if !capital && !wide {
+            return self.word_id(h, word);
+        }
+        let mut folded = core::mem::take(&mut self.folded);
+        folded.clear();
+        let h = if wide {
+            fold_wide(core::str::from_utf8(word).expect("whole characters"), &mut folded);
+            hash_of(&folded)
+        } else {
+            folded.extend(word.iter().map(u8::to_ascii_lowercase));
+            h
+        };
+        let id = self.word_id(h, &folded);
+        self.folded = folded;
+        id
     }
 
     /// The local id of folded `word`, whose hash is `h`; a new one for a word not met.
