@@ -27,16 +27,16 @@ sim SCENARIO="single" SEED="1": build
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
 # simulated GCS over HTTP) and 2,631 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on 5217a2d (2 cores, the machine quiet, 14 min 41 s
-# in all, 2026-12-06): build (6 min 29 s) with moto and Azurite installing and cargo-deny
-# building beside it, then clippy and rustdoc (54 s), nextest 1,069 tests 76 s, then
+# is what CI runs. A fresh-clone CI on 7219bc4 (2 cores, the machine quiet, 15 min 2 s
+# in all, 2026-12-06): build (6 min 50 s) with moto and Azurite installing and cargo-deny
+# building beside it, then clippy and rustdoc (57 s), nextest 1,072 tests 83 s, then
 #   light     seeds 1..100     8 x 100 =   800 runs   100 s
-#   cheap     seeds 101..500   4 x 400 = 1,600 runs    90 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    45 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs    61 s (compact, and edges: the rare paths)
-#   collect   seeds 1..24      1 x  24 =    24 runs    16 s (30 virtual hours each:
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs    92 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    43 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs    53 s (compact, and edges: the rare paths)
+#   collect   seeds 1..24      1 x  24 =    24 runs    14 s (30 virtual hours each:
 #             checkpoints, drops, slot and segment collection, a pause and a stall)
-#   overload  seeds 1..8       1 x   8 =     8 runs     6 s (three times what commits, offered)
+#   overload  seeds 1..8       1 x   8 =     8 runs     5 s (three times what commits, offered)
 #   search    seeds 1..30      1 x  30 =    30 runs    13 s (body search through crashes)
 #   soak48    seeds 38..46     1 x   9 =     9 runs    17 s (48 virtual hours, every fault)
 #             (since S3's creates answer with their Date, soak48 seed 46 of these reaches
