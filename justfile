@@ -103,10 +103,10 @@ repro SCENARIO SEED: build
 # seeds in inverse proportion to its cost a seed (docs/SIMULATION.md, "Soak"), so each
 # takes a like share of the time and the cheap fault-heavy ones the most seeds. SCALE
 # multiplies every count (SCALE=1: 73,100 runs, 3.8 core-hours by the CPU a run measured
-# 2026-12-06, about 1.9 hours on 2 cores). One JSON line a run goes to
-# target/soak/runs.jsonl, the per-scenario summaries to target/soak/summary.txt, the
-# marks hit summed in target/soak/coverage.json.
-# Not part of `just test`.
+# 2026-12-06; a tenth of it took 742 s on 2 cores, so about 2.1 hours). One JSON line a
+# run goes to target/soak/runs.jsonl, the per-scenario summaries to
+# target/soak/summary.txt, the marks hit summed in target/soak/coverage.json. Not part of
+# `just test`.
 soak SCALE="1": build
     #!/usr/bin/env bash
     set -euo pipefail
