@@ -80,8 +80,8 @@ impl BodyCache {
                 }
             }
         }
-        debug_assert!(self.bytes <= self.bytes_max);
-        debug_assert!(self.by_hash.len() <= self.by_age.len());
+        invariant!(self.bytes <= self.bytes_max);
+        invariant!(self.by_hash.len() <= self.by_age.len());
     }
 
     #[cfg(test)]

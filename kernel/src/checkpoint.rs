@@ -409,7 +409,7 @@ pub(crate) struct Restore {
 
 impl Restore {
     pub fn new(checkpoint: Checkpoint, read_history: bool) -> Restore {
-        debug_assert!(!checkpoint.is_zero());
+        invariant!(!checkpoint.is_zero());
         Restore {
             checkpoint,
             read_history,
@@ -537,7 +537,7 @@ impl Restore {
 
     /// The world the checkpoint holds, once complete.
     pub fn finish(self) -> Result<WorldState, CheckpointProblem> {
-        debug_assert!(self.is_complete());
+        invariant!(self.is_complete());
         let root = self.root.expect("complete");
         let count = self.runs.iter().map(Vec::len).sum();
         // Shards interleave by path: merged, the documents come in path order, and the

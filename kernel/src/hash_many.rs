@@ -55,7 +55,7 @@ pub fn hashes_of(inputs: &[&[u8]]) -> Vec<Hash32> {
             continue;
         }
         let left = first.next().expect("a first chunk for each input");
-        debug_assert_eq!(left.input, i);
+        invariant_eq!(left.input, i);
         let mut cv = left.cv;
         let root = input.len() <= CHUNK_LEN;
         finish_chunk(&platform, &mut cv, left.bytes, 0, root);
@@ -71,7 +71,7 @@ pub fn hashes_of(inputs: &[&[u8]]) -> Vec<Hash32> {
         }
         out[i] = Hash32(le_bytes(&cv));
     }
-    debug_assert!(first.peek().is_none() && second.peek().is_none());
+    invariant!(first.peek().is_none() && second.peek().is_none());
     out
 }
 

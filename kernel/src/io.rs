@@ -133,7 +133,7 @@ impl Io {
         self.next_id += 1;
         self.effects.push_back(Effect::Blob { id, op: op.clone() });
         let previous = self.in_flight.insert(id, logical);
-        debug_assert!(previous.is_none());
+        invariant!(previous.is_none());
         id
     }
 

@@ -21,6 +21,28 @@
 // Every public item says what it is; CI denies warnings (issue 12).
 #![warn(missing_docs)]
 
+/// Asserts an invariant of the kernel's own state. On in tests, in debug builds and with the
+/// `invariants` feature (the simulator's build, whose release profile leaves Rust's debug
+/// assertions off: std's own checks compiled into this crate, for `unsafe` preconditions
+/// and its collections' internals, were about 5% of a simulated run and guard no code of
+/// ours); off in an embedder's release build, as a `debug_assert!` is.
+macro_rules! invariant {
+    ($($arg:tt)*) => {
+        if cfg!(any(test, debug_assertions, feature = "invariants")) {
+            assert!($($arg)*);
+        }
+    };
+}
+
+/// `invariant!` for two values that must be equal.
+macro_rules! invariant_eq {
+    ($($arg:tt)*) => {
+        if cfg!(any(test, debug_assertions, feature = "invariants")) {
+            assert_eq!($($arg)*);
+        }
+    };
+}
+
 pub mod blob;
 pub(crate) mod bodies;
 pub(crate) mod body_cache;

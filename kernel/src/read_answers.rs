@@ -39,7 +39,7 @@ pub(crate) fn fetch(
         VersionAt::Held(record) => record.clone(),
         VersionAt::Stored(r) => stored_record(history, r.block, path, v)?.ok_or(Found::InBlock(r.block))?,
     };
-    debug_assert_eq!(record.version, v);
+    invariant_eq!(record.version, v);
     Ok((e.clone(), record))
 }
 

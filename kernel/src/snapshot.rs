@@ -38,7 +38,7 @@ impl RecentSlots {
     }
 
     fn push(&mut self, span: SlotSpan) {
-        debug_assert!(self.spans.back().is_none_or(|b| b.last + 1 == span.first));
+        invariant!(self.spans.back().is_none_or(|b| b.last + 1 == span.first));
         self.spans.push_back(span);
         while self.spans.len() > self.slots_max {
             self.spans.pop_front();

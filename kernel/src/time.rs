@@ -66,7 +66,7 @@ impl Sub<Instant> for Instant {
     /// Panics in debug builds when `rhs` is later: callers that may see that use
     /// [`Instant::saturating_since`].
     fn sub(self, rhs: Instant) -> Duration {
-        debug_assert!(self.0 >= rhs.0, "instant subtraction went negative");
+        invariant!(self.0 >= rhs.0, "instant subtraction went negative");
         Duration::from_micros(self.0.saturating_sub(rhs.0))
     }
 }

@@ -107,7 +107,7 @@ impl Views {
 
     /// The counters, with what is pinned now.
     pub fn stats(&self) -> ViewStats {
-        debug_assert_eq!(self.images_held, self.at.values().map(|p| p.images.len()).sum::<usize>());
+        invariant_eq!(self.images_held, self.at.values().map(|p| p.images.len()).sum::<usize>());
         ViewStats { pinned_now: self.pins.len(), images_held: self.images_held, ..self.stats.clone() }
     }
 

@@ -20,7 +20,7 @@ const TWO_POW_54: f64 = 18_014_398_509_481_984.0;
 
 /// 2^k for k in the normal exponent range.
 fn pow2(k: i64) -> f64 {
-    debug_assert!((-1022..=1023).contains(&k));
+    assert!((-1022..=1023).contains(&k));
     f64::from_bits(((k + 1023) as u64) << 52)
 }
 

@@ -29,14 +29,14 @@ impl SimRng {
 
     /// Uniform in [lo, hi).
     pub(crate) fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        debug_assert!(lo <= hi);
+        assert!(lo <= hi);
         lo + (hi - lo) * self.unit()
     }
 
     /// Uniform in [0, n) (n > 0), by widening multiply; the bias is below 2^-32 for the
     /// ranges the store uses.
     pub(crate) fn below(&mut self, n: u64) -> u64 {
-        debug_assert!(n > 0);
+        assert!(n > 0);
         ((u128::from(self.0.next_u64()) * u128::from(n)) >> 64) as u64
     }
 

@@ -184,7 +184,7 @@ impl Committer {
         if batch.sealed {
             return;
         }
-        debug_assert!(batch.is_built(), "a batch is sealed once built");
+        invariant!(batch.is_built(), "a batch is sealed once built");
         batch.sealed = true;
         if batch.members.is_empty() {
             return;
@@ -204,12 +204,12 @@ impl Committer {
             slot.bodies.reverse();
         }
         let bytes = Bytes::from(slot.encode());
-        debug_assert!(
+        invariant!(
             bytes.len() <= self.config.slot_bytes_max.max(SLOT_OVERHEAD_BYTES + batch.payload_bytes),
             "a slot within its most bytes, or one member alone"
         );
         let hash = Hash32::of(&bytes);
-        debug_assert_eq!(slot.last_sequence(), batch.overlay.sequence());
+        invariant_eq!(slot.last_sequence(), batch.overlay.sequence());
         batch.slot = Some(Encoded { slot, bytes, hash });
     }
 
@@ -222,7 +222,7 @@ impl Committer {
         let batches = self.pipeline.make_contiguous();
         let (ahead, last) = batches.split_at_mut(batches.len() - 1);
         let batch = &mut last[0];
-        debug_assert!(!batch.sealed, "a sealed batch takes no members");
+        invariant!(!batch.sealed, "a sealed batch takes no members");
         while let Some(mut p) = batch.unbuilt.pop_front() {
             // Sized for the last layer too: collected to the length of those ahead, the
             // push grew it again, for every member.

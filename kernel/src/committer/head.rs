@@ -91,8 +91,8 @@ impl Committer {
         result: BlobResult,
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        debug_assert!(self.head_call);
-        debug_assert_eq!(self.head_sequence(), Some(sequence));
+        invariant!(self.head_call);
+        invariant_eq!(self.head_sequence(), Some(sequence));
         if matches!(result, Ok(_) | Err(BlobError::AlreadyExists)) {
             self.turns.on_create_answered(now.saturating_since(call.issued_at));
         }
@@ -169,7 +169,7 @@ impl Committer {
         result: BlobResult,
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        debug_assert!(self.head_call);
+        invariant!(self.head_call);
         match result {
             Ok(BlobOutcome::Got { meta, bytes }) => {
                 let ours = self.pipeline.front().and_then(|b| b.slot.as_ref()).map(|e| e.hash);
@@ -193,7 +193,7 @@ impl Committer {
                 let enc = self.pipeline.front().and_then(|b| b.slot.as_ref());
                 let enc = enc.ok_or(FailReason::SlotVanished { sequence })?;
                 // Absent after an ambiguous create: the identical bytes again.
-                debug_assert_eq!(enc.slot.first_sequence, sequence);
+                invariant_eq!(enc.slot.first_sequence, sequence);
                 if self.settling_ambiguous {
                     io.marks.hit(Mark::CreateAmbiguousSettledAbsent);
                 }
@@ -220,7 +220,7 @@ impl Committer {
         result: BlobResult,
         io: &mut Io,
     ) -> Result<(), FailReason> {
-        debug_assert!(self.head_call);
+        invariant!(self.head_call);
         match result {
             Ok(BlobOutcome::Stat(meta)) if &meta.generation == generation => {
                 self.commit_head(now, sn, Some(WriteTime::Created(meta.created_at_us)), io)

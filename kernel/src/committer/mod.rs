@@ -335,7 +335,7 @@ impl Committer {
                 break;
             }
         }
-        debug_assert!(self.pipeline.len() <= 1 + self.config.batches_ahead_max);
+        invariant!(self.pipeline.len() <= 1 + self.config.batches_ahead_max);
     }
 
     /// Puts every batch's writes back at the front of the queue, in order, with their reads.

@@ -197,7 +197,7 @@ impl Ledger {
 
     /// The world as it was at `at`, a slot boundary after the base, for a fold.
     pub fn world_at<'w>(&self, served: &'w WorldState, at: Boundary) -> AtBoundary<'w> {
-        debug_assert!(at.sequence > self.base && at.sequence <= served.sequence());
+        invariant!(at.sequence > self.base && at.sequence <= served.sequence());
         let (images, policy) = self.images_at(at.sequence);
         let from = receipts_from(at.sequence);
         let mut receipts: Vec<StoredReceipt> =

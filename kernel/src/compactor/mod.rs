@@ -656,7 +656,7 @@ impl Compactor {
     fn object_stored(&mut self, name: Hash32, created: bool) {
         let run = self.run.as_mut().expect("running");
         let was_in_flight = run.in_flight.remove(&name).is_some();
-        debug_assert!(was_in_flight, "one answer per object");
+        invariant!(was_in_flight, "one answer per object");
         if created {
             self.stats.objects_created += 1;
         } else {
@@ -713,7 +713,7 @@ impl Compactor {
         if !own {
             self.run_target = None;
         }
-        debug_assert_eq!(run.checkpoint.next_sequence, next_sequence);
+        invariant_eq!(run.checkpoint.next_sequence, next_sequence);
         self.newest_next_sequence = next_sequence;
         self.unusable.retain(|s| *s > next_sequence);
         self.slots_at_newest = run.slots_at_fold;

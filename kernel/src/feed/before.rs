@@ -81,7 +81,7 @@ impl Before {
         list_page_max: u32,
         reach_slots_max: usize,
     ) -> Before {
-        debug_assert!(start > 1, "checkpoint zero has nothing before it");
+        invariant!(start > 1, "checkpoint zero has nothing before it");
         Before {
             keys,
             start,

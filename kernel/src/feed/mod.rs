@@ -196,7 +196,7 @@ impl Feed {
             return;
         }
         for r in sn.fresh.drain(..) {
-            debug_assert_eq!(r.sequence, self.ring_start + self.ring.len() as u64);
+            invariant_eq!(r.sequence, self.ring_start + self.ring.len() as u64);
             self.ring.push_back(r);
         }
         while self.ring.len() > self.ring_events_max {

@@ -123,7 +123,7 @@ impl Checkpoint {
 
     /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
-        debug_assert_eq!(self.shape_problem(), None);
+        invariant_eq!(self.shape_problem(), None);
         let payload = match self.root {
             None => {
                 assert_eq!(self.stamp, FIRST_WRITE_STAMP, "checkpoint zero is never freshened");

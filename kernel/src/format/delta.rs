@@ -62,7 +62,7 @@ impl Delta {
 
     /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
-        debug_assert_eq!(self.shape_problem(), None);
+        invariant_eq!(self.shape_problem(), None);
         match catalog::column_of(self.entries.iter().map(|e| &e.entry)) {
             None => encode_value_schema(Kind::Delta, SCHEMA, &self.payload(())),
             Some(column) => encode_value_schema(Kind::Delta, SCHEMA_CATALOGED, &self.payload(column)),

@@ -34,7 +34,7 @@ impl HistoryBlock {
 
     /// The object's bytes; its name is their BLAKE3.
     pub fn encode(&self) -> Vec<u8> {
-        debug_assert_eq!(self.shape_problem(), None);
+        invariant_eq!(self.shape_problem(), None);
         encode_value(Kind::History, self)
     }
 

@@ -51,7 +51,7 @@ pub fn shard_of(path: &Path, shard_bits: u8) -> u32 {
 /// The 256-version window version `version` (at least 1) sits in: versions 1 to 256 are
 /// window 0, 257 to 512 window 1, and so on. A history block never spans two windows.
 pub fn history_window(version: u64) -> u64 {
-    debug_assert!(version >= 1, "versions start at 1");
+    invariant!(version >= 1, "versions start at 1");
     version.saturating_sub(1) / RECORDS_PER_HISTORY_BLOCK_MAX as u64
 }
 
@@ -64,7 +64,7 @@ pub fn history_window_start(window: u64) -> u64 {
 /// block 0, and so on. Blocks are cut at fixed sequences so that a checkpoint reuses every
 /// block a sequence was not added to (SPEC 10.8).
 pub fn receipt_block_of(sequence: u64) -> u64 {
-    debug_assert!(sequence >= 1, "sequences start at 1");
+    invariant!(sequence >= 1, "sequences start at 1");
     sequence.saturating_sub(1) / super::receipts::RECEIPTS_PER_BLOCK_MAX as u64
 }
 

@@ -55,7 +55,7 @@ impl ReceiptBlock {
 
     /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
-        debug_assert_eq!(self.shape_problem(), None);
+        invariant_eq!(self.shape_problem(), None);
         encode_value(Kind::Receipts, self)
     }
 

@@ -98,7 +98,7 @@ impl Root {
 
     /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
-        debug_assert_eq!(self.shape_problem(self.schema()), None);
+        invariant_eq!(self.shape_problem(self.schema()), None);
         self.encode_unchecked()
     }
 

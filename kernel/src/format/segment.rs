@@ -138,7 +138,7 @@ struct Payload<B, W> {
 impl SegmentPart {
     /// The object's bytes: schema 2 when the part carries words, else schema 1.
     pub fn encode(&self) -> Vec<u8> {
-        debug_assert_eq!(self.shape_problem(), None);
+        invariant_eq!(self.shape_problem(), None);
         self.encode_unchecked()
     }
 

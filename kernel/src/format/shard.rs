@@ -117,7 +117,7 @@ impl Shard {
 
     /// The object's bytes.
     pub fn encode(&self) -> Vec<u8> {
-        debug_assert_eq!(self.shape_problem(), None);
+        invariant_eq!(self.shape_problem(), None);
         match catalog::column_of(self.entries.iter().map(|e| &e.entry)) {
             None => encode_value_schema(Kind::Shard, SCHEMA, &self.payload(())),
             Some(column) => encode_value_schema(Kind::Shard, SCHEMA_CATALOGED, &self.payload(column)),

@@ -136,7 +136,7 @@ impl Slot {
         // Not the carried bodies' order, which costs a hash of every body (a tenth of a
         // simulated run): every reader's decode checks it, the simulation's checker on
         // every slot, so a committer that built it wrong fails the run all the same.
-        debug_assert_eq!(self.members_problem(), None);
+        invariant_eq!(self.members_problem(), None);
         self.encode_any_shape()
     }
 

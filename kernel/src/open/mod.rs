@@ -401,7 +401,7 @@ impl Opening {
             return mismatch(CheckpointProblem::NotTheMarker { found: checkpoint.previous_hash });
         }
         // Every field matched and decoding admits one byte form, so these are our bytes.
-        debug_assert_eq!(bytes, &Checkpoint::zero(world_id, marker_hash).encode()[..]);
+        invariant_eq!(bytes, &Checkpoint::zero(world_id, marker_hash).encode()[..]);
         Ok(None)
     }
 

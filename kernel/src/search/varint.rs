@@ -32,7 +32,7 @@ pub(crate) fn put_varint(out: &mut [u8], at: usize, v: u32) -> usize {
 /// a part's word ids, below 2^16, with fewer bytes computed.
 #[inline]
 pub(crate) fn put_short_varint(out: &mut [u8], at: usize, v: u32) -> usize {
-    debug_assert!(v < 1 << 21);
+    invariant!(v < 1 << 21);
     let out = &mut out[at..at + 3];
     let (more0, more1) = (v >= 1 << 7, v >= 1 << 14);
     out[0] = (v as u8 & 0x7f) | (u8::from(more0) << 7);

@@ -169,7 +169,7 @@ impl Document {
             self.recent.push_back(v);
         }
         self.trim();
-        debug_assert!(self.fits());
+        invariant!(self.fits());
     }
 
     /// Forgets what retention pruned: held records and whole blocks below the first version.
@@ -201,7 +201,7 @@ impl Document {
             self.recent.pop_front();
         }
         self.trim();
-        debug_assert!(self.fits(), "adopted blocks must cover the retained versions to {through}");
+        invariant!(self.fits(), "adopted blocks must cover the retained versions to {through}");
     }
 }
 

@@ -340,7 +340,7 @@ fn new_body(
                     let Some(base) = body_of(&e.body_hash) else {
                         return NewBody::NeedsBody(e.body_hash);
                     };
-                    debug_assert_eq!(base.len() as u64, e.body_len);
+                    invariant_eq!(base.len() as u64, e.body_len);
                     let mut joined = Vec::with_capacity(base.len() + bytes.len());
                     joined.extend_from_slice(&base);
                     joined.extend_from_slice(bytes);

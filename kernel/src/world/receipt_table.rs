@@ -70,7 +70,7 @@ impl ReceiptTable {
 
     /// Adds the receipt of the next sequence.
     pub fn push(&mut self, stored: StoredReceipt) {
-        debug_assert!(self.order.back().is_none_or(|b| b.receipt.sequence + 1 == stored.receipt.sequence));
+        invariant!(self.order.back().is_none_or(|b| b.receipt.sequence + 1 == stored.receipt.sequence));
         let op_id = stored.receipt.op_id;
         let sequence = stored.receipt.sequence;
         let hash = self.hash(&op_id);

@@ -286,13 +286,13 @@ impl WorldState {
 
     /// Documents whose current body has this hash, in path order.
     pub fn paths_with_body(&self, hash: &Hash32) -> impl Iterator<Item = &Path> {
-        debug_assert!(!self.auditing, "an auditing state keeps no body index");
+        invariant!(!self.auditing, "an auditing state keeps no body index");
         self.bodies.paths(hash)
     }
 
     /// Every distinct hash of a document's current body.
     pub fn body_hashes(&self) -> impl Iterator<Item = &Hash32> {
-        debug_assert!(!self.auditing, "an auditing state keeps no body index");
+        invariant!(!self.auditing, "an auditing state keeps no body index");
         self.bodies.hashes()
     }
 
@@ -302,7 +302,7 @@ impl WorldState {
         hash: &Hash32,
         start_after: Option<&'a str>,
     ) -> impl Iterator<Item = &'a Path> {
-        debug_assert!(!self.auditing, "an auditing state keeps no body index");
+        invariant!(!self.auditing, "an auditing state keeps no body index");
         self.bodies.paths_after(hash, start_after)
     }
 
@@ -376,11 +376,11 @@ impl WorldState {
         }
         self.tip_hash = slot_hash;
         self.slots_applied += 1;
-        debug_assert_eq!(self.sequence, slot.last_sequence());
+        invariant_eq!(self.sequence, slot.last_sequence());
     }
 
     fn apply_member(&mut self, m: &SlotMember) {
-        debug_assert_eq!(m.sequence(), self.sequence + 1);
+        invariant_eq!(m.sequence(), self.sequence + 1);
         self.sequence = m.sequence();
         let stored = if !self.auditing {
             request_digest::stored_receipt(m)

@@ -104,7 +104,7 @@ impl Overlay {
 
     /// Adds the next member's changes.
     pub fn apply(&mut self, m: &SlotMember) {
-        debug_assert_eq!(m.sequence(), self.sequence + 1);
+        invariant_eq!(m.sequence(), self.sequence + 1);
         self.sequence = m.sequence();
         self.receipts.insert(m.op_id(), PendingReceipt::of(m));
         if let Some(rules) = &m.policy {
@@ -130,7 +130,7 @@ pub struct Layered<'a, B: StateView> {
 impl<'a, B: StateView> Layered<'a, B> {
     /// `base` under `layers`, oldest first.
     pub fn new(base: &'a B, layers: &'a [&'a Overlay]) -> Self {
-        debug_assert!(layers.windows(2).all(|w| w[0].sequence <= w[1].sequence));
+        invariant!(layers.windows(2).all(|w| w[0].sequence <= w[1].sequence));
         Layered { base, layers }
     }
 }
@@ -223,7 +223,7 @@ impl<'a, B: StateView> SlotPrefix<'a, B> {
     /// Includes the next member.
     pub fn advance(&mut self) {
         let m = &self.members[self.len];
-        debug_assert_eq!(m.sequence(), self.sequence() + 1);
+        invariant_eq!(m.sequence(), self.sequence() + 1);
         if let Some(rules) = &m.policy {
             self.policy = Some(Policy { version: m.receipt.version, rules: rules.clone() });
         }

@@ -220,7 +220,7 @@ pub(crate) fn local_blobs(dir: &Path) -> Result<Arc<ObjectStoreBlobs>, String> {
     let mut options = StoreOptions::default();
     options.fsync = false;
     let (store, backend, _) = open_store(&url, &options).map_err(|e| e.to_string())?;
-    debug_assert!(matches!(backend, Backend::Local));
+    assert!(matches!(backend, Backend::Local));
     Ok(Arc::new(ObjectStoreBlobs::new(store, backend)))
 }
 

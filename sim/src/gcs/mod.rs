@@ -407,7 +407,7 @@ impl SimGcs {
         bytes[original.len() / 2] ^= 0xff;
         let damaged = Bytes::from(bytes);
         let replaced = self.objects.replace_at_rest(key, damaged.clone());
-        debug_assert!(replaced, "present a moment ago");
+        assert!(replaced, "present a moment ago");
         Some(AtRestDamage { key: key.to_owned(), version: meta.generation, original, damaged })
     }
 
@@ -477,7 +477,7 @@ impl SimGcs {
     /// Where inside a latency of `latency_us` the operation lands: the middle half,
     /// strictly after issue and strictly before the reply.
     fn apply_offset_us(&mut self, latency_us: u64) -> u64 {
-        debug_assert!(latency_us >= LATENCY_US_MIN);
+        assert!(latency_us >= LATENCY_US_MIN);
         let point = self.latency_rng.uniform(APPLY_POINT_MIN, APPLY_POINT_MAX);
         ((latency_us as f64 * point).round() as u64).clamp(1, latency_us - 1)
     }
