@@ -157,6 +157,13 @@ impl ModelWorld {
             .map(|(path, &i)| (path.as_str(), self.documents[i].snapshot()))
     }
 
+    /// The paths of [`ModelWorld::documents_from`] alone, without a copy of each document.
+    pub fn paths_from<'a>(&'a self, start: &str) -> impl Iterator<Item = &'a str> + 'a {
+        self.in_order
+            .range::<str, _>((Bound::Included(start), Bound::Unbounded))
+            .map(|(path, _)| path.as_str())
+    }
+
     /// The retained version records of a document, oldest first; empty when absent.
     pub fn versions(&self, path: &str) -> Vec<ModelVersion> {
         match self.stored(path) {
