@@ -29,6 +29,17 @@ pub struct ModelDocument {
     pub catalog: Option<String>,
 }
 
+/// A document's current body and catalog record, borrowed from the model.
+#[derive(Clone, Copy, Debug)]
+pub struct Current<'a> {
+    /// The current body.
+    pub body: &'a Bytes,
+    /// BLAKE3 of the current body.
+    pub body_hash: &'a [u8; 32],
+    /// The catalog record the last publish set.
+    pub catalog: Option<&'a str>,
+}
+
 /// One retained version record (SPEC 1.3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModelVersion {
@@ -81,6 +92,10 @@ impl StoredDocument {
 
     pub fn current_body(&self) -> &Bytes {
         &self.current().body
+    }
+
+    pub fn current_hash(&self) -> &[u8; 32] {
+        &self.current().record.body_hash
     }
 
     pub fn snapshot(&self) -> ModelDocument {

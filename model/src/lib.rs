@@ -21,7 +21,7 @@ pub mod world;
 
 pub use checker::{check, CheckOptions, CheckReport, MemberDiff, Rule, Violation};
 pub use checkpoint::{CheckpointDocument, ModelCheckpoint};
-pub use document::{body_hash, ModelDocument, ModelVersion};
+pub use document::{body_hash, Current, ModelDocument, ModelVersion};
 pub use history::{
     ClientOp, History, NameChange, NameEvent, NameHistory, Outcome, ReadOp, ReadOutcome, SessionEnd,
     StoredObject, WatchSession,

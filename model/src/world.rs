@@ -3,7 +3,7 @@
 //! `judge_*`, written in SPEC order so the two can be read side by side.
 
 use crate::checkpoint::receipts_from;
-use crate::document::{body_hash, ModelDocument, ModelVersion, StoredDocument, StoredVersion};
+use crate::document::{body_hash, Current, ModelDocument, ModelVersion, StoredDocument, StoredVersion};
 use crate::path::{ancestors, normalize_path};
 use crate::policy::{normalize_policy, ModelPolicy, ModelPolicyBody};
 use crate::request::ModelRequest;
@@ -155,6 +155,21 @@ impl ModelWorld {
         self.in_order
             .range::<str, _>((Bound::Included(start), Bound::Unbounded))
             .map(|(path, &i)| (path.as_str(), self.documents[i].snapshot()))
+    }
+
+    /// Every document in path byte order with its current body and catalog record,
+    /// borrowed: what a judge that looks at every document (a search, a lookup by hash)
+    /// reads, without the copy of each that [`ModelWorld::documents`] makes.
+    pub fn currents(&self) -> impl Iterator<Item = (&str, Current<'_>)> + '_ {
+        self.in_order.iter().map(|(path, &i)| {
+            let d = &self.documents[i];
+            let current = Current {
+                body: d.current_body(),
+                body_hash: d.current_hash(),
+                catalog: d.catalog.as_deref(),
+            };
+            (path.as_str(), current)
+        })
     }
 
     /// The paths of [`ModelWorld::documents_from`] alone, without a copy of each document.

@@ -409,12 +409,12 @@ fn answer_agrees(model: &ModelWorld, read: &Read, answer: &Answer) -> bool {
             // A query the model finds no word in has no answer to compare.
             let Some(parts) = crate::search::query_parts(query) else { return false };
             let paths: Vec<String> = model
-                .documents()
+                .currents()
                 .filter(|(p, d)| match matched {
-                    SearchMatch::Body => model.body(p, d.version).is_some_and(|b| {
-                        crate::search::holds(&crate::search::body_words_cached(d.body_hash, b), &parts)
-                    }),
-                    SearchMatch::Catalog => crate::search::catalog_holds(p, d.catalog.as_deref(), &parts),
+                    SearchMatch::Body => {
+                        crate::search::holds(&crate::search::body_words_cached(*d.body_hash, d.body), &parts)
+                    }
+                    SearchMatch::Catalog => crate::search::catalog_holds(p, d.catalog, &parts),
                 })
                 .map(|(p, _)| p.to_string())
                 .filter(|p| start_after.as_deref().is_none_or(|a| p.as_str() > a))
@@ -424,8 +424,8 @@ fn answer_agrees(model: &ModelWorld, read: &Read, answer: &Answer) -> bool {
         }
         Read::HashLookup { hash, start_after, limit: l } => {
             let paths: Vec<String> = model
-                .documents()
-                .filter(|(_, d)| d.body_hash == hash.0)
+                .currents()
+                .filter(|(_, d)| *d.body_hash == hash.0)
                 .map(|(p, _)| p.to_string())
                 .filter(|p| start_after.as_deref().is_none_or(|a| p.as_str() > a))
                 .collect();
