@@ -112,8 +112,10 @@ impl Bodies {
 
     /// Reads a body from the bucket unless a read of it is already on its way. `at` is
     /// the sequence and body length of a version with this body, so that its slot may be
-    /// read for it: first when the slot is among the newest and the body small enough to
-    /// be carried, after the blob otherwise. True when this call sent the read.
+    /// read for it: first when the slot is among the newest, carries bodies and the body
+    /// is small enough to be carried, after the blob otherwise (a slot of a writer that
+    /// carried none, a preloaded world's 256 members, was read and decoded for nothing
+    /// before each of its bodies' blobs). True when this call sent the read.
     pub fn fetch(
         &mut self,
         now: Instant,
@@ -129,7 +131,8 @@ impl Bodies {
             self.read_blob(now, hash, None, io);
             return true;
         };
-        match recent.holding(at).map(|s| s.first).filter(|_| len <= self.inline_bytes_max) {
+        let carried_in = recent.holding(at).filter(|s| s.carries_bodies).map(|s| s.first);
+        match carried_in.filter(|_| len <= self.inline_bytes_max) {
             Some(first) => self.read_slot(now, hash, first, at, true, 0, io),
             None => self.read_blob(now, hash, Some(at), io),
         }

@@ -136,6 +136,21 @@ fn a_carried_body_is_read_from_the_slot_of_its_version() {
 }
 
 #[test]
+fn a_body_whose_slot_carries_none_is_read_from_its_blob_alone() {
+    let mut h = cold_replica(Config::default(), &[(1, "/a.md", "one"), (2, "/b.md", "two")]);
+    let mark = h.log.len();
+    let r = h.read(fetch("/b.md"));
+    h.settle();
+    assert_eq!(document(h.read_ok(r)), ("/b.md".into(), 1, Bytes::from_static(b"two")));
+    let reads: Vec<String> = h.log[mark..]
+        .iter()
+        .filter(|op| matches!(op, BlobOp::Get { .. }))
+        .map(|op| op.key().to_string())
+        .collect();
+    assert_eq!(reads, vec![keys().body(&Hash32::of(b"two"))], "its blob, not its slot first");
+}
+
+#[test]
 fn a_carried_body_of_a_slot_since_the_newest_checkpoint_is_read_from_the_ledger() {
     // A compacting replica keeps the slots since its newest checkpoint (the ledger): a
     // body one of them carries is read from memory, with no store call.

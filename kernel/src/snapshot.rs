@@ -24,6 +24,9 @@ pub(crate) struct SlotSpan {
     pub created_at_us: Option<u64>,
     /// When this replica installed it.
     pub installed_at: Instant,
+    /// Whether it carries bodies (schemas 2 and 4): only then is a body read from it
+    /// before its blob.
+    pub carries_bodies: bool,
 }
 
 /// The newest slots, oldest first, at most `slots_max`.
@@ -185,6 +188,7 @@ impl Snapshot {
             store_id: slot.store_id,
             created_at_us: None,
             installed_at: now,
+            carries_bodies: !slot.bodies.is_empty(),
         });
         self.fresh.extend(slot.members.iter().map(|m| m.receipt.clone()));
         Ok(Installed::Applied)
@@ -228,6 +232,7 @@ mod tests {
             store_id: StoreId(0),
             created_at_us: None,
             installed_at: Instant::ZERO,
+            carries_bodies: true,
         }
     }
 

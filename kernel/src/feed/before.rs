@@ -326,6 +326,8 @@ impl Before {
                 store_id: read.store_id,
                 created_at_us: None,
                 installed_at: now,
+                // Not known here, and the feed reads no bodies.
+                carries_bodies: true,
             });
             verified.push((first, read.receipts));
         }
