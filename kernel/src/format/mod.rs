@@ -3,6 +3,7 @@
 //! the same bytes on every machine, which is what lets a slot's hash chain the log.
 
 pub mod body;
+pub(crate) mod canonical;
 mod catalog;
 pub mod chain;
 pub mod checkpoint;
@@ -45,6 +46,8 @@ pub use segment::{
 pub use shard::{HistoryRef, Shard, ShardEntry};
 pub use slot::{Slot, SLOT_MEMBERS_MAX};
 
+#[cfg(test)]
+mod canonical_tests;
 #[cfg(test)]
 mod catalog_tests;
 #[cfg(test)]
