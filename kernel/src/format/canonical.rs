@@ -343,7 +343,11 @@ impl<'de> Deserializer<'de> for &mut Reader<'de> {
     }
 
     #[inline]
-    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, Refused> {
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Refused> {
         visitor.visit_unit()
     }
 
@@ -457,7 +461,9 @@ impl<'de> de::VariantAccess<'de> for &mut Reader<'de> {
 
 /// `[u8; N]` as ids and hashes are written (N bytes, no length), read through
 /// [`FIXED_BYTES`]: at once from this reader, a byte at a time from any other.
-pub(crate) fn fixed_bytes<'de, D: Deserializer<'de>, const N: usize>(deserializer: D) -> Result<[u8; N], D::Error> {
+pub(crate) fn fixed_bytes<'de, D: Deserializer<'de>, const N: usize>(
+    deserializer: D,
+) -> Result<[u8; N], D::Error> {
     deserializer.deserialize_tuple_struct(FIXED_BYTES, N, FixedBytes::<N>)
 }
 

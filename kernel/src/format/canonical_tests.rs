@@ -4,7 +4,9 @@
 //! varints) get the same answer from every decoder, the same value or the same
 //! `DecodeError`; and so does a payload of every serde shape the reader implements.
 
-use super::frame::{decode_payload, decode_payload_reference, encode_raw_schema, reference, HEADER_LEN, TRAILER_LEN};
+use super::frame::{
+    decode_payload, decode_payload_reference, encode_raw_schema, reference, HEADER_LEN, TRAILER_LEN,
+};
 use super::hostile_tests::{examples, marker_strategy, mutate, mutation, segment_part};
 use super::roundtrip_tests::{bytes_up_to, checkpoint, hash32, slot, world_id};
 use super::{
@@ -96,7 +98,7 @@ fn lengthen(bytes: &mut Vec<u8>, o: &Overlong) {
 }
 
 /// A slot carrying some of its members' new bodies (schema 2, or 4 with a catalog column).
-fn carrying_slot() -> BoxedStrategy<Slot> {
+pub(super) fn carrying_slot() -> BoxedStrategy<Slot> {
     (slot(), prop::collection::vec(bytes_up_to(40), 8))
         .prop_map(|(mut slot, bodies)| {
             let mut carried: Vec<Bytes> = Vec::new();

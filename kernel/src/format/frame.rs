@@ -259,6 +259,27 @@ pub fn encode_value_schema<T: Serialize>(kind: Kind, schema: u16, value: &T) -> 
     out
 }
 
+/// A frame whose payload `write` appends to the buffer it is handed (behind the header),
+/// for a kind with a writer of its own; `payload_bytes_max` is reserved for it up front.
+pub(crate) fn encode_written(
+    kind: Kind,
+    schema: u16,
+    payload_bytes_max: usize,
+    write: impl FnOnce(&mut Vec<u8>),
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload_bytes_max + TRAILER_LEN);
+    out.extend_from_slice(&MAGIC);
+    out.push(kind as u8);
+    out.extend_from_slice(&schema.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    write(&mut out);
+    let len = u32::try_from(out.len() - HEADER_LEN).expect("payload longer than 4 GiB");
+    out[HEADER_LEN - 4..HEADER_LEN].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 /// A postcard output that appends to a `Vec`. Postcard hands most values over as a few
 /// bytes at a time (varints, tags), so short pieces are pushed byte by byte rather than
 /// through a `memcpy` call each.

@@ -19,6 +19,7 @@ pub mod rule;
 pub mod segment;
 pub mod shard;
 pub mod slot;
+mod slot_writer;
 pub mod stamp;
 
 pub use body::{decode_body, encode_body};
@@ -58,5 +59,7 @@ mod delta_tests;
 mod hostile_tests;
 #[cfg(test)]
 mod roundtrip_tests;
+#[cfg(test)]
+mod slot_writer_tests;
 #[cfg(test)]
 mod snapshot_tests;
