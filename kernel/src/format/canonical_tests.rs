@@ -8,13 +8,15 @@ use super::frame::{
     decode_payload, decode_payload_reference, encode_raw_schema, reference, HEADER_LEN, TRAILER_LEN,
 };
 use super::hostile_tests::{examples, marker_strategy, mutate, mutation, segment_part};
-use super::roundtrip_tests::{bytes_up_to, checkpoint, hash32, slot, world_id};
+use super::roundtrip_tests::{bytes_up_to, checkpoint, hash32, path, slot, world_id};
 use super::{
     checkpoint_objects_tests, Checkpoint, DecodeError, Delta, HistoryBlock, Marker, ReceiptBlock, Root,
     SegmentPart, Shard, Slot,
 };
 use crate::hash::Hash32;
 use crate::ids::{OperationId, WorldId};
+use crate::world::entry::{IndexEntry, PruneRange, Receipt, SlotMember, VersionRecord};
+use crate::world::policy::PolicyRules;
 use bytes::Bytes;
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -385,4 +387,67 @@ fn an_id_and_a_hash_read_as_their_bytes_from_the_reader_and_from_postcard() {
     assert_eq!(decode_payload::<(WorldId, Hash32, OperationId)>(&payload), Ok(value));
     assert_eq!(postcard::from_bytes::<(WorldId, Hash32, OperationId)>(&payload).ok(), Some(value));
     assert_eq!(decode_payload::<(WorldId, Hash32)>(&payload[..40]), Err(DecodeError::Malformed));
+}
+
+// ---------------------------------------------------------------------------------------
+// A slot member's reader against the derived form it replaced.
+
+/// `SlotMember` as serde derives its reading (and writing, which `decode_payload` asks for).
+#[derive(Serialize, Deserialize)]
+struct DerivedMember {
+    receipt: Receipt,
+    entry: Option<IndexEntry>,
+    version: Option<VersionRecord>,
+    prune: Option<PruneRange>,
+    policy: Option<PolicyRules>,
+}
+
+impl From<DerivedMember> for SlotMember {
+    fn from(m: DerivedMember) -> SlotMember {
+        SlotMember {
+            receipt: m.receipt,
+            entry: m.entry,
+            version: m.version,
+            prune: m.prune,
+            policy: m.policy,
+        }
+    }
+}
+
+/// The member reader and the derived form agree on `bytes`, through the strict reader and
+/// through postcard.
+fn same_member(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let derived = decode_payload::<DerivedMember>(bytes).map(SlotMember::from);
+    prop_assert_eq!(decode_payload::<SlotMember>(bytes), derived);
+    let derived = postcard::from_bytes::<DerivedMember>(bytes).ok().map(SlotMember::from);
+    prop_assert_eq!(postcard::from_bytes::<SlotMember>(bytes).ok(), derived);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    #[test]
+    fn a_member_reads_as_its_derived_form(
+        slot in slot(),
+        other_path in path(),
+        elsewhere in any::<bool>(),
+        mutations in prop::collection::vec(mutation(), 0..3),
+    ) {
+        for mut member in slot.members {
+            if let Some(e) = member.entry.as_mut() {
+                // The time and the record are the catalog column's, not the member's form.
+                (e.modified_us, e.catalog) = (0, None);
+                if elsewhere {
+                    e.path = other_path.clone();
+                }
+            }
+            let mut bytes = postcard::to_allocvec(&member).expect("encodes");
+            let read = decode_payload::<SlotMember>(&bytes).expect("reads");
+            prop_assert_eq!(&read, &member);
+            same_member(&bytes)?;
+            mutations.iter().for_each(|m| mutate(&mut bytes, m));
+            same_member(&bytes)?;
+        }
+    }
 }

@@ -13,6 +13,7 @@ pub mod history;
 pub mod key;
 pub mod layout;
 pub mod marker;
+mod member_reader;
 pub mod receipts;
 pub mod root;
 pub mod rule;
