@@ -7,6 +7,9 @@
 //! byte or is one byte long, and this reader notes any that does not as it reads, rather
 //! than re-encoding the value to compare (a third of what decoding cost).
 //!
+//! That is so for the payload types slotlog has, whose reading is one to one: a map or a
+//! set, which reads its keys in any order, would need its order checked too (none has one).
+//!
 //! It accepts and refuses what `postcard::take_from_bytes` does, byte for byte; the
 //! property tests in `canonical_tests` hold it to that against postcard itself.
 

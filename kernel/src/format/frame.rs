@@ -321,7 +321,7 @@ pub fn decode_value<T: DeserializeOwned + Serialize>(kind: Kind, bytes: &[u8]) -
 }
 
 /// Postcard, the whole payload, and only its one canonical byte form. `T` may borrow from
-/// the payload. Read by the strict reader ([`canonical`](super::canonical)), which finds
+/// the payload. Read by the strict reader (`format::canonical`), which finds
 /// a payload not in its one form as it reads, with no re-encode (`Serialize` is for the
 /// tests, which hold it to the re-encoding reference).
 pub fn decode_payload<'a, T: Deserialize<'a> + Serialize>(payload: &'a [u8]) -> Result<T, DecodeError> {
