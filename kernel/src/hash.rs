@@ -4,8 +4,15 @@ use core::fmt;
 use serde::{Deserialize, Serialize};
 
 /// A BLAKE3 hash (32 bytes).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Hash32(pub [u8; 32]);
+
+/// The 32 bytes as the derived form reads them, taken at once by the object reader.
+impl<'de> Deserialize<'de> for Hash32 {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Hash32, D::Error> {
+        crate::format::canonical::fixed_bytes(deserializer).map(Hash32)
+    }
+}
 
 /// Byte order (the order of the hex names), compared as four big-endian words: the same
 /// order as the bytes' own, without a `memcmp` call per comparison (hashes key the

@@ -1,12 +1,13 @@
 //! Identifiers. Each is a newtype so one can never be passed where another is meant.
 
+use crate::format::canonical::fixed_bytes;
 use crate::hash::hex_of;
 use core::fmt;
 use serde::{Deserialize, Serialize};
 
 /// Names one world; written into the marker and every slot, so a slot of another world
 /// under the same prefix is refused.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct WorldId(pub [u8; 16]);
 
 /// Names one running store (one replica incarnation). Recorded in every slot it writes.
@@ -15,7 +16,7 @@ pub struct StoreId(pub u64);
 
 /// The client's name for one mutation. It settles an uncertain outcome later and makes a
 /// retried mutation idempotent: a committed operation id answers with its first receipt.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct OperationId(pub [u8; 16]);
 
 /// Byte order, compared as one big-endian `u128`: the same order as the bytes' own,
@@ -43,6 +44,20 @@ pub struct ViewId(pub u64);
 /// The kernel's id for one blob operation it emitted; the completion carries it back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BlobOpId(pub u64);
+
+/// The 16 bytes as the derived form reads them, taken at once by the object reader.
+impl<'de> Deserialize<'de> for WorldId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<WorldId, D::Error> {
+        fixed_bytes(deserializer).map(WorldId)
+    }
+}
+
+/// As [`WorldId`]'s.
+impl<'de> Deserialize<'de> for OperationId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<OperationId, D::Error> {
+        fixed_bytes(deserializer).map(OperationId)
+    }
+}
 
 impl From<u128> for OperationId {
     fn from(v: u128) -> Self {

@@ -1,5 +1,6 @@
 //! The frame around every object (SPEC 3): magic, kind, schema, length, payload, CRC32C.
 
+use super::canonical::{self, Read};
 use super::rule::ShapeRule;
 use crate::hash::Hash32;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -258,6 +259,27 @@ pub fn encode_value_schema<T: Serialize>(kind: Kind, schema: u16, value: &T) -> 
     out
 }
 
+/// A frame whose payload `write` appends to the buffer it is handed (behind the header),
+/// for a kind with a writer of its own; `payload_bytes_max` is reserved for it up front.
+pub(crate) fn encode_written(
+    kind: Kind,
+    schema: u16,
+    payload_bytes_max: usize,
+    write: impl FnOnce(&mut Vec<u8>),
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload_bytes_max + TRAILER_LEN);
+    out.extend_from_slice(&MAGIC);
+    out.push(kind as u8);
+    out.extend_from_slice(&schema.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    write(&mut out);
+    let len = u32::try_from(out.len() - HEADER_LEN).expect("payload longer than 4 GiB");
+    out[HEADER_LEN - 4..HEADER_LEN].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 /// A postcard output that appends to a `Vec`. Postcard hands most values over as a few
 /// bytes at a time (varints, tags), so short pieces are pushed byte by byte rather than
 /// through a `memcpy` call each.
@@ -293,63 +315,53 @@ impl postcard::ser_flavors::Flavor for Appended {
     }
 }
 
-/// A postcard output that writes nothing and only compares with `expected`: the canonical
-/// check re-encodes a decoded value this way, without allocating its encoding.
-struct SameAs<'a> {
-    expected: &'a [u8],
-    at: usize,
-    differs: bool,
-}
-
-impl postcard::ser_flavors::Flavor for SameAs<'_> {
-    type Output = bool;
-
-    #[inline]
-    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
-        let end = self.at + data.len();
-        // Varints and tags come a few bytes at a time: compared in line, not through a
-        // `memcmp` call each (a segment part's words were a tenth of a build's CPU so).
-        if data.len() <= PIECE_PUSHED_BYTES_MAX {
-            let same =
-                self.expected.get(self.at..end).is_some_and(|e| e.iter().zip(data).all(|(a, b)| a == b));
-            if !same {
-                self.differs = true;
-                return Err(postcard::Error::SerializeBufferFull);
-            }
-            self.at = end;
-            return Ok(());
-        }
-        if self.expected.get(self.at..end) != Some(data) {
-            self.differs = true;
-            return Err(postcard::Error::SerializeBufferFull);
-        }
-        self.at = end;
-        Ok(())
-    }
-
-    #[inline]
-    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
-        if self.expected.get(self.at) != Some(&data) {
-            self.differs = true;
-            return Err(postcard::Error::SerializeBufferFull);
-        }
-        self.at += 1;
-        Ok(())
-    }
-
-    fn finalize(self) -> postcard::Result<bool> {
-        Ok(self.at == self.expected.len())
-    }
-}
-
 /// Checks the frame and decodes the payload as the canonical postcard form of `T`.
 pub fn decode_value<T: DeserializeOwned + Serialize>(kind: Kind, bytes: &[u8]) -> Result<T, DecodeError> {
     decode_payload(decode_raw(kind, bytes)?)
 }
 
 /// Postcard, the whole payload, and only its one canonical byte form. `T` may borrow from
-/// the payload.
+/// the payload. Read by the strict reader (`format::canonical`), which finds
+/// a payload not in its one form as it reads, with no re-encode (`Serialize` is for the
+/// tests, which hold it to the re-encoding reference).
 pub fn decode_payload<'a, T: Deserialize<'a> + Serialize>(payload: &'a [u8]) -> Result<T, DecodeError> {
+    #[cfg(test)]
+    if reference::ON.with(|on| on.get()) {
+        return decode_payload_reference(payload);
+    }
+    match canonical::read(payload) {
+        Read::Refused => Err(DecodeError::Malformed),
+        Read::Trailing(bytes) => Err(DecodeError::Trailing { bytes }),
+        Read::Overlong => Err(DecodeError::NotCanonical),
+        Read::Canonical(value) => Ok(value),
+    }
+}
+
+/// The tests' switch to the reference reader.
+#[cfg(test)]
+pub(crate) mod reference {
+    use std::cell::Cell;
+
+    thread_local! {
+        pub(super) static ON: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Runs `f` with every payload on this thread decoded by
+    /// [`decode_payload_reference`](super::decode_payload_reference).
+    pub(crate) fn with<R>(f: impl FnOnce() -> R) -> R {
+        ON.with(|on| on.set(true));
+        let out = f();
+        ON.with(|on| on.set(false));
+        out
+    }
+}
+
+/// What [`decode_payload`] did before the strict reader, kept as the reference its tests
+/// hold it to: postcard, then a re-encode compared with the payload.
+#[cfg(test)]
+pub(crate) fn decode_payload_reference<'a, T: Deserialize<'a> + Serialize>(
+    payload: &'a [u8],
+) -> Result<T, DecodeError> {
     let (value, rest) = postcard::take_from_bytes::<T>(payload).map_err(|_| DecodeError::Malformed)?;
     if !rest.is_empty() {
         return Err(DecodeError::Trailing { bytes: rest.len() });
@@ -364,6 +376,43 @@ pub fn decode_payload<'a, T: Deserialize<'a> + Serialize>(payload: &'a [u8]) -> 
         Err(_) => Err(DecodeError::Malformed),
         Ok(()) if same.at != payload.len() => Err(DecodeError::NotCanonical),
         Ok(()) => Ok(value),
+    }
+}
+
+/// A postcard output that writes nothing and only compares with `expected`: the reference
+/// canonical check re-encodes a decoded value this way.
+#[cfg(test)]
+struct SameAs<'a> {
+    expected: &'a [u8],
+    at: usize,
+    differs: bool,
+}
+
+#[cfg(test)]
+impl postcard::ser_flavors::Flavor for SameAs<'_> {
+    type Output = bool;
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        let end = self.at + data.len();
+        if self.expected.get(self.at..end) != Some(data) {
+            self.differs = true;
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        self.at = end;
+        Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        if self.expected.get(self.at) != Some(&data) {
+            self.differs = true;
+            return Err(postcard::Error::SerializeBufferFull);
+        }
+        self.at += 1;
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<bool> {
+        Ok(self.at == self.expected.len())
     }
 }
 

@@ -327,7 +327,7 @@ pub(super) fn judge_every_decoder(bytes: &[u8], name: &Hash32) -> Result<(), Tes
 
 /// One way to damage an object's bytes.
 #[derive(Clone, Debug)]
-enum Mutation {
+pub(super) enum Mutation {
     Flip {
         at: prop::sample::Index,
         bit: u8,
@@ -363,7 +363,7 @@ enum Mutation {
     },
 }
 
-fn mutation() -> BoxedStrategy<Mutation> {
+pub(super) fn mutation() -> BoxedStrategy<Mutation> {
     let index = any::<prop::sample::Index>;
     prop_oneof![
         (index(), 0u8..8).prop_map(|(at, bit)| Mutation::Flip { at, bit }),
@@ -380,7 +380,7 @@ fn mutation() -> BoxedStrategy<Mutation> {
 }
 
 /// `value` as a postcard varint (LEB128, at most 10 bytes).
-fn varint(mut value: u64) -> Vec<u8> {
+pub(super) fn varint(mut value: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(10);
     loop {
         let byte = (value & 0x7f) as u8;
@@ -394,7 +394,7 @@ fn varint(mut value: u64) -> Vec<u8> {
 }
 
 /// Applies `mutation` to `bytes`, in place. A mutation of an empty buffer appends.
-fn mutate(bytes: &mut Vec<u8>, mutation: &Mutation) {
+pub(super) fn mutate(bytes: &mut Vec<u8>, mutation: &Mutation) {
     let len = bytes.len();
     match mutation {
         Mutation::Flip { at, bit } if len > 0 => bytes[at.index(len)] ^= 1 << bit,
@@ -449,7 +449,7 @@ fn mutate_frame(object: &[u8], mutations: &[Mutation]) -> Vec<u8> {
 
 /// A segment part of one to four bodies, numbered within its count, with its bodies'
 /// words (schema 2) or without (schema 1).
-fn segment_part() -> BoxedStrategy<SegmentPart> {
+pub(super) fn segment_part() -> BoxedStrategy<SegmentPart> {
     (prop::collection::vec(bytes_up_to(120), 0..4), 1u32..5, any::<prop::sample::Index>(), any::<bool>())
         .prop_map(|(bodies, parts, at, worded)| {
             let mut bodies: Vec<SegmentBody> =
@@ -471,7 +471,7 @@ fn example_segment_part() -> SegmentPart {
     SegmentPart { part: 0, parts: 2, bodies, words }
 }
 
-fn marker_strategy() -> BoxedStrategy<Marker> {
+pub(super) fn marker_strategy() -> BoxedStrategy<Marker> {
     (world_id(), any::<u64>()).prop_map(|(world_id, store)| Marker::new(world_id, StoreId(store))).boxed()
 }
 
@@ -492,7 +492,7 @@ fn original() -> BoxedStrategy<Original> {
 }
 
 /// The worked examples of SPEC and the snapshot tests, one a kind.
-fn examples() -> Vec<Original> {
+pub(super) fn examples() -> Vec<Original> {
     vec![
         Original::Marker(marker()),
         Original::Slot(worked_example_slot()),

@@ -3,6 +3,7 @@
 //! the same bytes on every machine, which is what lets a slot's hash chain the log.
 
 pub mod body;
+pub(crate) mod canonical;
 mod catalog;
 pub mod chain;
 pub mod checkpoint;
@@ -12,12 +13,14 @@ pub mod history;
 pub mod key;
 pub mod layout;
 pub mod marker;
+mod member_reader;
 pub mod receipts;
 pub mod root;
 pub mod rule;
 pub mod segment;
 pub mod shard;
 pub mod slot;
+mod slot_writer;
 pub mod stamp;
 
 pub use body::{decode_body, encode_body};
@@ -46,6 +49,8 @@ pub use shard::{HistoryRef, Shard, ShardEntry};
 pub use slot::{Slot, SLOT_MEMBERS_MAX};
 
 #[cfg(test)]
+mod canonical_tests;
+#[cfg(test)]
 mod catalog_tests;
 #[cfg(test)]
 mod checkpoint_objects_tests;
@@ -55,5 +60,7 @@ mod delta_tests;
 mod hostile_tests;
 #[cfg(test)]
 mod roundtrip_tests;
+#[cfg(test)]
+mod slot_writer_tests;
 #[cfg(test)]
 mod snapshot_tests;

@@ -9,8 +9,9 @@
 //! written when an entry has a modified time or a catalog record.
 
 use super::catalog;
-use super::frame::{decode_payload, decode_raw_schema, encode_value_schema, DecodeError, Kind, NameRule};
+use super::frame::{decode_payload, decode_raw_schema, encode_written, DecodeError, Kind, NameRule};
 use super::rule::ShapeRule;
+use super::slot_writer::SlotPayload;
 use crate::hash::Hash32;
 use crate::hash_many::hashes_of;
 use crate::ids::{StoreId, WorldId};
@@ -119,6 +120,7 @@ impl Slot {
         catalog::column_of(self.members.iter().filter_map(|m| m.entry.as_ref()))
     }
 
+    #[cfg(test)]
     fn payload<B, C>(&self, bodies: B, catalog: C) -> Payload<&[SlotMember], B, C> {
         Payload {
             world_id: self.world_id,
@@ -147,16 +149,45 @@ impl Slot {
     }
 
     fn encode_any_shape(&self) -> Vec<u8> {
+        let column = self.column();
+        let payload = SlotPayload {
+            world_id: &self.world_id.0,
+            first_sequence: self.first_sequence,
+            store_id: self.store_id.0,
+            prev_hash: &self.prev_hash,
+            members: &self.members,
+            bodies: (!self.bodies.is_empty()).then_some(&self.bodies[..]),
+            column: column.as_deref(),
+        };
+        let schema = match (payload.bodies.is_some(), payload.column.is_some()) {
+            (false, false) => SCHEMA_MEMBERS,
+            (true, false) => SCHEMA_WITH_BODIES,
+            (false, true) => SCHEMA_MEMBERS_CATALOGED,
+            (true, true) => SCHEMA_WITH_BODIES_CATALOGED,
+        };
+        encode_written(Kind::Slot, schema, payload.bytes_max(), |out| payload.write(out))
+    }
+
+    /// The bytes of [`Slot::encode_any_shape`] as postcard writes the slot's serde form:
+    /// the reference the slot writer's tests hold it to.
+    #[cfg(test)]
+    pub(crate) fn encode_reference(&self) -> Vec<u8> {
         let bodies = &self.bodies[..];
         match (bodies.is_empty(), self.column()) {
-            (true, None) => encode_value_schema(Kind::Slot, SCHEMA_MEMBERS, &self.payload((), ())),
-            (false, None) => encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, &self.payload(bodies, ())),
+            (true, None) => {
+                super::frame::encode_value_schema(Kind::Slot, SCHEMA_MEMBERS, &self.payload((), ()))
+            }
+            (false, None) => {
+                super::frame::encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES, &self.payload(bodies, ()))
+            }
             (true, Some(c)) => {
-                encode_value_schema(Kind::Slot, SCHEMA_MEMBERS_CATALOGED, &self.payload((), c))
+                super::frame::encode_value_schema(Kind::Slot, SCHEMA_MEMBERS_CATALOGED, &self.payload((), c))
             }
-            (false, Some(c)) => {
-                encode_value_schema(Kind::Slot, SCHEMA_WITH_BODIES_CATALOGED, &self.payload(bodies, c))
-            }
+            (false, Some(c)) => super::frame::encode_value_schema(
+                Kind::Slot,
+                SCHEMA_WITH_BODIES_CATALOGED,
+                &self.payload(bodies, c),
+            ),
         }
     }
 
@@ -316,6 +347,7 @@ pub fn slot_hash(bytes: &[u8]) -> Hash32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::frame::encode_value_schema;
     use crate::format::roundtrip_tests::publishes;
 
     /// `publishes(3)` with its members' bodies set to these.

@@ -188,8 +188,9 @@ pub enum MemberRule {
     PruneNotBelowFirstVersion,
 }
 
-/// One committed change, exactly as a slot carries it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// One committed change, exactly as a slot carries it. Read in its derived form by
+/// `format::member_reader`, which shares the entry's path with the receipt's.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct SlotMember {
     /// The receipt the member answers with.
     pub receipt: Receipt,

@@ -198,7 +198,7 @@ impl TryFrom<String> for Path {
 
 impl Path {
     /// A path as an object holds it: it must be normalized already.
-    fn decode(s: &str) -> Result<Path, PathDecodeError> {
+    pub(crate) fn decode(s: &str) -> Result<Path, PathDecodeError> {
         // Paths in objects are normalized: check that in one pass over the bytes, without
         // building the normalized form again (a cold start decodes a million of them, and
         // the checker every path of every slot).
