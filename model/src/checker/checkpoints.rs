@@ -24,7 +24,7 @@ use slotlog_kernel::format::{
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::WorldId;
 use slotlog_kernel::world::{IndexEntry, Policy, VersionKind, VersionRecord};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
 /// A full checkpoint found in the bucket, waiting for the replay to reach the sequence it
@@ -60,6 +60,38 @@ pub(super) struct Judge<'a> {
     merge_rule: MergeRule,
     histories: Decoded<HistoryBlock>,
     receipt_blocks: Decoded<ReceiptBlock>,
+    /// Documents judged to hold the model's content, for the checkpoints after.
+    clean: CleanDocuments,
+    /// Bodies found stored: the bucket does not change while it is judged.
+    stored_bodies: HashSet<Hash32>,
+}
+
+/// Documents a checkpoint was found to hold as the model does, each with the entry it
+/// held and the model's document it was judged against. Judging a document reads only
+/// those two and the bucket, which does not change while it is judged; so a later
+/// checkpoint that holds the same entry where the model holds the same document would
+/// be judged clean again, and is not judged twice. Both are compared in full, never
+/// assumed: a document that changed, on either side, is judged anew.
+#[derive(Default)]
+struct CleanDocuments {
+    by_path: HashMap<String, (ShardEntry, CheckpointDocument)>,
+}
+
+impl CleanDocuments {
+    /// Whether `e` against `d` was judged clean before.
+    fn holds(&self, e: &ShardEntry, d: &CheckpointDocument) -> bool {
+        self.by_path.get(d.path.as_str()).is_some_and(|(entry, document)| entry == e && document == d)
+    }
+
+    /// `e` against `d` was just judged clean.
+    fn note(&mut self, e: &ShardEntry, d: &CheckpointDocument) {
+        match self.by_path.get_mut(d.path.as_str()) {
+            Some(judged) => *judged = (e.clone(), d.clone()),
+            None => {
+                self.by_path.insert(d.path.clone(), (e.clone(), d.clone()));
+            }
+        }
+    }
 }
 
 /// Counts one judged checkpoint and reports what was found wrong with it.
@@ -148,6 +180,8 @@ impl<'a> Judge<'a> {
             merge_rule,
             histories: HashMap::new(),
             receipt_blocks: HashMap::new(),
+            clean: CleanDocuments::default(),
+            stored_bodies: HashSet::new(),
         }
     }
 
@@ -252,11 +286,17 @@ impl<'a> Judge<'a> {
 
     /// Every body of every version the checkpoint holds is a blob (bodies are never
     /// collected, so one stored at its create is stored at the end).
-    fn judge_bodies(&self, key: &str, m: &ModelCheckpoint, out: &mut Vec<Violation>) {
+    fn judge_bodies(&mut self, key: &str, m: &ModelCheckpoint, out: &mut Vec<Violation>) {
         for d in &m.documents {
             for v in &d.versions {
-                let body = self.keys.body(&Hash32(v.body_hash));
-                if !self.objects.contains_key(body.as_str()) {
+                let hash = Hash32(v.body_hash);
+                if self.stored_bodies.contains(&hash) {
+                    continue;
+                }
+                let body = self.keys.body(&hash);
+                if self.objects.contains_key(body.as_str()) {
+                    self.stored_bodies.insert(hash);
+                } else {
                     out.push(Violation::CheckpointBodyNotStored {
                         checkpoint: key.to_string(),
                         path: d.path.clone(),
@@ -368,7 +408,14 @@ impl<'a> Judge<'a> {
                     key: key.to_string(),
                     path: d.path.clone(),
                 }),
-                Some(e) => self.judge_document(key, e, d, out),
+                Some(e) if self.clean.holds(e, d) => {}
+                Some(e) => {
+                    let before = out.len();
+                    self.judge_document(key, e, d, out);
+                    if out.len() == before {
+                        self.clean.note(e, d);
+                    }
+                }
             }
         }
         for path in held.into_keys() {
