@@ -17,6 +17,7 @@ use crate::checkpoint::{
 };
 use crate::history::StoredObject;
 use crate::{ModelDocument, ModelPolicy, ModelPolicyBody, ModelVersion, ModelWorld, ReceiptKind};
+use rustc_hash::{FxHashMap, FxHashSet};
 use slotlog_kernel::format::{
     Checkpoint, DecodeError, Delta, HistoryBlock, Keys, MergeRule, ReceiptBlock, Root, Shard, ShardEntry,
     StoredReceipt, DELTA_ENTRIES_MAX,
@@ -24,7 +25,7 @@ use slotlog_kernel::format::{
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::WorldId;
 use slotlog_kernel::world::{IndexEntry, Policy, VersionKind, VersionRecord};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// A full checkpoint found in the bucket, waiting for the replay to reach the sequence it
@@ -46,12 +47,12 @@ enum Unreadable {
 
 /// Decoded content objects by name. A shard, receipt block or history block is named by
 /// many checkpoints of a run, so each is decoded once.
-type Decoded<T> = HashMap<Hash32, Result<Rc<T>, Unreadable>>;
+type Decoded<T> = FxHashMap<Hash32, Result<Rc<T>, Unreadable>>;
 
 pub(super) struct Judge<'a> {
     keys: &'a Keys,
     world_id: WorldId,
-    objects: HashMap<&'a str, &'a StoredObject>,
+    objects: FxHashMap<&'a str, &'a StoredObject>,
     /// Checkpoints by the sequence they cover (their next sequence minus 1).
     found: BTreeMap<u64, Vec<Found>>,
     shards: Decoded<Shard>,
@@ -63,7 +64,7 @@ pub(super) struct Judge<'a> {
     /// Documents judged to hold the model's content, for the checkpoints after.
     clean: CleanDocuments,
     /// Bodies found stored: the bucket does not change while it is judged.
-    stored_bodies: HashSet<Hash32>,
+    stored_bodies: FxHashSet<Hash32>,
 }
 
 /// Documents a checkpoint was found to hold as the model does, each with the entry it
@@ -74,7 +75,7 @@ pub(super) struct Judge<'a> {
 /// assumed: a document that changed, on either side, is judged anew.
 #[derive(Default)]
 struct CleanDocuments {
-    by_path: HashMap<String, (ShardEntry, CheckpointDocument)>,
+    by_path: FxHashMap<String, (ShardEntry, CheckpointDocument)>,
 }
 
 impl CleanDocuments {
@@ -107,7 +108,7 @@ fn settle(r: &mut CheckReport, findings: Vec<Violation>) {
 
 fn load<T>(
     cache: &mut Decoded<T>,
-    objects: &HashMap<&str, &StoredObject>,
+    objects: &FxHashMap<&str, &StoredObject>,
     key: &str,
     name: &Hash32,
     decode: fn(&[u8], &Hash32) -> Result<T, DecodeError>,
@@ -175,13 +176,13 @@ impl<'a> Judge<'a> {
             world_id,
             objects: objects.iter().map(|o| (o.key.as_str(), o)).collect(),
             found,
-            shards: HashMap::new(),
-            deltas: HashMap::new(),
+            shards: FxHashMap::default(),
+            deltas: FxHashMap::default(),
             merge_rule,
-            histories: HashMap::new(),
-            receipt_blocks: HashMap::new(),
+            histories: FxHashMap::default(),
+            receipt_blocks: FxHashMap::default(),
             clean: CleanDocuments::default(),
-            stored_bodies: HashSet::new(),
+            stored_bodies: FxHashSet::default(),
         }
     }
 
@@ -397,12 +398,27 @@ impl<'a> Judge<'a> {
                 Err(problem) => out.push(unreadable(key, delta_key, problem)),
             }
         }
-        let mut held: BTreeMap<&str, &ShardEntry> = BTreeMap::new();
-        for e in shards.iter().flat_map(|s| &s.entries).chain(deltas.iter().flat_map(|d| &d.entries)) {
-            held.insert(e.entry.path.as_str(), e);
-        }
+        // What the checkpoint holds, one entry a path: a path's last entry in layer
+        // order (shards, then the deltas oldest first) counts. Sorted stably by path and
+        // walked beside the model's documents (in path order too), not a map of them all.
+        let mut held: Vec<&ShardEntry> =
+            shards.iter().flat_map(|s| &s.entries).chain(deltas.iter().flat_map(|d| &d.entries)).collect();
+        held.sort_by(|a, b| a.entry.path.as_str().cmp(b.entry.path.as_str()));
+        held.dedup_by(|later, earlier| {
+            let same = later.entry.path == earlier.entry.path;
+            if same {
+                *earlier = *later;
+            }
+            same
+        });
+        let mut held = held.into_iter().peekable();
+        let mut extra = Vec::new();
         for d in &m.documents {
-            match held.remove(d.path.as_str()) {
+            let path = d.path.as_str();
+            while let Some(e) = held.next_if(|e| e.entry.path.as_str() < path) {
+                extra.push(e);
+            }
+            match held.next_if(|e| e.entry.path.as_str() == path) {
                 None if unread.contains(&shard_of(&d.path, bits)) => {}
                 None => out.push(Violation::CheckpointDocumentMissing {
                     key: key.to_string(),
@@ -418,7 +434,8 @@ impl<'a> Judge<'a> {
                 }
             }
         }
-        for path in held.into_keys() {
+        extra.extend(held);
+        for path in extra.into_iter().map(|e| e.entry.path.as_str()) {
             out.push(Violation::CheckpointDocumentExtra { key: key.to_string(), path: path.to_string() });
         }
     }
