@@ -200,20 +200,16 @@ impl Ledger {
     }
 
     /// The world as it was at `at`, a slot boundary after the base, for a fold.
-    pub fn world_at<'w>(&self, served: &'w WorldState, at: Boundary) -> AtBoundary<'w> {
+    pub fn world_at<'w>(&'w self, served: &'w WorldState, at: Boundary) -> AtBoundary<'w> {
         debug_assert!(at.sequence > self.base && at.sequence <= served.sequence());
         let (images, policy) = self.images_at(at.sequence);
-        // In sequence order: those of the base's window the served world let go, then
-        // those of later members it let go, then the ones it holds. A receipt is a function
-        // of its member alone (SPEC 10.13), so the served world's is the one a member makes.
+        // Those of later members the served world let go are made here; the rest are read
+        // where they are held, not copied. A receipt is a function of its member alone
+        // (SPEC 10.13), so the served world's is the one a member makes.
         let from = receipts_from(at.sequence);
         let served_from = served.receipts_from_sequence();
-        let mut receipts: Vec<StoredReceipt> =
-            self.dropped.iter().filter(|r| r.receipt.sequence >= from).cloned().collect();
-        receipts.extend(self.receipts_after_base(from.max(self.base + 1)..served_from.min(at.sequence + 1)));
-        let held =
-            served.receipts_since(from.max(served_from)).take_while(|r| r.receipt.sequence <= at.sequence);
-        receipts.extend(held.cloned());
+        let let_go: Vec<StoredReceipt> =
+            self.receipts_after_base(from.max(self.base + 1)..served_from.min(at.sequence + 1)).collect();
         let absent = images.values().filter(|d| d.is_none()).count() as u64;
         AtBoundary {
             world_id: served.world_id(),
@@ -223,7 +219,7 @@ impl Ledger {
             policy,
             document_count: served.document_count() as u64 - absent,
             images,
-            receipts,
+            receipts: Receipts { from, dropped: &self.dropped, let_go, served_from },
         }
     }
 
@@ -347,7 +343,17 @@ pub(crate) struct AtBoundary<'w> {
     policy: Policy,
     document_count: u64,
     images: BTreeMap<Path, Option<Document>>,
-    receipts: Vec<StoredReceipt>,
+    receipts: Receipts<'w>,
+}
+
+/// The receipts of the window at a step's boundary, from `from` on, in sequence order:
+/// those of the base's window the served world let go (the ledger's), those of later
+/// members it let go (made for the step), then the ones it holds, from `served_from`.
+struct Receipts<'w> {
+    from: u64,
+    dropped: &'w VecDeque<StoredReceipt>,
+    let_go: Vec<StoredReceipt>,
+    served_from: u64,
 }
 
 impl FoldSource for AtBoundary<'_> {
@@ -379,7 +385,12 @@ impl FoldSource for AtBoundary<'_> {
         }))
     }
     fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &StoredReceipt> + '_> {
-        Box::new(self.receipts.iter().filter(move |r| r.receipt.sequence >= from))
+        let (r, at) = (&self.receipts, self.sequence);
+        let from = from.max(r.from);
+        let dropped = r.dropped.iter().filter(move |x| x.receipt.sequence >= from);
+        let let_go = r.let_go.iter().filter(move |x| x.receipt.sequence >= from);
+        let held = self.served.receipts_since(from.max(r.served_from));
+        Box::new(dropped.chain(let_go).chain(held.take_while(move |x| x.receipt.sequence <= at)))
     }
 }
 
