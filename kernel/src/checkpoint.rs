@@ -8,9 +8,9 @@
 //! sequence over the same checkpoint makes the same bytes and names.
 
 use crate::format::{
-    history_window, history_window_start, receipt_block_of, shard_bits_for, shard_count, shard_of,
-    Checkpoint, Delta, DeltaRef, HistoryBlock, HistoryRef, Keys, ReceiptBlock, ReceiptBlockRef, Root, Shard,
-    ShardEntry, StoredReceipt, DELTA_ENTRIES_MAX,
+    history_window, history_window_start, shard_bits_for, shard_count, shard_of, Checkpoint, Delta, DeltaRef,
+    HistoryBlock, HistoryRef, Keys, ReceiptBlock, ReceiptBlockRef, Root, Shard, ShardEntry, StoredReceipt,
+    DELTA_ENTRIES_MAX,
 };
 use crate::hash::Hash32;
 use crate::ids::WorldId;
@@ -19,6 +19,9 @@ use crate::world::merge::SortedMerge;
 use crate::world::{receipts_from, Document, Path, Policy, StateView, WorldState};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
+
+mod receipts;
+pub use receipts::ReceiptBlocks;
 
 /// Which objects a drop may take (SPEC 10.9): fenced ones carry a stamp and are
 /// collected with the checkpoints that use them; content objects never are.
@@ -210,6 +213,17 @@ pub fn fold_over<'b, W: FoldSource + ?Sized>(
     base: Option<(&Layers, MergeRule)>,
     blocks: &dyn Fn(&Hash32) -> Option<&'b HistoryBlock>,
 ) -> Result<Folded, FoldError> {
+    fold_over_reusing(world, base, blocks, &mut ReceiptBlocks::default())
+}
+
+/// [`fold_over`], taking again the receipt blocks an earlier fold made into
+/// `receipt_blocks` where their receipts are the same: the same checkpoint, made cheaper.
+pub fn fold_over_reusing<'b, W: FoldSource + ?Sized>(
+    world: &W,
+    base: Option<(&Layers, MergeRule)>,
+    blocks: &dyn Fn(&Hash32) -> Option<&'b HistoryBlock>,
+    receipt_blocks: &mut ReceiptBlocks,
+) -> Result<Folded, FoldError> {
     let sequence = world.sequence();
     assert!(sequence >= 1, "checkpoint zero is the only checkpoint of an empty log");
     let document_count = world.document_count();
@@ -246,7 +260,8 @@ pub fn fold_over<'b, W: FoldSource + ?Sized>(
         needed.dedup();
         return Err(FoldError::NeedBlocks(needed));
     }
-    let (receipts_from_sequence, receipts) = fold_receipts(world, &mut objects);
+    let receipts_from_sequence = receipts_from(sequence);
+    let receipts = receipt_blocks.fold(world.receipts_since(receipts_from_sequence), &mut objects);
     let layered =
         base.filter(|(layers, rule)| rule.layers(layers, changed.len(), document_count, shard_bits));
     let (shards, deltas) = match layered {
@@ -345,30 +360,6 @@ fn fold_history<'b>(
         objects.push(Object { kind: ObjectKind::History, name, bytes });
     }
     Ok(refs)
-}
-
-/// The receipt blocks of the window the world's tip keeps, in sequence order.
-fn fold_receipts<W: FoldSource + ?Sized>(
-    world: &W,
-    objects: &mut Vec<Object>,
-) -> (u64, Vec<ReceiptBlockRef>) {
-    let from = receipts_from(world.sequence());
-    let mut blocks: BTreeMap<u64, Vec<StoredReceipt>> = BTreeMap::new();
-    for stored in world.receipts_since(from) {
-        blocks.entry(receipt_block_of(stored.receipt.sequence)).or_default().push(stored.clone());
-    }
-    let mut refs = Vec::with_capacity(blocks.len());
-    for (_, mut receipts) in blocks {
-        receipts.sort_by_key(|r| r.receipt.op_id);
-        let first_sequence = receipts.iter().map(|r| r.receipt.sequence).min().expect("non-empty");
-        let last_sequence = receipts.iter().map(|r| r.receipt.sequence).max().expect("non-empty");
-        let block = ReceiptBlock { receipts, stamp: 0 };
-        let bytes = Bytes::from(block.encode());
-        let name = Hash32::of(&bytes);
-        refs.push(ReceiptBlockRef { first_sequence, last_sequence, block: name });
-        objects.push(Object { kind: ObjectKind::Receipts, name, bytes });
-    }
-    (from, refs)
 }
 
 /// A root must repeat its checkpoint's world, sequence, anchor and count (SPEC 10.12):

@@ -16,9 +16,12 @@ use crate::format::encode_body;
 use crate::format::{HistoryRef, Slot, StoredReceipt};
 use crate::hash::Hash32;
 use crate::ids::WorldId;
-use crate::world::{receipts_from, request_digest, Document, Path, Policy, StateView, WorldState};
+use crate::world::{
+    receipts_from, request_digest, Document, Path, Policy, SlotMember, StateView, WorldState,
+};
 use bytes::Bytes;
 use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
+use std::ops::Range;
 
 pub(crate) struct Ledger {
     /// Off for a replica that never compacts: it keeps nothing.
@@ -167,20 +170,21 @@ impl Ledger {
     /// newest checkpoint alone, so racing compactors cut the same step.
     pub fn boundary(&self, docs_max: usize) -> Option<Boundary> {
         let mut changed: BTreeSet<&Path> = BTreeSet::new();
+        let mut new: Vec<&Path> = Vec::new();
         let mut end: Option<usize> = None;
         for (i, (slot, _)) in self.slots.iter().enumerate() {
-            let new: BTreeSet<&Path> = slot
-                .members
-                .iter()
-                .filter_map(|m| m.entry.as_ref().map(|e| &e.path))
-                .filter(|p| !changed.contains(p))
-                .collect();
+            // The slot's paths not changed before it, each once.
+            new.clear();
+            new.extend(slot.members.iter().filter_map(|m| m.entry.as_ref().map(|e| &e.path)));
+            new.retain(|p| !changed.contains(p));
+            new.sort_unstable();
+            new.dedup();
             if changed.len() + new.len() > docs_max {
                 // A step holds at least one slot (the limit is at least a slot's most).
                 end = Some(i.saturating_sub(1));
                 break;
             }
-            changed.extend(new);
+            changed.extend(new.iter().copied());
             if changed.len() == docs_max {
                 end = Some(i);
                 break;
@@ -196,15 +200,16 @@ impl Ledger {
     }
 
     /// The world as it was at `at`, a slot boundary after the base, for a fold.
-    pub fn world_at<'w>(&self, served: &'w WorldState, at: Boundary) -> AtBoundary<'w> {
+    pub fn world_at<'w>(&'w self, served: &'w WorldState, at: Boundary) -> AtBoundary<'w> {
         invariant!(at.sequence > self.base && at.sequence <= served.sequence());
         let (images, policy) = self.images_at(at.sequence);
+        // Those of later members the served world let go are made here; the rest are read
+        // where they are held, not copied. A receipt is a function of its member alone
+        // (SPEC 10.13), so the served world's is the one a member makes.
         let from = receipts_from(at.sequence);
-        let mut receipts: Vec<StoredReceipt> =
-            self.dropped.iter().filter(|r| r.receipt.sequence >= from).cloned().collect();
-        let held = served.receipts_since(from).take_while(|r| r.receipt.sequence <= self.base);
-        receipts.extend(held.cloned());
-        receipts.extend(self.receipts_after_base(at.sequence).filter(|r| r.receipt.sequence >= from));
+        let served_from = served.receipts_from_sequence();
+        let let_go: Vec<StoredReceipt> =
+            self.receipts_after_base(from.max(self.base + 1)..served_from.min(at.sequence + 1)).collect();
         let absent = images.values().filter(|d| d.is_none()).count() as u64;
         AtBoundary {
             world_id: served.world_id(),
@@ -214,7 +219,7 @@ impl Ledger {
             policy,
             document_count: served.document_count() as u64 - absent,
             images,
-            receipts,
+            receipts: Receipts { from, dropped: &self.dropped, let_go, served_from },
         }
     }
 
@@ -225,27 +230,19 @@ impl Ledger {
         let mut policy = self.policy.clone();
         for (slot, _) in self.slots.iter().take_while(|(s, _)| s.last_sequence() <= at) {
             for m in &slot.members {
-                if let Some(rules) = &m.policy {
-                    policy = Policy { version: m.receipt.version, rules: rules.clone() };
-                }
-                let Some(entry) = &m.entry else { continue };
-                let image = images.get_mut(&entry.path).expect("every touched document has an image");
-                match image {
-                    Some(doc) => doc.apply(entry.clone(), m.version.clone()),
-                    None => {
-                        let doc = Document::held(entry.clone(), m.version.clone())
-                            .expect("an applied member starts a document at version 1");
-                        *image = Some(doc);
-                    }
-                }
+                apply(m, &mut policy, |path| {
+                    Some(images.get_mut(path).expect("every touched document has an image"))
+                });
             }
         }
         (images, policy)
     }
 
-    fn receipts_after_base(&self, through: u64) -> impl Iterator<Item = StoredReceipt> + '_ {
+    /// The receipts of the members since the base whose sequences are in `sequences`.
+    fn receipts_after_base(&self, sequences: Range<u64>) -> impl Iterator<Item = StoredReceipt> + '_ {
         let members = self.slots.iter().flat_map(|(s, _)| s.members.iter());
-        members.take_while(move |m| m.sequence() <= through).map(request_digest::stored_receipt)
+        let wanted = members.take_while(move |m| m.sequence() < sequences.end);
+        wanted.filter(move |m| m.sequence() >= sequences.start).map(request_digest::stored_receipt)
     }
 
     /// A checkpoint at `at` was written or adopted, its documents storing their versions
@@ -254,33 +251,85 @@ impl Ledger {
         if !self.enabled || at <= self.base || at > served.sequence() {
             return;
         }
-        let (mut images, policy) = self.images_at(at);
         let from = receipts_from(at);
         let let_go = served.receipts_from_sequence();
         self.dropped.retain(|r| r.receipt.sequence >= from);
-        let moved: Vec<StoredReceipt> = self
-            .receipts_after_base(at)
-            .filter(|r| r.receipt.sequence >= from && r.receipt.sequence < let_go)
-            .collect();
+        let moved: Vec<StoredReceipt> =
+            self.receipts_after_base(from.max(self.base + 1)..let_go.min(at + 1)).collect();
         self.dropped.extend(moved);
-        while self.slots.front().is_some_and(|(s, _)| s.last_sequence() <= at) {
-            let (slot, _) = self.slots.pop_front().expect("a front slot");
-            self.carried_bytes -= carried_bytes(&slot);
-        }
-        let touched: BTreeSet<&Path> = self
+        // The documents the slots after `at` touch keep their images, as they were at
+        // `at`; the rest are let go before the slots through `at` are applied to them.
+        let mut touched: Vec<Path> = self
             .slots
             .iter()
-            .flat_map(|(s, _)| s.members.iter().filter_map(|m| m.entry.as_ref().map(|e| &e.path)))
+            .filter(|(s, _)| s.last_sequence() > at)
+            .flat_map(|(s, _)| s.members.iter().filter_map(|m| m.entry.as_ref().map(|e| e.path.clone())))
             .collect();
-        images.retain(|path, _| touched.contains(path));
+        touched.sort_unstable();
+        touched.dedup();
+        let mut images = std::mem::take(&mut self.before);
+        let mut kept = touched.iter().peekable();
+        // Both in path order: one walk.
+        images.retain(|path, _| {
+            while kept.next_if(|p| *p < path).is_some() {}
+            kept.peek().is_some_and(|p| *p == path)
+        });
+        while self.slots.front().is_some_and(|(s, _)| s.last_sequence() <= at) {
+            let (slot, _) = self.slots.pop_front().expect("a front slot");
+            for m in &slot.members {
+                apply(m, &mut self.policy, |path| images.get_mut(path));
+            }
+            self.carried_bytes -= carried_bytes(&slot);
+        }
+        adopt_into(&mut images, adopt);
+        self.before = images;
+        self.base = at;
+    }
+}
+
+/// Applies member `m` to the policy and to its document's image, which `image` finds
+/// (None: an image not kept).
+fn apply<'i>(
+    m: &SlotMember,
+    policy: &mut Policy,
+    image: impl FnOnce(&Path) -> Option<&'i mut Option<Document>>,
+) {
+    if let Some(rules) = &m.policy {
+        *policy = Policy { version: m.receipt.version, rules: rules.clone() };
+    }
+    let Some(entry) = &m.entry else { return };
+    let Some(image) = image(&entry.path) else { return };
+    match image {
+        Some(doc) => doc.apply(entry.clone(), m.version.clone()),
+        None => {
+            let doc = Document::held(entry.clone(), m.version.clone())
+                .expect("an applied member starts a document at version 1");
+            *image = Some(doc);
+        }
+    }
+}
+
+/// The images' documents store their versions through the given one in the blocks
+/// `adopt` names. `adopt` comes from a fold, in path order; walked beside the images then.
+pub(super) fn adopt_into(
+    images: &mut BTreeMap<Path, Option<Document>>,
+    adopt: &[(Path, Vec<HistoryRef>, u64)],
+) {
+    if !adopt.is_sorted_by(|a, b| a.0 < b.0) {
         for (path, blocks, through) in adopt {
             if let Some(Some(doc)) = images.get_mut(path) {
                 doc.adopt(blocks, *through);
             }
         }
-        self.before = images;
-        self.policy = policy;
-        self.base = at;
+        return;
+    }
+    let mut adopting = adopt.iter().peekable();
+    for (path, image) in images.iter_mut() {
+        while adopting.next_if(|(p, _, _)| p < path).is_some() {}
+        let Some((_, blocks, through)) = adopting.peek().filter(|(p, _, _)| p == path) else { continue };
+        if let Some(doc) = image {
+            doc.adopt(blocks, *through);
+        }
     }
 }
 
@@ -294,7 +343,17 @@ pub(crate) struct AtBoundary<'w> {
     policy: Policy,
     document_count: u64,
     images: BTreeMap<Path, Option<Document>>,
-    receipts: Vec<StoredReceipt>,
+    receipts: Receipts<'w>,
+}
+
+/// The receipts of the window at a step's boundary, from `from` on, in sequence order:
+/// those of the base's window the served world let go (the ledger's), those of later
+/// members it let go (made for the step), then the ones it holds, from `served_from`.
+struct Receipts<'w> {
+    from: u64,
+    dropped: &'w VecDeque<StoredReceipt>,
+    let_go: Vec<StoredReceipt>,
+    served_from: u64,
 }
 
 impl FoldSource for AtBoundary<'_> {
@@ -314,13 +373,24 @@ impl FoldSource for AtBoundary<'_> {
         self.document_count
     }
     fn documents(&self) -> Box<dyn Iterator<Item = (&Path, &Document)> + '_> {
-        Box::new(self.served.documents().filter_map(|(path, doc)| match self.images.get(path) {
-            Some(image) => image.as_ref().map(|d| (path, d)),
-            None => Some((path, doc)),
+        // Both in path order: the images are walked beside the served documents rather
+        // than searched for each (a search per document was most of a fold's walk).
+        let mut images = self.images.iter().peekable();
+        Box::new(self.served.documents().filter_map(move |(path, doc)| {
+            while images.next_if(|(p, _)| *p < path).is_some() {}
+            match images.next_if(|(p, _)| *p == path) {
+                Some((_, image)) => image.as_ref().map(|d| (path, d)),
+                None => Some((path, doc)),
+            }
         }))
     }
     fn receipts_since(&self, from: u64) -> Box<dyn Iterator<Item = &StoredReceipt> + '_> {
-        Box::new(self.receipts.iter().filter(move |r| r.receipt.sequence >= from))
+        let (r, at) = (&self.receipts, self.sequence);
+        let from = from.max(r.from);
+        let dropped = r.dropped.iter().filter(move |x| x.receipt.sequence >= from);
+        let let_go = r.let_go.iter().filter(move |x| x.receipt.sequence >= from);
+        let held = self.served.receipts_since(from.max(r.served_from));
+        Box::new(dropped.chain(let_go).chain(held.take_while(move |x| x.receipt.sequence <= at)))
     }
 }
 

@@ -31,7 +31,7 @@ mod step_tests;
 mod tests;
 
 use crate::blob::{BlobError, BlobOp, BlobOutcome, BlobResult};
-use crate::checkpoint::{fold_over, FoldError, Layers, MergeRule, Object, ObjectKind};
+use crate::checkpoint::{fold_over_reusing, FoldError, Layers, MergeRule, Object, ObjectKind, ReceiptBlocks};
 use crate::collector::Written;
 use crate::config::{CompactionRole, Config};
 use crate::effect::{Effect, Warning};
@@ -179,6 +179,8 @@ pub(crate) struct Compactor {
     rebase_to: Option<u64>,
     /// Body segments of the labels our checkpoints rewrote (SPEC 10.17).
     segments: SegmentWriter,
+    /// The receipt blocks the last fold made, for the next to take again.
+    receipt_blocks: ReceiptBlocks,
     pub stats: CompactorStats,
 }
 
@@ -230,6 +232,7 @@ impl Compactor {
             rebase_to: None,
             segments: SegmentWriter::new(config.checkpoint_reads_in_flight_max)
                 .with_words_shifted(config.defects().segment_words_shifted),
+            receipt_blocks: ReceiptBlocks::default(),
             stats: CompactorStats::default(),
         }
     }
@@ -407,9 +410,12 @@ impl Compactor {
             };
             let base = self.layers.as_ref().map(|l| (l, self.merge_rule));
             let lookup = |h: &Hash32| blocks.get(h).map(|b| &**b);
+            let receipt_blocks = &mut self.receipt_blocks;
             let folded = match boundary {
-                Some(b) => fold_over(&sn.ledger.world_at(&sn.world, b), base, &lookup),
-                None => fold_over(&sn.world, base, &lookup),
+                Some(b) => {
+                    fold_over_reusing(&sn.ledger.world_at(&sn.world, b), base, &lookup, receipt_blocks)
+                }
+                None => fold_over_reusing(&sn.world, base, &lookup, receipt_blocks),
             };
             match folded {
                 Ok(folded) => {

@@ -273,3 +273,95 @@ fn a_backstop_whose_step_a_racer_wrote_leaves_the_rest_of_the_backlog_to_it() {
     assert_eq!((stats.steps, stats.identical_races, stats.written), (1, 1, 0), "{stats:?}");
     assert_eq!(full_checkpoints(&b.store), vec![first], "it stepped no further");
 }
+
+/// The boundary as first written: a set of the slot's new paths for every slot. The
+/// ledger's own must find the same.
+fn boundary_by_sets(slots: &[(Slot, Hash32)], docs_max: usize) -> Option<u64> {
+    use std::collections::BTreeSet;
+    let mut changed: BTreeSet<&crate::world::Path> = BTreeSet::new();
+    let mut end: Option<usize> = None;
+    for (i, (slot, _)) in slots.iter().enumerate() {
+        let new: BTreeSet<&crate::world::Path> = slot
+            .members
+            .iter()
+            .filter_map(|m| m.entry.as_ref().map(|e| &e.path))
+            .filter(|p| !changed.contains(p))
+            .collect();
+        if changed.len() + new.len() > docs_max {
+            end = Some(i.saturating_sub(1));
+            break;
+        }
+        changed.extend(new);
+        if changed.len() == docs_max {
+            end = Some(i);
+            break;
+        }
+    }
+    let i = end?;
+    (i + 1 < slots.len()).then(|| slots[i].0.last_sequence())
+}
+
+#[test]
+fn the_boundary_is_the_one_sets_of_paths_find() {
+    let (mut h, mut peer) = empty_world();
+    let base = peer.world.clone();
+    let planted = plant_backlog(&mut h, &mut peer, 1, 12, 5);
+    for docs_max in [STEP, STEP + 1, 9, 10, 11, 20, 33, 58, 59, 60, 1_000] {
+        let (_, ledger, _) = installments(&base, &planted, &[planted.len()], docs_max);
+        let found = ledger.boundary(docs_max).map(|b| b.sequence);
+        assert_eq!(found, boundary_by_sets(&planted, docs_max), "docs_max {docs_max}");
+    }
+}
+
+#[test]
+fn every_step_after_a_rebase_folds_the_world_exactly_as_at_its_boundary() {
+    let (mut h, mut peer) = empty_world();
+    let base = peer.world.clone();
+    let planted = plant_backlog(&mut h, &mut peer, 1, 12, 5);
+    let (world, mut ledger, _) = installments(&base, &planted, &[planted.len()], 9);
+    let mut blocks: std::collections::BTreeMap<Hash32, HistoryBlock> = Default::default();
+    let mut steps = 0;
+    while let Some(at) = ledger.boundary(9) {
+        let view = ledger.world_at(&world, at);
+        let expected = world_at(&base, &planted, at.sequence);
+        // Images after a rebase store their versions in the step's blocks: the entries are
+        // compared here, and the versions by the bytes the fold makes of them.
+        let entries =
+            |w: &dyn FoldSource| w.documents().map(|(p, d)| (p.clone(), d.entry.clone())).collect::<Vec<_>>();
+        assert_eq!(entries(&view), entries(&expected), "documents at {}", at.sequence);
+        assert!(view.receipts_since(1).eq(expected.receipts_since(1)), "receipts at {}", at.sequence);
+        assert_eq!(view.policy(), StateView::policy(&expected));
+        let folded = fold(&view, &|h| blocks.get(h)).expect("the blocks it needs");
+        let held = fold(&expected, &|_| None).expect("held");
+        assert_eq!(folded.checkpoint, held.checkpoint, "step to {}", at.sequence);
+        let bytes =
+            |f: &crate::checkpoint::Folded| f.objects.iter().map(|o| o.bytes.clone()).collect::<Vec<_>>();
+        assert_eq!(bytes(&folded), bytes(&held), "step to {}", at.sequence);
+        for o in folded.objects.iter().filter(|o| o.kind == ObjectKind::History) {
+            blocks.insert(o.name, HistoryBlock::decode(&o.bytes).expect("a block"));
+        }
+        ledger.rebase(&world, at.sequence, &folded.adopt);
+        steps += 1;
+    }
+    assert!(steps >= 4, "{steps} steps");
+}
+
+#[test]
+fn images_adopt_a_folds_blocks_in_path_order_as_in_any_order() {
+    let (mut h, mut peer) = empty_world();
+    let base = peer.world.clone();
+    let planted = plant_backlog(&mut h, &mut peer, 1, 6, 5);
+    let world = world_at(&base, &planted, planted[5].0.last_sequence());
+    let adopt = fold(&world, &|_| None).expect("held").adopt;
+    assert!(adopt.len() > 10);
+    // Every other document imaged, one absent: as a ledger holds them.
+    let mut images: std::collections::BTreeMap<crate::world::Path, Option<crate::world::Document>> =
+        world.documents().step_by(2).map(|(p, d)| (p.clone(), Some(d.clone()))).collect();
+    images.insert(crate::world::Path::parse("/absent.md").expect("a path"), None);
+    let mut in_order = images.clone();
+    super::ledger::adopt_into(&mut in_order, &adopt);
+    let mut reversed = images.clone();
+    super::ledger::adopt_into(&mut reversed, &adopt.iter().rev().cloned().collect::<Vec<_>>());
+    assert_eq!(in_order, reversed);
+    assert_ne!(in_order, images, "the images adopted blocks");
+}

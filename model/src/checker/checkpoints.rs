@@ -17,6 +17,7 @@ use crate::checkpoint::{
 };
 use crate::history::StoredObject;
 use crate::{ModelDocument, ModelPolicy, ModelPolicyBody, ModelVersion, ModelWorld, ReceiptKind};
+use rustc_hash::{FxHashMap, FxHashSet};
 use slotlog_kernel::format::{
     Checkpoint, DecodeError, Delta, HistoryBlock, Keys, MergeRule, ReceiptBlock, Root, Shard, ShardEntry,
     StoredReceipt, DELTA_ENTRIES_MAX,
@@ -24,7 +25,7 @@ use slotlog_kernel::format::{
 use slotlog_kernel::hash::Hash32;
 use slotlog_kernel::ids::WorldId;
 use slotlog_kernel::world::{IndexEntry, Policy, VersionKind, VersionRecord};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// A full checkpoint found in the bucket, waiting for the replay to reach the sequence it
@@ -46,12 +47,12 @@ enum Unreadable {
 
 /// Decoded content objects by name. A shard, receipt block or history block is named by
 /// many checkpoints of a run, so each is decoded once.
-type Decoded<T> = HashMap<Hash32, Result<Rc<T>, Unreadable>>;
+type Decoded<T> = FxHashMap<Hash32, Result<Rc<T>, Unreadable>>;
 
 pub(super) struct Judge<'a> {
     keys: &'a Keys,
     world_id: WorldId,
-    objects: HashMap<&'a str, &'a StoredObject>,
+    objects: FxHashMap<&'a str, &'a StoredObject>,
     /// Checkpoints by the sequence they cover (their next sequence minus 1).
     found: BTreeMap<u64, Vec<Found>>,
     shards: Decoded<Shard>,
@@ -60,6 +61,38 @@ pub(super) struct Judge<'a> {
     merge_rule: MergeRule,
     histories: Decoded<HistoryBlock>,
     receipt_blocks: Decoded<ReceiptBlock>,
+    /// Documents judged to hold the model's content, for the checkpoints after.
+    clean: CleanDocuments,
+    /// Bodies found stored: the bucket does not change while it is judged.
+    stored_bodies: FxHashSet<Hash32>,
+}
+
+/// Documents a checkpoint was found to hold as the model does, each with the entry it
+/// held and the model's document it was judged against. Judging a document reads only
+/// those two and the bucket, which does not change while it is judged; so a later
+/// checkpoint that holds the same entry where the model holds the same document would
+/// be judged clean again, and is not judged twice. Both are compared in full, never
+/// assumed: a document that changed, on either side, is judged anew.
+#[derive(Default)]
+struct CleanDocuments {
+    by_path: FxHashMap<String, (ShardEntry, CheckpointDocument)>,
+}
+
+impl CleanDocuments {
+    /// Whether `e` against `d` was judged clean before.
+    fn holds(&self, e: &ShardEntry, d: &CheckpointDocument) -> bool {
+        self.by_path.get(d.path.as_str()).is_some_and(|(entry, document)| entry == e && document == d)
+    }
+
+    /// `e` against `d` was just judged clean.
+    fn note(&mut self, e: &ShardEntry, d: &CheckpointDocument) {
+        match self.by_path.get_mut(d.path.as_str()) {
+            Some(judged) => *judged = (e.clone(), d.clone()),
+            None => {
+                self.by_path.insert(d.path.clone(), (e.clone(), d.clone()));
+            }
+        }
+    }
 }
 
 /// Counts one judged checkpoint and reports what was found wrong with it.
@@ -75,7 +108,7 @@ fn settle(r: &mut CheckReport, findings: Vec<Violation>) {
 
 fn load<T>(
     cache: &mut Decoded<T>,
-    objects: &HashMap<&str, &StoredObject>,
+    objects: &FxHashMap<&str, &StoredObject>,
     key: &str,
     name: &Hash32,
     decode: fn(&[u8], &Hash32) -> Result<T, DecodeError>,
@@ -143,11 +176,13 @@ impl<'a> Judge<'a> {
             world_id,
             objects: objects.iter().map(|o| (o.key.as_str(), o)).collect(),
             found,
-            shards: HashMap::new(),
-            deltas: HashMap::new(),
+            shards: FxHashMap::default(),
+            deltas: FxHashMap::default(),
             merge_rule,
-            histories: HashMap::new(),
-            receipt_blocks: HashMap::new(),
+            histories: FxHashMap::default(),
+            receipt_blocks: FxHashMap::default(),
+            clean: CleanDocuments::default(),
+            stored_bodies: FxHashSet::default(),
         }
     }
 
@@ -252,11 +287,17 @@ impl<'a> Judge<'a> {
 
     /// Every body of every version the checkpoint holds is a blob (bodies are never
     /// collected, so one stored at its create is stored at the end).
-    fn judge_bodies(&self, key: &str, m: &ModelCheckpoint, out: &mut Vec<Violation>) {
+    fn judge_bodies(&mut self, key: &str, m: &ModelCheckpoint, out: &mut Vec<Violation>) {
         for d in &m.documents {
             for v in &d.versions {
-                let body = self.keys.body(&Hash32(v.body_hash));
-                if !self.objects.contains_key(body.as_str()) {
+                let hash = Hash32(v.body_hash);
+                if self.stored_bodies.contains(&hash) {
+                    continue;
+                }
+                let body = self.keys.body(&hash);
+                if self.objects.contains_key(body.as_str()) {
+                    self.stored_bodies.insert(hash);
+                } else {
                     out.push(Violation::CheckpointBodyNotStored {
                         checkpoint: key.to_string(),
                         path: d.path.clone(),
@@ -357,21 +398,44 @@ impl<'a> Judge<'a> {
                 Err(problem) => out.push(unreadable(key, delta_key, problem)),
             }
         }
-        let mut held: BTreeMap<&str, &ShardEntry> = BTreeMap::new();
-        for e in shards.iter().flat_map(|s| &s.entries).chain(deltas.iter().flat_map(|d| &d.entries)) {
-            held.insert(e.entry.path.as_str(), e);
-        }
+        // What the checkpoint holds, one entry a path: a path's last entry in layer
+        // order (shards, then the deltas oldest first) counts. Sorted stably by path and
+        // walked beside the model's documents (in path order too), not a map of them all.
+        let mut held: Vec<&ShardEntry> =
+            shards.iter().flat_map(|s| &s.entries).chain(deltas.iter().flat_map(|d| &d.entries)).collect();
+        held.sort_by(|a, b| a.entry.path.as_str().cmp(b.entry.path.as_str()));
+        held.dedup_by(|later, earlier| {
+            let same = later.entry.path == earlier.entry.path;
+            if same {
+                *earlier = *later;
+            }
+            same
+        });
+        let mut held = held.into_iter().peekable();
+        let mut extra = Vec::new();
         for d in &m.documents {
-            match held.remove(d.path.as_str()) {
+            let path = d.path.as_str();
+            while let Some(e) = held.next_if(|e| e.entry.path.as_str() < path) {
+                extra.push(e);
+            }
+            match held.next_if(|e| e.entry.path.as_str() == path) {
                 None if unread.contains(&shard_of(&d.path, bits)) => {}
                 None => out.push(Violation::CheckpointDocumentMissing {
                     key: key.to_string(),
                     path: d.path.clone(),
                 }),
-                Some(e) => self.judge_document(key, e, d, out),
+                Some(e) if self.clean.holds(e, d) => {}
+                Some(e) => {
+                    let before = out.len();
+                    self.judge_document(key, e, d, out);
+                    if out.len() == before {
+                        self.clean.note(e, d);
+                    }
+                }
             }
         }
-        for path in held.into_keys() {
+        extra.extend(held);
+        for path in extra.into_iter().map(|e| e.entry.path.as_str()) {
             out.push(Violation::CheckpointDocumentExtra { key: key.to_string(), path: path.to_string() });
         }
     }

@@ -733,3 +733,47 @@ fn deltas_past_the_worlds_merge_rule_are_a_checkpoint_mismatch() {
     // Within the rule: their entries restate the shards', so all is well.
     assert_eq!(layered(MergeRule::DEFAULT).violations, vec![]);
 }
+
+#[test]
+fn a_document_judged_clean_before_is_judged_again_once_its_entry_differs() {
+    // `/b` is the same at 7 and 9: clean in the first checkpoint, wrong in the second.
+    let mut b = world();
+    b.parts_at(7).store(&mut b);
+    let mut parts = b.parts();
+    parts.doc("/b").entry.archived = false;
+    parts.store(&mut b);
+    let found = mismatch(&b);
+    assert!(
+        matches!(
+            found.as_slice(),
+            [Violation::CheckpointEntryDiffers { key: k, path, .. }] if *k == key(&b, 10) && path == "/b"
+        ),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_document_judged_clean_before_is_judged_again_once_its_history_differs() {
+    let mut b = world();
+    b.parts_at(7).store(&mut b);
+    let mut parts = b.parts();
+    parts.doc("/b").blocks[0].records.pop();
+    parts.store(&mut b);
+    let expected = Violation::CheckpointVersionMissing { key: key(&b, 10), path: "/b".into(), version: 2 };
+    assert_eq!(mismatch(&b), vec![expected]);
+}
+
+#[test]
+fn a_body_found_stored_for_one_checkpoint_is_stored_for_the_next() {
+    // `/b`'s bodies are named by both checkpoints; `/c`'s only by the second, and missing.
+    let mut b = world();
+    b.parts_at(7).store(&mut b);
+    b.parts().store(&mut b);
+    let body = b.keys.body(&Hash32::of(b"c"));
+    b.objects.retain(|o| o.key != body);
+    let r = b.check();
+    let expected =
+        Violation::CheckpointBodyNotStored { checkpoint: key(&b, 10), path: "/c".into(), version: 1, body };
+    assert_eq!(r.violations, vec![expected]);
+    assert_eq!(r.checkpoints_judged, 2);
+}
