@@ -102,8 +102,8 @@ repro SCENARIO SEED: build
 # Long soak: many more seeds than CI runs, every scenario of `sweep all`, each given
 # seeds in inverse proportion to its cost a seed (docs/SIMULATION.md, "Soak"), so each
 # takes a like share of the time and the cheap fault-heavy ones the most seeds. SCALE
-# multiplies every count (SCALE=1: 73,100 runs, 3.8 core-hours by the CPU a run measured
-# 2026-12-06; a tenth of it took 742 s on 2 cores, so about 2.1 hours). One JSON line a
+# multiplies every count (SCALE=1: 100,285 runs, 3.4 core-hours by the CPU a run measured
+# 2026-12-06 on a8f7bb7; a tenth of it, 10,029 runs, took 657 s on 2 cores, 0 failed: the whole about 1.8 hours). One JSON line a
 # run goes to target/soak/runs.jsonl, the per-scenario summaries to
 # target/soak/summary.txt, the marks hit summed in target/soak/coverage.json. Not part of
 # `just test`.
@@ -115,8 +115,8 @@ soak SCALE="1": build
     : > target/soak/summary.txt
     rm -f target/soak/coverage.json
     failed=0
-    for mix in conflicts:40000 faults,crash:8000 single,reads,views,fast2,watchpoll:2000 race,open300:1500 \
-        watch,saturate,collect,search:800 overload:400 compact:300 edges:200; do
+    for mix in conflicts:54800 faults,crash:11000 single,reads,views,fast2,watchpoll:2750 race,open300:2050 \
+        watch,saturate,collect,search:1100 overload:550 compact:410 edges:275; do
         seeds=$(( ${mix##*:} * {{SCALE}} ))
         {{slotlog}} sweep "${mix%%:*}" --seeds "1..$seeds" --json \
             --coverage-file target/soak/coverage.json >> target/soak/runs.jsonl \
