@@ -105,9 +105,8 @@ repro SCENARIO SEED: build
 # multiplies every count (SCALE=1: 100,285 runs, 3.4 core-hours by the CPU a run measured
 # 2026-12-06 on a8f7bb7; a tenth of it, 10,029 runs, took 657 s on 2 cores, 0 failed, so
 # the whole about 1.8 hours). One JSON line a run goes to target/soak/runs.jsonl, the
-# per-scenario summaries to
-# target/soak/summary.txt, the marks hit summed in target/soak/coverage.json. Not part of
-# `just test`.
+# per-scenario summaries to target/soak/summary.txt, the marks hit summed in
+# target/soak/coverage.json. Not part of `just test`.
 soak SCALE="1": build
     #!/usr/bin/env bash
     set -euo pipefail
