@@ -27,25 +27,24 @@ sim SCENARIO="single" SEED="1": build
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
 # simulated GCS over HTTP) and 2,631 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on 7219bc4 (2 cores, the machine quiet, 15 min 2 s
-# in all, 2026-12-06): build (6 min 50 s) with moto and Azurite installing and cargo-deny
-# building beside it, then clippy and rustdoc (57 s), nextest 1,072 tests 83 s, then
-#   light     seeds 1..100     8 x 100 =   800 runs   100 s
-#   cheap     seeds 101..500   4 x 400 = 1,600 runs    92 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    43 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs    53 s (compact, and edges: the rare paths)
-#   collect   seeds 1..24      1 x  24 =    24 runs    14 s (30 virtual hours each:
+# is what CI runs. A fresh-clone CI on b913315 (2 cores, the machine quiet, 12 min 48 s
+# in all, 2026-12-06): build (6 min 28 s) with moto and Azurite installing and cargo-deny
+# building beside it, then clippy and rustdoc (45 s), nextest 1,096 tests 69 s, then
+#   light     seeds 1..100     8 x 100 =   800 runs    71 s
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs    64 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    36 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs    45 s (compact, and edges: the rare paths)
+#   collect   seeds 1..24      1 x  24 =    24 runs    13 s (30 virtual hours each:
 #             checkpoints, drops, slot and segment collection, a pause and a stall)
 #   overload  seeds 1..8       1 x   8 =     8 runs     5 s (three times what commits, offered)
-#   search    seeds 1..30      1 x  30 =    30 runs    13 s (body search through crashes)
-#   soak48    seeds 38..46     1 x   9 =     9 runs    17 s (48 virtual hours, every fault)
-#             (since S3's creates answer with their Date, soak48 seed 46 of these reaches
-#             probe_below_collection, as do two collect seeds; 39, 43 and 45 reach
-#             freshen_raced, as do 8, 13, 19, 25, 28 and 31 elsewhere)
+#   search    seeds 1..30      1 x  30 =    30 runs     7 s (body search through crashes)
+#   soak48    seeds 38..46     1 x   9 =     9 runs    11 s (48 virtual hours, every fault)
+#             (collect seed 11 reaches probe_below_collection; soak48 seeds 40, 42, 43
+#             and 46 reach freshen_raced)
 # Every run ends in a settle phase with the faults stopped (docs/SIMULATION.md). Together
 # these runs hit every required coverage mark (79; coverage_missed empty,
 # scripts/coverage-table.py lists who reaches each in docs/GUARANTEES.md). `just soak`
-# is 73,100 runs over every scenario. The driver under madsim is `just madsim-sweep` (its
+# is 100,285 runs over every scenario. The driver under madsim is `just madsim-sweep` (its
 # own build, ~3 min).
 test:
     #!/usr/bin/env bash

@@ -120,6 +120,15 @@ fn cold_replica_on_carried(config: Config, writes: &[(u128, &str, &str)]) -> Har
 
 // Bodies carried in slots (SPEC 5.7).
 
+/// The keys the replica read since `mark` in its log of calls.
+fn gets_since(h: &Harness, mark: usize) -> Vec<String> {
+    h.log[mark..]
+        .iter()
+        .filter(|op| matches!(op, BlobOp::Get { .. }))
+        .map(|op| op.key().to_string())
+        .collect()
+}
+
 #[test]
 fn a_carried_body_is_read_from_the_slot_of_its_version() {
     let mut h = cold_replica_on_carried(Config::default(), &[(1, "/a.md", "one"), (2, "/b.md", "two")]);
@@ -127,12 +136,7 @@ fn a_carried_body_is_read_from_the_slot_of_its_version() {
     let r = h.read(fetch("/b.md"));
     h.settle();
     assert_eq!(document(h.read_ok(r)), ("/b.md".into(), 1, Bytes::from_static(b"two")));
-    let reads: Vec<String> = h.log[mark..]
-        .iter()
-        .filter(|op| matches!(op, BlobOp::Get { .. }))
-        .map(|op| op.key().to_string())
-        .collect();
-    assert_eq!(reads, vec![keys().slot(2)], "its slot, and no blob");
+    assert_eq!(gets_since(&h, mark), vec![keys().slot(2)], "its slot, and no blob");
 }
 
 #[test]
@@ -142,12 +146,8 @@ fn a_body_whose_slot_carries_none_is_read_from_its_blob_alone() {
     let r = h.read(fetch("/b.md"));
     h.settle();
     assert_eq!(document(h.read_ok(r)), ("/b.md".into(), 1, Bytes::from_static(b"two")));
-    let reads: Vec<String> = h.log[mark..]
-        .iter()
-        .filter(|op| matches!(op, BlobOp::Get { .. }))
-        .map(|op| op.key().to_string())
-        .collect();
-    assert_eq!(reads, vec![keys().body(&Hash32::of(b"two"))], "its blob, not its slot first");
+    let blob = keys().body(&Hash32::of(b"two"));
+    assert_eq!(gets_since(&h, mark), vec![blob], "its blob, not its slot first");
 }
 
 #[test]
