@@ -40,9 +40,13 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// An option as postcard writes it: its tag, then the value when there is one.
 #[inline]
-fn put_tag(out: &mut Vec<u8>, some: bool) {
-    out.push(u8::from(some));
+fn put_option<T: ?Sized>(out: &mut Vec<u8>, value: Option<&T>, put: impl FnOnce(&mut Vec<u8>, &T)) {
+    out.push(u8::from(value.is_some()));
+    if let Some(v) = value {
+        put(out, v);
+    }
 }
 
 fn put_path(out: &mut Vec<u8>, path: &Path) {
@@ -75,10 +79,7 @@ fn put_receipt(out: &mut Vec<u8>, r: &Receipt) {
     out.extend_from_slice(&r.op_id.0);
     put_varint(out, r.sequence);
     out.push(receipt_kind_index(r.kind));
-    put_tag(out, r.path.is_some());
-    if let Some(path) = &r.path {
-        put_path(out, path);
-    }
+    put_option(out, r.path.as_ref(), put_path);
     put_varint(out, r.version);
 }
 
@@ -118,22 +119,10 @@ fn put_rules(out: &mut Vec<u8>, rules: &PolicyRules) {
 
 fn put_member(out: &mut Vec<u8>, m: &SlotMember) {
     put_receipt(out, &m.receipt);
-    put_tag(out, m.entry.is_some());
-    if let Some(e) = &m.entry {
-        put_entry(out, e);
-    }
-    put_tag(out, m.version.is_some());
-    if let Some(v) = &m.version {
-        put_version(out, v);
-    }
-    put_tag(out, m.prune.is_some());
-    if let Some(p) = &m.prune {
-        put_prune(out, p);
-    }
-    put_tag(out, m.policy.is_some());
-    if let Some(rules) = &m.policy {
-        put_rules(out, rules);
-    }
+    put_option(out, m.entry.as_ref(), put_entry);
+    put_option(out, m.version.as_ref(), put_version);
+    put_option(out, m.prune.as_ref(), put_prune);
+    put_option(out, m.policy.as_ref(), put_rules);
 }
 
 /// At most the bytes [`put_member`] writes for `m`.
@@ -187,10 +176,7 @@ impl SlotPayload<'_> {
             put_len(out, column.len());
             for item in column {
                 put_varint(out, item.modified_us);
-                put_tag(out, item.record.is_some());
-                if let Some(record) = item.record {
-                    put_bytes(out, record.as_bytes());
-                }
+                put_option(out, item.record, |out, record: &str| put_bytes(out, record.as_bytes()));
             }
         }
     }
