@@ -18,8 +18,6 @@ def main(doc, sweeps):
     for path in sweeps:
         for line in open(path):
             run = json.loads(line)
-            if run.get("summary"):
-                continue
             runs[run["scenario"]] += 1
             for mark, n in run.get("coverage", {}).items():
                 if n > 0:

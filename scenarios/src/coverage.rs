@@ -93,12 +93,16 @@ pub fn required(swept: &BTreeSet<String>) -> Vec<Mark> {
     Mark::ALL.iter().copied().filter(|m| !NOT_REQUIRED.iter().any(|(n, _)| n == m) && !not_swept(m)).collect()
 }
 
-/// What `sweep --coverage-file` keeps between sweeps: the scenarios swept so far and
-/// every mark's hits summed over their runs.
+/// What `sweep --coverage-file` keeps between sweeps: the scenarios swept so far,
+/// every mark's hits summed over their runs, and the required marks still missed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CoverageFile {
     pub swept: BTreeSet<String>,
     pub coverage: BTreeMap<String, u64>,
+    /// The required marks of the scenarios swept that no run hit: the sum's verdict,
+    /// written for readers; recomputed, never read back.
+    #[serde(skip_deserializing)]
+    pub coverage_missed: Vec<String>,
 }
 
 /// Every mark by name with its count, zeros included: a run's `coverage`.

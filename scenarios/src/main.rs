@@ -944,7 +944,7 @@ fn main() -> ExitCode {
             let mut swept: std::collections::BTreeSet<String> =
                 result.summaries().into_iter().map(|s| s.scenario).collect();
             let mut required = slotlog_scenarios::coverage::required(&swept);
-            let mut line = result.summary_line(&required);
+            let mut line = result.coverage_verdict(&required);
             if let Some(path) = &coverage_file {
                 let before: slotlog_scenarios::coverage::CoverageFile = match std::fs::read_to_string(path) {
                     Ok(text) => match serde_json::from_str(&text) {
@@ -967,8 +967,11 @@ fn main() -> ExitCode {
                     .into_iter()
                     .map(str::to_string)
                     .collect();
-                let file =
-                    slotlog_scenarios::coverage::CoverageFile { swept, coverage: line.coverage.clone() };
+                let file = slotlog_scenarios::coverage::CoverageFile {
+                    swept,
+                    coverage: line.coverage.clone(),
+                    coverage_missed: line.coverage_missed.clone(),
+                };
                 let text = serde_json::to_string_pretty(&file).expect("counts serialize");
                 if let Err(e) = std::fs::write(path, text + "\n") {
                     eprintln!("cannot write {}: {e}", path.display());
@@ -984,12 +987,6 @@ fn main() -> ExitCode {
                 summary += &format!("; missed: {}", line.coverage_missed.join(", "));
             }
             say(&summary);
-            if json {
-                let text = line.json();
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{text}");
-                let _ = out.flush();
-            }
             if let Some(path) = junit_path {
                 let xml = junit(&result.lines).to_string().expect("the JUnit report serializes");
                 if let Err(e) = std::fs::write(&path, xml) {

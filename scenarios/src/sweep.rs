@@ -2,9 +2,9 @@
 //! deterministic, so the threads change only how fast the sweep finishes.
 //!
 //! Also what a sweep tells the world: the `FAIL` line a failed run prints as it happens,
-//! one JSON line per run (`--json`) and a summary line after them, the per-scenario
-//! summary, the coverage marks no run hit, and JUnit XML for CI systems (`--junit`). Each is a pure function of the runs' reports, so tests can judge
-//! the formats without a terminal.
+//! one JSON line per run (`--json`), the per-scenario summary, the coverage marks no run
+//! hit, and JUnit XML for CI systems (`--junit`). Each is a pure function of the runs'
+//! reports, so tests can judge the formats without a terminal.
 
 use crate::report::Report;
 use crate::scenario::{run_scenario, Overrides, Scenario};
@@ -87,13 +87,10 @@ impl SweepResult {
         sum
     }
 
-    /// The summary `--json` prints after the run lines, judged against `required` marks.
-    pub fn summary_line(&self, required: &[slotlog_kernel::Mark]) -> SummaryLine {
+    /// The runs' coverage summed, judged against `required` marks.
+    pub fn coverage_verdict(&self, required: &[slotlog_kernel::Mark]) -> CoverageVerdict {
         let coverage = self.coverage();
-        SummaryLine {
-            summary: true,
-            runs: self.runs(),
-            failed: self.failures.len(),
+        CoverageVerdict {
             coverage_missed: crate::coverage::missed(required, &coverage)
                 .into_iter()
                 .map(str::to_string)
@@ -126,23 +123,13 @@ impl SweepResult {
     }
 }
 
-/// The last line `sweep --json` prints: the whole sweep's verdict and coverage.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SummaryLine {
-    /// Always true: tells this line from the run lines.
-    pub summary: bool,
-    pub runs: usize,
-    pub failed: usize,
+/// A sweep's coverage: what its runs hit, and the required marks none did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoverageVerdict {
     /// Each mark some run hit, with its hits summed over the runs.
     pub coverage: BTreeMap<String, u64>,
     /// The required marks no run hit (`coverage::required`), in the kernel's order.
     pub coverage_missed: Vec<String>,
-}
-
-impl SummaryLine {
-    pub fn json(&self) -> String {
-        serde_json::to_string(self).expect("a summary line serializes")
-    }
 }
 
 /// A scenario's share of a sweep.
