@@ -27,18 +27,19 @@ sim SCENARIO="single" SEED="1": build
 # denied), unit, property and cross-crate tests (the S3 ones against moto, installed from
 # PyPI on first use; the Azure ones against Azurite, from npm; the GCS ones against the
 # simulated GCS over HTTP) and 2,631 seeded runs, at least the 2,000 issue 13 asks. This
-# is what CI runs. A fresh-clone CI on b913315 (2 cores, the machine quiet, 12 min 48 s
-# in all, 2026-12-06): build (6 min 28 s) with moto and Azurite installing and cargo-deny
-# building beside it, then clippy and rustdoc (45 s), nextest 1,096 tests 69 s, then
-#   light     seeds 1..100     8 x 100 =   800 runs    71 s
-#   cheap     seeds 101..500   4 x 400 = 1,600 runs    64 s
-#   heavy     seeds 1..40      3 x  40 =   120 runs    36 s (saturate, open300, watch)
-#   heaviest  seeds 1..20      2 x  20 =    40 runs    45 s (compact, and edges: the rare paths)
-#   collect   seeds 1..24      1 x  24 =    24 runs    13 s (30 virtual hours each:
+# is what CI runs. A fresh-clone CI on 10bd4e3 (2 cores, 11 min 10 s in all, 2026-12-07,
+# a nice-19 build of the fuzz targets beside it): build (5 min 26 s) with moto and Azurite
+# installing and cargo-deny building beside it, then clippy and rustdoc (52 s), nextest
+# 1,096 tests 70 s, then
+#   light     seeds 1..100     8 x 100 =   800 runs    60 s
+#   cheap     seeds 101..500   4 x 400 = 1,600 runs    53 s
+#   heavy     seeds 1..40      3 x  40 =   120 runs    31 s (saturate, open300, watch)
+#   heaviest  seeds 1..20      2 x  20 =    40 runs    36 s (compact, and edges: the rare paths)
+#   collect   seeds 1..24      1 x  24 =    24 runs    10 s (30 virtual hours each:
 #             checkpoints, drops, slot and segment collection, a pause and a stall)
-#   overload  seeds 1..8       1 x   8 =     8 runs     5 s (three times what commits, offered)
-#   search    seeds 1..30      1 x  30 =    30 runs     7 s (body search through crashes)
-#   soak48    seeds 38..46     1 x   9 =     9 runs    11 s (48 virtual hours, every fault)
+#   overload  seeds 1..8       1 x   8 =     8 runs     4 s (three times what commits, offered)
+#   search    seeds 1..30      1 x  30 =    30 runs     6 s (body search through crashes)
+#   soak48    seeds 38..46     1 x   9 =     9 runs     9 s (48 virtual hours, every fault)
 #             (collect seed 11 reaches probe_below_collection; soak48 seeds 40, 42, 43
 #             and 46 reach freshen_raced)
 # Every run ends in a settle phase with the faults stopped (docs/SIMULATION.md). Together
@@ -101,9 +102,9 @@ repro SCENARIO SEED: build
 # Long soak: many more seeds than CI runs, every scenario of `sweep all`, each given
 # seeds in inverse proportion to its cost a seed (docs/SIMULATION.md, "Soak"), so each
 # takes a like share of the time and the cheap fault-heavy ones the most seeds. SCALE
-# multiplies every count (SCALE=1: 100,285 runs, 3.4 core-hours by the CPU a run measured
-# 2026-12-06 on a8f7bb7; a tenth of it, 10,029 runs, took 657 s on 2 cores, 0 failed, so
-# the whole about 1.8 hours). One JSON line a run goes to target/soak/runs.jsonl, the
+# multiplies every count (SCALE=1: 100,285 runs; the whole took 6,392 s, 1 h 47 min, on
+# 2 cores on 2026-12-07, 0 failed, 75 of 75 marks; docs/SIMULATION.md, "Soak", gives each
+# scenario's seeds a minute). One JSON line a run goes to target/soak/runs.jsonl, the
 # per-scenario summaries to target/soak/summary.txt, the marks hit summed in
 # target/soak/coverage.json. Not part of `just test`.
 soak SCALE="1": build

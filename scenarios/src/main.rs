@@ -944,7 +944,7 @@ fn main() -> ExitCode {
             let mut swept: std::collections::BTreeSet<String> =
                 result.summaries().into_iter().map(|s| s.scenario).collect();
             let mut required = slotlog_scenarios::coverage::required(&swept);
-            let mut line = result.coverage_verdict(&required);
+            let mut verdict = result.coverage_verdict(&required);
             if let Some(path) = &coverage_file {
                 let before: slotlog_scenarios::coverage::CoverageFile = match std::fs::read_to_string(path) {
                     Ok(text) => match serde_json::from_str(&text) {
@@ -960,17 +960,17 @@ fn main() -> ExitCode {
                         return ExitCode::from(exit::STORE);
                     }
                 };
-                slotlog_scenarios::coverage::add(&mut line.coverage, &before.coverage);
+                slotlog_scenarios::coverage::add(&mut verdict.coverage, &before.coverage);
                 swept.extend(before.swept);
                 required = slotlog_scenarios::coverage::required(&swept);
-                line.coverage_missed = slotlog_scenarios::coverage::missed(&required, &line.coverage)
+                verdict.coverage_missed = slotlog_scenarios::coverage::missed(&required, &verdict.coverage)
                     .into_iter()
                     .map(str::to_string)
                     .collect();
                 let file = slotlog_scenarios::coverage::CoverageFile {
                     swept,
-                    coverage: line.coverage.clone(),
-                    coverage_missed: line.coverage_missed.clone(),
+                    coverage: verdict.coverage.clone(),
+                    coverage_missed: verdict.coverage_missed.clone(),
                 };
                 let text = serde_json::to_string_pretty(&file).expect("counts serialize");
                 if let Err(e) = std::fs::write(path, text + "\n") {
@@ -980,11 +980,11 @@ fn main() -> ExitCode {
             }
             summary += &format!(
                 "\ncoverage: {} of {} required marks hit",
-                required.len() - line.coverage_missed.len(),
+                required.len() - verdict.coverage_missed.len(),
                 required.len()
             );
-            if !line.coverage_missed.is_empty() {
-                summary += &format!("; missed: {}", line.coverage_missed.join(", "));
+            if !verdict.coverage_missed.is_empty() {
+                summary += &format!("; missed: {}", verdict.coverage_missed.join(", "));
             }
             say(&summary);
             if let Some(path) = junit_path {
@@ -994,9 +994,9 @@ fn main() -> ExitCode {
                     return ExitCode::from(exit::STORE);
                 }
             }
-            let coverage_failed = require_coverage && !line.coverage_missed.is_empty();
+            let coverage_failed = require_coverage && !verdict.coverage_missed.is_empty();
             if coverage_failed {
-                eprintln!("FAIL coverage: required marks never hit: {}", line.coverage_missed.join(", "));
+                eprintln!("FAIL coverage: required marks never hit: {}", verdict.coverage_missed.join(", "));
             }
             if result.failures.is_empty() && !coverage_failed {
                 ExitCode::SUCCESS
