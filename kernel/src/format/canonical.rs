@@ -168,16 +168,24 @@ struct Elements<'a, 'de> {
     len: usize,
 }
 
-impl<'de> de::SeqAccess<'de> for Elements<'_, 'de> {
-    type Error = Refused;
-
+impl<'de> Elements<'_, 'de> {
+    /// The next element (or map key), or `None` once `len` are read.
     #[inline]
-    fn next_element_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<Option<S::Value>, Refused> {
+    fn next<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Refused> {
         if self.len == 0 {
             return Ok(None);
         }
         self.len -= 1;
         seed.deserialize(&mut *self.reader).map(Some)
+    }
+}
+
+impl<'de> de::SeqAccess<'de> for Elements<'_, 'de> {
+    type Error = Refused;
+
+    #[inline]
+    fn next_element_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<Option<S::Value>, Refused> {
+        self.next(seed)
     }
 
     #[inline]
@@ -192,11 +200,7 @@ impl<'de> de::MapAccess<'de> for Elements<'_, 'de> {
 
     #[inline]
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Refused> {
-        if self.len == 0 {
-            return Ok(None);
-        }
-        self.len -= 1;
-        seed.deserialize(&mut *self.reader).map(Some)
+        self.next(seed)
     }
 
     #[inline]
