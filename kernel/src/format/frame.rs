@@ -245,18 +245,10 @@ pub fn encode_value_schema<T: Serialize>(kind: Kind, schema: u16, value: &T) -> 
     // one buffer of its exact length, not grown and copied as it fills.
     let payload_len = postcard::serialize_with_flavor(value, postcard::ser_flavors::Size::default())
         .expect("postcard encodes every slotlog type");
-    let mut out = Vec::with_capacity(HEADER_LEN + payload_len + TRAILER_LEN);
-    out.extend_from_slice(&MAGIC);
-    out.push(kind as u8);
-    out.extend_from_slice(&schema.to_le_bytes());
-    out.extend_from_slice(&[0; 4]);
-    let mut out =
-        postcard::serialize_with_flavor(value, Appended(out)).expect("postcard encodes every slotlog type");
-    let len = u32::try_from(out.len() - HEADER_LEN).expect("payload longer than 4 GiB");
-    out[HEADER_LEN - 4..HEADER_LEN].copy_from_slice(&len.to_le_bytes());
-    let crc = crc32c::crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    encode_written(kind, schema, payload_len, |out| {
+        *out = postcard::serialize_with_flavor(value, Appended(std::mem::take(out)))
+            .expect("postcard encodes every slotlog type");
+    })
 }
 
 /// A frame whose payload `write` appends to the buffer it is handed (behind the header),
